@@ -1,0 +1,5 @@
+import sys
+
+from akira_cli.cli import main
+
+sys.exit(main())

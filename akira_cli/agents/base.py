@@ -1,0 +1,91 @@
+"""The one small interface every agent shares, and the registry agents are picked from by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from akira_cli.errors import AkiraError
+from akira_cli.usage import Usage
+
+if TYPE_CHECKING:
+    from akira_cli.config import Config
+    from akira_cli.events import EventBus
+    from akira_cli.runner import CommandRunner
+    from akira_cli.tasks.model import Step
+    from akira_cli.workspace import Workspace
+
+
+@dataclass
+class AgentRequest:
+    task_id: str
+    step: Step
+    attempt: int
+    tried: set[str]
+    """Approaches already tried for this step since the last resume."""
+    prompt: str
+    workdir: Path
+    timeout: float
+    should_stop: Callable[[], bool] = lambda: False
+
+
+@dataclass
+class AgentResult:
+    ok: bool
+    approach: str
+    actions: list[str] = field(default_factory=list)
+    output: str = ""
+    error: str = ""
+    transient: bool = False
+    interrupted: bool = False
+    usage: Usage = field(default_factory=Usage)
+    response: str = ""
+
+
+class Agent(Protocol):
+    name: str
+    wants_prompt: bool
+    """Whether `run` reads `request.prompt`; the engine skips building it otherwise."""
+
+    def run(self, request: AgentRequest) -> AgentResult: ...
+
+
+@dataclass
+class AgentContext:
+    config: Config
+    workspace: Workspace
+    runner: CommandRunner
+    bus: EventBus
+    task_id: str
+
+
+AgentFactory = Callable[[AgentContext], Agent]
+REGISTRY: dict[str, AgentFactory] = {}
+
+
+def register_agent(name: str) -> Callable[[AgentFactory], AgentFactory]:
+    """Built-ins register the same way a plug-in would."""
+
+    def decorate(factory: AgentFactory) -> AgentFactory:
+        REGISTRY[name] = factory
+        return factory
+
+    return decorate
+
+
+def choose_kind(kind: str, step: Step, config: Config) -> str:
+    """`auto`: script when the step has Run:, else llm when configured, else command."""
+    if kind != "auto":
+        return kind
+    if step.run:
+        return "script"
+    if config.llm.base_url:
+        return "llm"
+    if config.agent.command:
+        return "command"
+    raise AkiraError(
+        f"step {step.id} has no 'Run:' directive and no agent is configured; add a 'Run:' "
+        "line to the step, set llm.base_url (or OPENAI_BASE_URL), or set agent.command"
+    )

@@ -1,0 +1,138 @@
+"""The decision engine's deterministic checks and the evaluation that combines them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from akira_cli.config import ProjectCheck
+from akira_cli.runner import CommandRunner, tail
+from akira_cli.state.models import CheckResult, Evaluation
+from akira_cli.tasks.model import Step
+
+
+class Check(Protocol):
+    name: str
+
+    def run(self) -> CheckResult: ...
+
+
+class Judge(Protocol):
+    """An optional LLM judge: a confidence in [0, 1] and its reasons."""
+
+    def judge(self, step: Step, evaluation: Evaluation, output: str) -> tuple[float, list[str]]: ...
+
+
+@dataclass
+class VerifyCheck:
+    command: str
+    runner: CommandRunner
+    timeout: float
+    label: str = ""
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.label or f"Verify `{self.command}`"
+
+    def run(self) -> CheckResult:
+        result = self.runner.run(self.command, self.timeout)
+        detail = "" if result.ok else f"{result.describe()}\n{tail(result.output, 1500)}".strip()
+        return CheckResult(name=self.name, passed=result.ok, detail=detail)
+
+
+@dataclass
+class ExistsCheck:
+    path: str
+    workdir: Path
+
+    @property
+    def name(self) -> str:
+        return f"Exists `{self.path}`"
+
+    def run(self) -> CheckResult:
+        found = (self.workdir / self.path).exists()
+        return CheckResult(
+            name=self.name, passed=found, detail="" if found else f"{self.path} does not exist"
+        )
+
+
+@dataclass
+class ContainsCheck:
+    path: str
+    text: str
+    workdir: Path
+
+    @property
+    def name(self) -> str:
+        return f"Contains `{self.path}` `{self.text}`"
+
+    def run(self) -> CheckResult:
+        target = self.workdir / self.path
+        try:
+            found = self.text in target.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return CheckResult(name=self.name, passed=False, detail=f"{self.path} cannot be read")
+        detail = "" if found else f"{self.path} does not contain {self.text!r}"
+        return CheckResult(name=self.name, passed=found, detail=detail)
+
+
+@dataclass
+class AgentCheck:
+    """The agent's own result counts as one check."""
+
+    ok: bool
+    error: str
+    name: str = "agent result"
+
+    def run(self) -> CheckResult:
+        return CheckResult(name=self.name, passed=self.ok, detail="" if self.ok else self.error)
+
+
+def step_checks(
+    step: Step,
+    project: list[ProjectCheck],
+    runner: CommandRunner,
+    workdir: Path,
+    default_timeout: float,
+) -> list[Check]:
+    timeout = step.timeout or default_timeout
+    checks: list[Check] = [VerifyCheck(cmd, runner, timeout) for cmd in step.verify]
+    checks += [ExistsCheck(path, workdir) for path in step.exists]
+    checks += [ContainsCheck(path, text, workdir) for path, text in step.contains]
+    checks += [
+        VerifyCheck(p.run, runner, p.timeout or default_timeout, label=f"check `{p.label}`")
+        for p in project
+    ]
+    return checks
+
+
+def evaluate(
+    checks: list[Check],
+    threshold: float,
+    *,
+    judge: Judge | None = None,
+    step: Step | None = None,
+    output: str = "",
+) -> Evaluation:
+    """Complete iff every check passes and the confidence reaches the threshold.
+
+    Without a judge the confidence is the fraction of checks passed. An error while evaluating
+    means incomplete, with the error kept for the log.
+    """
+    try:
+        results = [check.run() for check in checks]
+        passed = sum(result.passed for result in results)
+        confidence = passed / len(results) if results else 0.0
+        reasons = [f"{r.name} failed: {r.detail}" for r in results if not r.passed]
+        evaluation = Evaluation(complete=False, confidence=confidence, checks=results)
+        if judge is not None and step is not None and passed == len(results):
+            confidence, judge_reasons = judge.judge(step, evaluation, output)
+            reasons += judge_reasons if confidence < threshold else []
+        complete = passed == len(results) and confidence >= threshold
+        if not complete and not reasons:
+            reasons = [f"confidence {confidence:.2f} is below the threshold {threshold:.2f}"]
+        return Evaluation(complete=complete, confidence=confidence, checks=results, reasons=reasons)
+    except Exception as exc:
+        message = f"evaluation error: {type(exc).__name__}: {exc}"
+        return Evaluation(complete=False, confidence=0.0, reasons=[message], error=message)

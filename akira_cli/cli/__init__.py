@@ -1,0 +1,38 @@
+"""The `akira` command: one module per command group."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from akira_cli.cli import config_cmd, init_cmd, loop_cmd, reason_cmd
+from akira_cli.cli.common import exits
+from akira_cli.errors import AkiraError
+
+app = typer.Typer(
+    name="akira",
+    help="Works through a spec's task list unattended: runs, checks, reflects, re-plans.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("init")(exits(init_cmd.init))
+app.add_typer(loop_cmd.app, name="loop")
+app.add_typer(config_cmd.app, name="config")
+app.command("reason")(exits(reason_cmd.reason))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the CLI; bad input ends as one line on stderr and exit 1, never a traceback."""
+    try:
+        app(args=argv, prog_name="akira")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except AkiraError as exc:
+        print(f"akira: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("akira: interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,94 @@
+"""What every command shares: --root, config layering, finding a task by id, path or feature."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec
+
+import typer
+
+from akira_cli.config import Config, load_config
+from akira_cli.errors import AkiraError
+from akira_cli.state.models import LoopState
+from akira_cli.state.store import StateStore
+from akira_cli.workspace import Workspace
+
+P = ParamSpec("P")
+
+RootOption = Annotated[
+    str | None, typer.Option("--root", help="Workspace folder (default: $AKIRA_ROOT or the cwd).")
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="Extra config file layered over the workspace's.")
+]
+TaskIdOption = Annotated[
+    str, typer.Option("--task-id", help="Task id, the task file's path, or the feature name.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def workspace_and_config(
+    root: str | None, config_file: Path | None = None, overrides: dict[str, Any] | None = None
+) -> tuple[Workspace, Config]:
+    workspace = Workspace.resolve(root)
+    return workspace, load_config(workspace.root, config_file, overrides)
+
+
+def store_for(workspace: Workspace) -> StateStore:
+    return StateStore(workspace.state_dir)
+
+
+def find_path(workspace: Workspace, ref: str) -> Path | None:
+    for base in (Path.cwd(), workspace.root):
+        candidate = (base / ref).expanduser()
+        if candidate.exists():
+            return candidate.resolve()
+    return None
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def resolve_task(workspace: Workspace, store: StateStore, ref: str) -> str:
+    """A task id, the task file's path (wherever it is now), or the feature folder's name."""
+    if store.exists(ref):
+        return ref
+    path = find_path(workspace, ref)
+    states = [state for _, state in store.scan() if state is not None]
+    states.sort(key=lambda s: s.started_at, reverse=True)
+    if path is not None:
+        target = path / "tasks.md" if path.is_dir() else path
+        for state in states:
+            if same_file(Path(state.task_path), target):
+                return state.task_id
+    for state in states:
+        if state.feature == ref:
+            return state.task_id
+    raise AkiraError(
+        f"no loop found for '{ref}' (not a task id, task file or feature name); "
+        "run 'akira loop status' to list loops"
+    )
+
+
+def load_task(workspace: Workspace, ref: str) -> tuple[StateStore, LoopState]:
+    store = store_for(workspace)
+    return store, store.load(resolve_task(workspace, store, ref))
+
+
+def exits(command: Callable[P, int]) -> Callable[P, None]:
+    """Turns a command's returned exit code into the process exit code."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        code = command(*args, **kwargs)
+        if code:
+            raise typer.Exit(code)
+
+    return run

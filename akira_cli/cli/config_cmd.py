@@ -1,0 +1,19 @@
+"""`akira config show`: the effective configuration, secrets masked."""
+
+from __future__ import annotations
+
+import typer
+import yaml
+
+from akira_cli.cli.common import ConfigOption, RootOption, exits, workspace_and_config
+
+app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+
+
+@app.command("show")
+@exits
+def show(config: ConfigOption = None, root: RootOption = None) -> int:
+    """Print the effective configuration (defaults < file < --config < env)."""
+    _, effective = workspace_and_config(root, config)
+    typer.echo(yaml.safe_dump(effective.public_dict(), sort_keys=False).rstrip())
+    return 0

@@ -1,0 +1,367 @@
+"""`akira loop start|resume|stop|status|state|progress|logs`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+
+from akira_cli.cli.common import (
+    ConfigOption,
+    JsonOption,
+    RootOption,
+    TaskIdOption,
+    exits,
+    find_path,
+    load_task,
+    same_file,
+    store_for,
+    workspace_and_config,
+)
+from akira_cli.cli.status_view import dashboard, effective_status, summary
+from akira_cli.config import load_config
+from akira_cli.control import ResumeRequest, apply_resume, write_request
+from akira_cli.errors import AkiraError
+from akira_cli.events import read_events
+from akira_cli.hooks import remove_hooks, write_hook
+from akira_cli.reports import take_guidance
+from akira_cli.session import run_session
+from akira_cli.state.models import LoopState
+from akira_cli.state.store import StateStore
+from akira_cli.tasks.parser import parse_task_file
+from akira_cli.workspace import Workspace
+
+app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
+AgentKind = Literal["auto", "script", "command", "llm"]
+NoWait = Annotated[bool, typer.Option("--no-wait", help="Exit 3 when paused instead of waiting.")]
+
+
+@app.command("start")
+@exits
+def start(
+    task: Annotated[Path, typer.Option("--task", help="Path of the tasks.md to work through.")],
+    config: ConfigOption = None,
+    max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1)] = None,
+    failure_threshold: Annotated[int | None, typer.Option("--failure-threshold", min=1)] = None,
+    agent: Annotated[AgentKind | None, typer.Option("--agent")] = None,
+    include_optional: Annotated[bool, typer.Option("--include-optional")] = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Run in the background.")] = False,
+    no_wait: NoWait = False,
+    root: RootOption = None,
+) -> int:
+    """Start a loop on a task file."""
+    overrides = {
+        "autonomous_loop.max_iterations": max_iterations,
+        "autonomous_loop.failure_threshold": failure_threshold,
+        "agent.kind": agent,
+    }
+    workspace, cfg = workspace_and_config(root, config, overrides)
+    path = find_path(workspace, str(task))
+    if path is None:
+        raise AkiraError(f"{task}: task file not found; check the path or run 'akira init'")
+    if path.is_dir():
+        if not (path / "tasks.md").is_file():
+            raise AkiraError(f"{path} is a folder without tasks.md; pass the tasks.md file")
+        path = path / "tasks.md"
+    parse_task_file(path)
+    store = store_for(workspace)
+    refuse_unfinished(store, path)
+    now = datetime.now(UTC)
+    state = LoopState(
+        task_id=workspace.new_task_id(now, set(store.task_ids())),
+        task_path=str(path),
+        feature=workspace.feature_of(path),
+        max_iterations=cfg.autonomous_loop.max_iterations,
+        failure_threshold=cfg.autonomous_loop.failure_threshold,
+        include_optional=include_optional,
+        agent_kind=agent,
+        config_file=str(config.resolve()) if config else None,
+    )
+    store.save(state)
+    if detach:
+        return spawn_detached(workspace, state, no_wait)
+    typer.echo(f"akira: started {state.task_id} on {workspace.relative(path)}", err=True)
+    return run_session(workspace, cfg, store, state, wait=not no_wait)
+
+
+def refuse_unfinished(store: StateStore, path: Path) -> None:
+    for _, state in store.scan():
+        if state is None or state.status == "completed":
+            continue
+        if not same_file(Path(state.task_path), path):
+            continue
+        lock = store.lock(state.task_id)
+        if lock.is_held():
+            raise AkiraError(
+                f"task {state.task_id} on {path} is already being run by process "
+                f"{lock.holder() or 'unknown'}; stop it with 'akira loop stop --task-id "
+                f"{state.task_id}'"
+            )
+        raise AkiraError(
+            f"{path} already has an unfinished loop {state.task_id} ({state.status}); "
+            f"continue it with 'akira loop resume --task-id {state.task_id}'"
+        )
+
+
+def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int:
+    out = workspace.state_dir / "logs" / f"{state.task_id}.out"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "akira_cli",
+        "loop",
+        "resume",
+        "--task-id",
+        state.task_id,
+        "--root",
+        str(workspace.root),
+    ]
+    command += ["--no-wait"] if no_wait else []
+    with out.open("ab") as handle:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=workspace.root,
+        )
+    typer.echo(state.task_id)
+    typer.echo(
+        f"akira: {state.task_id} runs in the background as process {process.pid}; "
+        f"follow it with 'akira loop logs --task-id {state.task_id} --follow'",
+        err=True,
+    )
+    return 0
+
+
+@app.command("resume")
+@exits
+def resume(
+    task_id: TaskIdOption,
+    max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1)] = None,
+    reset_failures: Annotated[bool, typer.Option("--reset-failures")] = False,
+    guidance: Annotated[str | None, typer.Option("--guidance")] = None,
+    no_wait: NoWait = False,
+    config: ConfigOption = None,
+    root: RootOption = None,
+) -> int:
+    """Resume a paused, interrupted or escalated loop."""
+    workspace = Workspace.resolve(root)
+    store, state = load_task(workspace, task_id)
+    config_file = config or (Path(state.config_file) if state.config_file else None)
+    cfg = load_config(workspace.root, config_file)
+    if state.status == "completed":
+        typer.echo(f"akira: {state.task_id} is already completed; nothing to resume", err=True)
+        return 0
+    lock = store.lock(state.task_id)
+    live = lock.is_held()
+    if live and state.status == "running":
+        raise AkiraError(
+            f"task {state.task_id} is already being run by process "
+            f"{lock.holder() or 'unknown'}; it is not paused"
+        )
+    remove_hooks(workspace, state.task_id)
+    text = guidance or take_guidance(workspace, state.task_id)
+    request = ResumeRequest(
+        max_iterations=max_iterations, reset_failures=reset_failures, guidance=text
+    )
+    if live:
+        write_request(store.dir, state.task_id, request)
+        bring_back(workspace, state)
+        typer.echo(f"akira: resumed {state.task_id}; process {lock.holder()} continues", err=True)
+        return 0
+    apply_resume(state, request)
+    bring_back(workspace, state)
+    typer.echo(f"akira: resuming {state.task_id} at iteration {state.iteration}", err=True)
+    return run_session(workspace, cfg, store, state, wait=not no_wait)
+
+
+def bring_back(workspace: Workspace, state: LoopState) -> None:
+    """A task a person parked in Needs_Action/ goes back under Specs/ on resume."""
+    path = Path(state.task_path)
+    if not path.is_file():
+        raise AkiraError(
+            f"task file {path} not found; restore it (or move it back under "
+            f"Specs/) and resume again"
+        )
+    if workspace.area_of(path) != "Needs_Action":
+        return
+    target = workspace.specs / (state.feature or path.stem) / "tasks.md"
+    if target.exists():
+        raise AkiraError(f"cannot move {path} back to {target}: a file is already there")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), str(target))
+    state.task_path = str(target)
+
+
+@app.command("stop")
+@exits
+def stop(
+    task_id: TaskIdOption,
+    force: Annotated[bool, typer.Option("--force", help="Kill the running command.")] = False,
+    save_state: Annotated[bool, typer.Option("--save-state")] = False,
+    root: RootOption = None,
+) -> int:
+    """Pause a loop with a stop hook (--force also kills the running command)."""
+    workspace = Workspace.resolve(root)
+    store, state = load_task(workspace, task_id)
+    if state.status == "completed":
+        raise AkiraError(f"task {state.task_id} is already completed; nothing to stop")
+    hook = write_hook(workspace, state)
+    lock = store.lock(state.task_id)
+    pid = lock.holder() if lock.is_held() else None
+    if force and pid:
+        os.kill(pid, signal.SIGTERM)
+    if pid is None and (save_state or state.status == "running"):
+        state.status = "paused"
+        state.stop_conditions.stop_hook_triggered = True
+        store.save(state)
+    where = f"process {pid} will pause" if pid else "no live process; state saved as paused"
+    typer.echo(f"akira: wrote {workspace.relative(hook)}; {where}", err=True)
+    return 0
+
+
+@app.command("status")
+@exits
+def status(
+    task_id: Annotated[str | None, typer.Option("--task-id")] = None,
+    json_out: JsonOption = False,
+    root: RootOption = None,
+) -> int:
+    """One loop's status, or a dashboard of every loop."""
+    workspace = Workspace.resolve(root)
+    store = store_for(workspace)
+    if task_id:
+        _, state = load_task(workspace, task_id)
+        row = summary(store, state)
+        typer.echo(json.dumps(row, indent=2) if json_out else _status_text(row))
+        return 0
+    rows, corrupt = [], []
+    for path, state in store.scan():
+        if state is None:
+            corrupt.append(str(path))
+        else:
+            rows.append(summary(store, state))
+    rows.sort(key=lambda row: row["task_id"])
+    if json_out:
+        typer.echo(json.dumps({"loops": rows, "corrupt": corrupt}, indent=2))
+    else:
+        Console().print(dashboard(rows, corrupt))
+    return 0
+
+
+def _status_text(row: dict[str, object]) -> str:
+    lines = [f"{key}: {value}" for key, value in row.items() if value not in (None, "", [])]
+    return "\n".join(lines)
+
+
+@app.command("state")
+@exits
+def state_cmd(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOption = None) -> int:
+    """Print the state file."""
+    _, state = load_task(Workspace.resolve(root), task_id)
+    text = state.model_dump_json(indent=None if json_out else 2)
+    if json_out or not sys.stdout.isatty():
+        typer.echo(text)
+    else:
+        Console().print_json(text)
+    return 0
+
+
+@app.command("progress")
+@exits
+def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOption = None) -> int:
+    """Steps done, the current step and the rate of success."""
+    workspace = Workspace.resolve(root)
+    store, state = load_task(workspace, task_id)
+    steps = _steps(state)
+    done = sum(1 for step in steps if step["done"])
+    data = {
+        "task_id": state.task_id,
+        "status": effective_status(store, state),
+        "steps_done": done,
+        "steps_total": len(steps),
+        "percent": round(100 * done / len(steps), 1) if steps else 0.0,
+        "iteration": state.iteration,
+        "max_iterations": state.max_iterations,
+        "success_rate": round(state.success_rate, 4),
+        "current_step": state.current_step.step_id if state.current_step else None,
+        "steps": steps,
+    }
+    if json_out:
+        typer.echo(json.dumps(data, indent=2))
+        return 0
+    typer.echo(
+        f"{state.task_id}: {done}/{len(steps)} steps ({data['percent']}%), iteration "
+        f"{state.iteration}/{state.max_iterations}, success rate {state.success_rate:.0%}"
+    )
+    for step in steps:
+        mark = "x" if step["done"] else ("-" if step["id"] == data["current_step"] else " ")
+        typer.echo(f"  [{mark}] {step['id']} {step['title']} ({step['attempts']} attempt(s))")
+    return 0
+
+
+def _steps(state: LoopState) -> list[dict[str, object]]:
+    path = Path(state.task_path)
+    done_ids = state.completed_ids()
+    try:
+        task = parse_task_file(path)
+    except AkiraError:
+        return [
+            {
+                "id": r.step_id,
+                "title": r.description,
+                "done": r.step_id in done_ids,
+                "attempts": len(r.attempts),
+            }
+            for r in state.steps.values()
+        ]
+    leaves = task.leaves(state.include_optional)
+    return [
+        {
+            "id": s.id,
+            "title": s.title,
+            "done": s.ticked or s.id in done_ids,
+            "attempts": len(state.steps[s.id].attempts) if s.id in state.steps else 0,
+        }
+        for s in leaves
+    ]
+
+
+@app.command("logs")
+@exits
+def logs(
+    task_id: TaskIdOption,
+    follow: Annotated[bool, typer.Option("--follow", "-f")] = False,
+    json_out: JsonOption = False,
+    root: RootOption = None,
+) -> int:
+    """Show the event history; --follow tails it until the loop ends."""
+    workspace = Workspace.resolve(root)
+    store, state = load_task(workspace, task_id)
+    path = workspace.log_path(state.task_id)
+    seen = 0
+    while True:
+        events = list(read_events(path))
+        for event in events[seen:]:
+            typer.echo(event.model_dump_json() if json_out else event.line())
+        seen = len(events)
+        if not follow or not _live(store, state.task_id):
+            return 0
+        time.sleep(0.25)
+
+
+def _live(store: StateStore, task_id: str) -> bool:
+    return store.lock(task_id).is_held()

@@ -1,0 +1,97 @@
+"""The status dashboard and progress views, as Rich renderables or plain dicts for --json."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from akira_cli.state.models import LoopState
+from akira_cli.state.store import StateStore
+
+GROUPS = ("Active", "Paused", "Needs action", "Completed", "Failed")
+
+
+def effective_status(store: StateStore, state: LoopState) -> str:
+    """`running` with no live lock holder is shown as `interrupted`."""
+    if state.status == "running" and not store.lock(state.task_id).is_held():
+        return "interrupted"
+    return state.status
+
+
+def group_of(status: str) -> str:
+    return {
+        "running": "Active",
+        "paused": "Paused",
+        "interrupted": "Paused",
+        "needs_action": "Needs action",
+        "completed": "Completed",
+        "failed": "Failed",
+    }[status]
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
+    status = effective_status(store, state)
+    step = state.current_step
+    return {
+        "task_id": state.task_id,
+        "status": status,
+        "group": group_of(status),
+        "feature": state.feature,
+        "task_path": state.task_path,
+        "iteration": state.iteration,
+        "max_iterations": state.max_iterations,
+        "success_rate": round(state.success_rate, 4),
+        "current_step": f"{step.step_id} {step.description}" if step else None,
+        "consecutive_failures": state.consecutive_failures,
+        "duration_seconds": round(state.elapsed_seconds, 3),
+        "stop_reason": state.stop_reason,
+        "systemic_issues": state.systemic_issues,
+        "pid": store.lock(state.task_id).holder() if status == "running" else None,
+    }
+
+
+def dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> Group:
+    parts: list[Any] = [Text("Autonomous Loop Progress", style="bold")]
+    for group in GROUPS:
+        members = [row for row in rows if row["group"] == group]
+        if not members:
+            continue
+        table = Table(title=f"{group} ({len(members)})", title_justify="left", expand=False)
+        for column in ("task", "status", "iteration", "success", "current step", "duration"):
+            table.add_column(column)
+        for row in members:
+            table.add_row(
+                f"{row['task_id']}\n{row['feature']}",
+                row["status"],
+                f"{row['iteration']}/{row['max_iterations']}",
+                f"{row['success_rate']:.0%}",
+                row["current_step"] or "-",
+                _duration(row["duration_seconds"]),
+            )
+        parts.append(table)
+    systemic = sorted({sig for row in rows for sig in row["systemic_issues"]})
+    if systemic:
+        parts.append(
+            Text(
+                f"Systemic issues (same error in several tasks): {', '.join(systemic)}",
+                style="yellow",
+            )
+        )
+    parts += [Text(f"corrupt state file (not shown): {path}", style="red") for path in corrupt]
+    if len(parts) == 1:
+        parts.append(Text("no loops yet; start one with 'akira loop start --task PATH'"))
+    return Group(*parts)
+
+
+def started(state: LoopState) -> datetime:
+    return datetime.fromisoformat(state.started_at.replace("Z", "+00:00"))

@@ -1,0 +1,126 @@
+"""Stop conditions, checked before every iteration (SPEC 5)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from akira_cli.config import Config
+from akira_cli.errors import (
+    BudgetExceeded,
+    FailureThresholdExceeded,
+    ManualIntervention,
+    MaxIterationsReached,
+    StopRequested,
+    TaskFileDeleted,
+    TaskMovedToDone,
+    TimeoutReached,
+)
+from akira_cli.hooks import active_hook
+from akira_cli.state.models import LoopState
+from akira_cli.watcher import WorkspaceWatcher
+from akira_cli.workspace import Workspace
+
+
+@dataclass
+class TaskLocator:
+    """Finds the task file wherever a person moved it: path, recorded moves, then inode."""
+
+    workspace: Workspace
+    watcher: WorkspaceWatcher | None
+    identity: tuple[int, int] | None = None
+
+    def remember(self, path: Path) -> None:
+        stat = path.stat()
+        self.identity = (stat.st_dev, stat.st_ino)
+
+    def locate(self, path: Path) -> Path | None:
+        if path.is_file():
+            return path
+        moved = self.watcher.follow(path) if self.watcher else None
+        if moved is not None and moved.is_file():
+            return moved
+        return self._scan()
+
+    def _scan(self) -> Path | None:
+        if self.identity is None:
+            return None
+        for area in (self.workspace.done, self.workspace.needs_action, self.workspace.specs):
+            for folder, _dirs, files in os.walk(area):
+                for name in files:
+                    candidate = Path(folder) / name
+                    stat = candidate.stat()
+                    if (stat.st_dev, stat.st_ino) == self.identity:
+                        return candidate
+        return None
+
+
+@dataclass
+class Guard:
+    workspace: Workspace
+    config: Config
+    locator: TaskLocator
+
+    def check_location(self, state: LoopState) -> Path:
+        """Raises when the task was moved to Done/ or Needs_Action/, or deleted."""
+        path = self.locator.locate(Path(state.task_path))
+        if path is None:
+            raise TaskFileDeleted(
+                f"task file {state.task_path} was deleted; restore it (or move it back under "
+                f"Specs/) and run 'akira loop resume --task-id {state.task_id}'"
+            )
+        state.task_path = str(path)
+        area = self.workspace.area_of(path)
+        loop = self.config.autonomous_loop
+        if area == "Done" and loop.check_done_folder:
+            raise TaskMovedToDone(f"task moved to {self.workspace.relative(path)} by a person")
+        if area == "Needs_Action" and loop.check_needs_action_folder:
+            raise ManualIntervention(
+                f"task moved to {self.workspace.relative(path)}; move it back under Specs/ "
+                "to continue"
+            )
+        return path
+
+    def check_hook(self, state: LoopState) -> None:
+        if not self.config.autonomous_loop.check_stop_hook:
+            return
+        hook = active_hook(self.workspace, state.task_id)
+        if hook is not None:
+            raise StopRequested(
+                f"stop hook {self.workspace.relative(hook)} present; delete it or run "
+                f"'akira loop resume --task-id {state.task_id}'"
+            )
+
+    def check_limits(self, state: LoopState) -> None:
+        if state.iteration >= state.max_iterations:
+            raise MaxIterationsReached(
+                f"max iterations reached ({state.iteration}/{state.max_iterations}); resume with "
+                "--max-iterations N to allow more"
+            )
+        if state.consecutive_failures >= state.failure_threshold:
+            raise FailureThresholdExceeded(
+                f"{state.consecutive_failures} failures in a row reached the failure threshold "
+                f"({state.failure_threshold})"
+            )
+        self.check_budget(state)
+        timeout = self.config.autonomous_loop.timeout_seconds
+        if state.elapsed_seconds >= timeout:
+            raise TimeoutReached(
+                f"timeout of {timeout:.0f}s reached after {state.elapsed_seconds:.0f}s of work; "
+                "raise autonomous_loop.timeout_seconds to continue"
+            )
+
+    def check_budget(self, state: LoopState) -> None:
+        budget = self.config.budget
+        used = state.usage
+        if budget.max_tokens_total is not None and used.total_tokens >= budget.max_tokens_total:
+            raise BudgetExceeded(
+                f"token budget of {budget.max_tokens_total} used up ({used.total_tokens} tokens); "
+                "raise budget.max_tokens_total to continue"
+            )
+        if budget.max_cost_usd is not None and used.cost_usd >= budget.max_cost_usd:
+            raise BudgetExceeded(
+                f"cost budget of ${budget.max_cost_usd:.2f} used up (${used.cost_usd:.2f}); "
+                "raise budget.max_cost_usd to continue"
+            )

@@ -1,0 +1,274 @@
+"""Configuration: one pydantic model per section, layered defaults < file < --config < flags < env.
+
+Unknown keys and wrong types are refused with the key and the file named, and a near spelling
+suggested. Field docstrings double as the documentation of `config/autonomous_loop.yaml`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from akira_cli.errors import AkiraError
+
+CONFIG_RELPATH = Path("config/autonomous_loop.yaml")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LoopSettings(Section):
+    """The seed's `autonomous_loop:` keys."""
+
+    max_iterations: int = Field(100, ge=1)
+    """Attempts allowed over the whole task."""
+    failure_threshold: int = Field(3, ge=1)
+    """Failed attempts in a row before escalating."""
+    timeout_seconds: float = Field(3600, gt=0)
+    """Wall-clock seconds of work allowed for the task (summed over runs)."""
+    reinject_every_n_iterations: int = Field(10, ge=1)
+    reinject_after_failure: bool = True
+    reinject_if_stale_seconds: float = Field(300, ge=0)
+    state_directory: str = ".state"
+    save_state_every_iteration: bool = True
+    """The state is always saved after every iteration; false is accepted for the seed's sake."""
+    backup_state_every_n_iterations: int = Field(10, ge=0)
+    """0 disables backups."""
+    check_done_folder: bool = True
+    check_needs_action_folder: bool = True
+    check_stop_hook: bool = True
+    log_every_iteration: bool = True
+    create_progress_reports: bool = True
+    progress_report_every_n_iterations: int = Field(25, ge=1)
+    retry_failed_steps: bool = True
+    max_step_retries: int = Field(3, ge=0)
+    """Transient retries (with backoff) per attempt; they cost no iteration."""
+    exponential_backoff: bool = True
+    auto_move_to_done: bool = True
+    create_completion_report: bool = True
+    archive_state_file: bool = True
+
+
+class ResourceLimits(Section):
+    max_memory_mb: int = 1024
+    max_cpu_percent: int = 80
+    max_disk_writes_per_minute: int = 100
+    max_api_calls_per_minute: int = Field(60, ge=0)
+    """0 means unlimited."""
+
+
+class AgentSettings(Section):
+    kind: Literal["auto", "script", "command", "llm"] = "auto"
+    command: str | None = None
+    """External agent CLI, e.g. `claude -p`; `{prompt_file}` is replaced by the prompt's path."""
+    workdir: str | None = None
+    """Where agents run, relative to the workspace root."""
+    transient_exit_codes: list[int] = Field(default_factory=list)
+    command_timeout_seconds: float = Field(600, gt=0)
+    """Default seconds for each command when a step has no `Timeout:`."""
+    allow_run_command: bool = True
+    """Whether the llm agent may use its `run_command` tool."""
+    max_tool_output_chars: int = Field(8000, ge=256)
+
+
+class ModelPrice(Section):
+    input_per_1m: float = Field(0.0, ge=0)
+    output_per_1m: float = Field(0.0, ge=0)
+
+
+class LLMSettings(Section):
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str | None = None
+    temperature: float = 0.0
+    timeout: float = Field(60, gt=0)
+    max_retries: int = Field(4, ge=0)
+    """Transient retries for each request (connection errors, timeouts, 408/409/429/5xx)."""
+    retry_after_cap_seconds: float = Field(900, ge=0)
+    """The longest Retry-After wait honoured, even beyond the SDK's own limit."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
+class ReflectionSettings(Section):
+    enabled: bool = True
+    max_iterations: int = Field(3, ge=1)
+    """Attempts per step before the step counts as failed."""
+    use_llm: bool = True
+    max_reflections_in_prompt: int = Field(3, ge=0)
+    max_output_chars: int = Field(2000, ge=200)
+    """Bound on command output carried into a retry prompt."""
+
+
+class EvaluationSettings(Section):
+    confidence_threshold: float = Field(0.8, ge=0, le=1)
+    llm_judge: bool = False
+
+
+class ReasoningSettings(Section):
+    max_passes: int = Field(6, ge=1)
+    """Global cap on execution passes (the TTL never exceeds it)."""
+    max_nesting_depth: int = Field(5, ge=1)
+    max_refinements_per_fragment: int = Field(3, ge=0)
+    max_refinements_total: int = Field(10, ge=0)
+    completeness_threshold: float = Field(0.95, ge=0, le=1)
+    coherence_threshold: float = Field(0.90, ge=0, le=1)
+    consistency_threshold: float = Field(0.90, ge=0, le=1)
+    custom_criteria: dict[str, float] = Field(default_factory=dict)
+    max_parallel_steps: int = Field(4, ge=1)
+    llm_retries: int = Field(3, ge=0)
+    json_repair_attempts: int = Field(2, ge=0)
+
+
+class BudgetSettings(Section):
+    max_tokens_total: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, gt=0)
+
+
+class ProjectCheck(Section):
+    run: str
+    name: str | None = None
+    timeout: float | None = Field(None, gt=0)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.run
+
+
+class Config(Section):
+    autonomous_loop: LoopSettings = Field(default_factory=LoopSettings)
+    resource_limits: ResourceLimits = Field(default_factory=ResourceLimits)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    reflection: ReflectionSettings = Field(default_factory=ReflectionSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    reasoning: ReasoningSettings = Field(default_factory=ReasoningSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    checks: list[ProjectCheck] = Field(default_factory=list)
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _plain_commands(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"run": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    def public_dict(self) -> dict[str, Any]:
+        """The effective configuration with secrets masked."""
+        data = self.model_dump(mode="json")
+        if self.llm.api_key is not None:
+            data["llm"]["api_key"] = "****"
+        return data
+
+
+def load_config(
+    root: Path,
+    extra_file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Config:
+    """Layers: defaults, the workspace file, `--config FILE`, CLI flags, then the environment."""
+    merged: dict[str, Any] = {}
+    sources: list[Path] = []
+    workspace_file = root / CONFIG_RELPATH
+    for path in (workspace_file, extra_file):
+        if path is None:
+            continue
+        if path is extra_file and not path.is_file():
+            raise AkiraError(f"{path}: config file not found; check the --config path")
+        if path.is_file():
+            data = _read_yaml(path)
+            _validate_layer(data, path)
+            _deep_merge(merged, data)
+            sources.append(path)
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(merged, dotted, value)
+    _apply_env(merged, os.environ if environ is None else environ)
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as exc:
+        where = sources[-1] if sources else "command line"
+        raise AkiraError(_explain(exc, where)) from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AkiraError(
+            f"{path}: cannot read config ({exc.strerror}); check permissions"
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark else ""
+        raise AkiraError(f"{path}:{line} is not valid YAML; fix the syntax there") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise AkiraError(f"{path}: config must be a mapping of sections, e.g. 'autonomous_loop:'")
+    return data
+
+
+def _validate_layer(data: dict[str, Any], path: Path) -> None:
+    try:
+        Config.model_validate(data)
+    except ValidationError as exc:
+        raise AkiraError(_explain(exc, path)) from None
+
+
+def _explain(exc: ValidationError, where: object) -> str:
+    error = exc.errors()[0]
+    loc = [str(part) for part in error["loc"]]
+    key = ".".join(loc)
+    if error["type"] == "extra_forbidden":
+        hint = _suggest(loc)
+        fix = f" (did you mean '{hint}'?)" if hint else "; remove it or check the spelling"
+        return f"{where}: unknown key '{key}'{fix}"
+    given = error.get("input")
+    shown = "" if isinstance(given, dict | list) else f" (got {given!r})"
+    return f"{where}: key '{key}': {error['msg'].lower()}{shown}; fix the value in that file"
+
+
+def _suggest(loc: list[str]) -> str | None:
+    model: type[BaseModel] = Config
+    for part in loc[:-1]:
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1, cutoff=0.6)
+    return ".".join([*loc[:-1], close[0]]) if close else None
+
+
+def _deep_merge(into: dict[str, Any], data: dict[str, Any]) -> None:
+    for key, value in data.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _deep_merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _set_dotted(into: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        into = into.setdefault(part, {})
+    into[leaf] = value
+
+
+def _apply_env(merged: dict[str, Any], environ: Any) -> None:
+    base_url = environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE")
+    pairs = {
+        "llm.base_url": base_url,
+        "llm.api_key": environ.get("OPENAI_API_KEY"),
+        "llm.model": environ.get("AKIRA_MODEL"),
+    }
+    for dotted, value in pairs.items():
+        if value:
+            _set_dotted(merged, dotted, value)

@@ -1,0 +1,55 @@
+"""Person-to-loop control: resume requests for a live waiting process, and applying a resume."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from akira_cli.state.models import LoopState
+from akira_cli.state.store import atomic_write
+
+
+class ResumeRequest(BaseModel):
+    """`.state/resume_<id>.json`, written by `loop resume` for a process that is waiting."""
+
+    max_iterations: int | None = None
+    reset_failures: bool = False
+    guidance: str | None = None
+
+
+def request_path(state_dir: Path, task_id: str) -> Path:
+    return state_dir / f"resume_{task_id}.json"
+
+
+def write_request(state_dir: Path, task_id: str, request: ResumeRequest) -> None:
+    atomic_write(request_path(state_dir, task_id), request.model_dump_json().encode())
+
+
+def take_request(state_dir: Path, task_id: str) -> ResumeRequest | None:
+    path = request_path(state_dir, task_id)
+    try:
+        request = ResumeRequest.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return request
+
+
+def apply_resume(state: LoopState, request: ResumeRequest) -> None:
+    """A resume gives every unfinished step a fresh attempt window and clears the stop flags."""
+    if request.max_iterations is not None:
+        state.max_iterations = request.max_iterations
+    if request.reset_failures:
+        state.consecutive_failures = 0
+    if request.guidance:
+        state.pending_guidance = request.guidance
+    done = state.completed_ids()
+    for record in state.steps.values():
+        if record.step_id not in done:
+            record.window_start = len(record.attempts)
+    state.stop_conditions.clear()
+    state.stop_reason = ""
+    state.status = "running"

@@ -1,0 +1,213 @@
+"""The per-step engine (SPEC 6): execute -> evaluate -> classify -> reflect -> re-plan.
+
+One call to `attempt` is one iteration of the loop. Transient failures are retried here with
+backoff and cost no iteration; strategic ones are recorded, reflected on, and either retried by
+the loop's next iteration or turned into a stop (persistent failure, exhausted step).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from akira_cli.agents.base import Agent, AgentRequest, AgentResult
+from akira_cli.checks import AgentCheck, Judge, evaluate, step_checks
+from akira_cli.config import Config
+from akira_cli.errors import ForceStopped, PersistentFailure, StepExhausted
+from akira_cli.events import EventBus, EventType, utcnow
+from akira_cli.failures import backoff, signature
+from akira_cli.runner import CommandRunner, tail
+from akira_cli.state.models import Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.workspace import Workspace
+
+
+class Reflection(Protocol):
+    """Where the reflection engine plugs in (seeds 000, 002, 003)."""
+
+    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
+
+    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
+
+
+class PromptBuilder(Protocol):
+    def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str: ...
+
+
+class NoReflection:
+    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
+        return None
+
+    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
+        return None
+
+
+@dataclass
+class StepEngine:
+    state: LoopState
+    config: Config
+    workspace: Workspace
+    bus: EventBus
+    runner: CommandRunner
+    agent_for: Callable[[Step], Agent]
+    prompts: PromptBuilder
+    reflection: Reflection
+    pause: Callable[[float], bool]
+    """Waits up to N seconds; returns True early when a stop was requested."""
+    should_stop: Callable[[], bool]
+    judge: Judge | None = None
+
+    def attempt(self, step: Step, task: TaskFile) -> Attempt:
+        record = self.state.record(step.id, step.title)
+        agent = self.agent_for(step)
+        prompt = self.prompts.build(self.state, task, step, record) if agent.wants_prompt else ""
+        request = AgentRequest(
+            self.state.task_id,
+            step,
+            len(record.window()) + 1,
+            record.tried(),
+            prompt,
+            self.workdir,
+            step.timeout or self.config.agent.command_timeout_seconds,
+            self.should_stop,
+        )
+        self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
+        started = time.monotonic()
+        result, retries = self.execute(agent, request)
+        attempt = self.conclude(step, request, result, retries, time.monotonic() - started)
+        if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
+            attempt.outcome = "interrupted"
+        record.attempts.append(attempt)
+        self.state.context.last_prompt = tail(prompt, 4000)
+        self.state.context.last_response = tail(result.response or result.output, 4000)
+        self.state.usage.add(result.usage)
+        if attempt.outcome == "interrupted":
+            self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)
+            raise ForceStopped(f"step {step.id} attempt {attempt.number} was interrupted")
+        if attempt.outcome == "success":
+            self.succeeded(record, attempt)
+        else:
+            self.failed(step, record, attempt)
+        return attempt
+
+    @property
+    def workdir(self) -> Path:
+        folder = self.config.agent.workdir
+        return (self.workspace.root / folder).resolve() if folder else self.workspace.root
+
+    def execute(self, agent: Agent, request: AgentRequest) -> tuple[AgentResult, int]:
+        """Runs the agent, retrying transient failures with backoff (no iteration, no reflection)."""
+        limit = self.config.autonomous_loop.max_step_retries
+        retries = 0
+        while True:
+            result = agent.run(request)
+            if not result.transient or retries >= limit or result.interrupted:
+                if result.transient:
+                    self.bus.emit(
+                        EventType.TRANSIENT_RETRY,
+                        request.step.id,
+                        mechanism="reflection",
+                        reason="transient retries exhausted",
+                        retries=retries,
+                    )
+                return result, retries
+            wait = backoff(retries, exponential=self.config.autonomous_loop.exponential_backoff)
+            retries += 1
+            self.bus.emit(
+                EventType.TRANSIENT_RETRY,
+                request.step.id,
+                mechanism="backoff",
+                retry=retries,
+                wait_seconds=round(wait, 3),
+                error=result.error[:300],
+            )
+            if self.pause(wait):
+                return result, retries
+
+    def conclude(
+        self, step: Step, request: AgentRequest, result: AgentResult, retries: int, took: float
+    ) -> Attempt:
+        attempt = Attempt(
+            step_id=step.id,
+            number=request.attempt,
+            iteration=self.state.iteration,
+            approach=result.approach,
+            actions=result.actions,
+            duration_seconds=round(took, 3),
+            transient_retries=retries,
+            usage=result.usage,
+            output_tail=tail(result.output, 2000),
+            finished_at=utcnow(),
+        )
+        if result.interrupted or self.runner.killed:
+            attempt.outcome = "interrupted"
+            return attempt
+        checks = [AgentCheck(result.ok, result.error)]
+        checks += step_checks(
+            step, self.config.checks, self.runner, request.workdir, request.timeout
+        )
+        attempt.evaluation = evaluate(
+            checks,
+            self.config.evaluation.confidence_threshold,
+            judge=self.judge,
+            step=step,
+            output=result.output,
+        )
+        self.bus.emit(
+            EventType.EVALUATION,
+            step.id,
+            attempt=attempt.number,
+            complete=attempt.evaluation.complete,
+            confidence=round(attempt.evaluation.confidence, 3),
+            reasons=attempt.evaluation.reasons,
+            error=attempt.evaluation.error,
+        )
+        if attempt.evaluation.complete:
+            attempt.outcome = "success"
+        else:
+            attempt.error = "\n".join(attempt.evaluation.reasons)
+            attempt.error_signature = signature(attempt.error)
+        return attempt
+
+    def succeeded(self, record: StepRecord, attempt: Attempt) -> None:
+        self.state.total_successes += 1
+        self.state.consecutive_failures = 0
+        for failed in self.state.failed_steps:
+            failed.recovered = failed.recovered or failed.step_id == record.step_id
+        self.reflection.after_success(self.state, record, attempt)
+
+    def failed(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
+        self.state.total_failures += 1
+        self.state.consecutive_failures += 1
+        self.state.failed_steps.append(
+            FailedStep(
+                step_id=step.id,
+                description=step.title,
+                error=attempt.error[:1000],
+                retry_count=attempt.number - 1,
+            )
+        )
+        self.bus.emit(
+            EventType.STEP_FAILED,
+            step.id,
+            attempt=attempt.number,
+            approach=attempt.approach,
+            signature=attempt.error_signature,
+            mechanism="reflection" if self.config.reflection.enabled else "none",
+        )
+        self.reflection.after_failure(self.state, record, attempt)
+        window = record.window()
+        if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
+            self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
+            raise PersistentFailure(
+                f"step {step.id} failed twice in a row with the same error: "
+                f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
+            )
+        allowed = self.config.reflection.max_iterations if self.config.reflection.enabled else 1
+        if len(window) >= allowed:
+            raise StepExhausted(
+                f"step {step.id} failed {len(window)} attempt(s) without passing its checks"
+            )

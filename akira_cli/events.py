@@ -1,0 +1,137 @@
+"""Events: one typed model, an in-process bus, and the JSONL log writer that subscribes to it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+def utcnow() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class EventType(StrEnum):
+    LOOP_STARTED = "loop_started"
+    LOOP_PAUSED = "loop_paused"
+    LOOP_RESUMED = "loop_resumed"
+    LOOP_COMPLETED = "loop_completed"
+    LOOP_FINISHED = "loop_finished"
+    STOP_CONDITION = "stop_condition"
+    ITERATION_STARTED = "iteration_started"
+    STEP_STARTED = "step_started"
+    STEP_COMPLETED = "step_completed"
+    STEP_FAILED = "step_failed"
+    ATTEMPT_STARTED = "attempt_started"
+    ATTEMPT_INTERRUPTED = "attempt_interrupted"
+    COMMAND_OUTPUT = "command_output"
+    TRANSIENT_RETRY = "transient_retry"
+    EVALUATION = "evaluation"
+    REFLECTION_GENERATED = "reflection_generated"
+    POST_ACTION_REFLECTION = "post_action_reflection"
+    REPLANNED = "replanned"
+    PERSISTENT_FAILURE = "persistent_failure"
+    SYSTEMIC_ISSUE = "systemic_issue"
+    REFLECTION_LOOP_COMPLETED = "reflection_loop_completed"
+    METRICS = "metrics"
+    REINJECTED = "reinjected"
+    LLM_CALL = "llm_call"
+    TOOL_CALL = "tool_call"
+    REASONING_PHASE = "reasoning_phase"
+    REASONING_PASS = "reasoning_pass"
+    CONVERGENCE = "convergence"
+    REFINEMENT = "refinement"
+    VALIDATION = "validation"
+    PROFILE_UPDATED = "profile_updated"
+    WARNING = "warning"
+
+
+class Event(BaseModel):
+    ts: str = Field(default_factory=utcnow)
+    type: str
+    task_id: str = ""
+    step_id: str | None = None
+    iteration: int = 0
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    def line(self) -> str:
+        """One readable line for `loop logs` and the plain display."""
+        where = f" step {self.step_id}" if self.step_id else ""
+        detail = " ".join(f"{k}={_short(v)}" for k, v in self.data.items())
+        return f"{self.ts} [{self.iteration}]{where} {self.type} {detail}".rstrip()
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    """Synchronous fan-out. A failing subscriber never breaks the loop."""
+
+    def __init__(self, task_id: str = "") -> None:
+        self.task_id = task_id
+        self.iteration = 0
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.append(subscriber)
+
+    def emit(self, type: str, step_id: str | None = None, **data: Any) -> Event:
+        event = Event(
+            type=str(type),
+            task_id=self.task_id,
+            step_id=step_id,
+            iteration=self.iteration,
+            data=data,
+        )
+        with self._lock:
+            for subscriber in list(self._subscribers):
+                try:
+                    subscriber(event)
+                except Exception:
+                    pass
+        return event
+
+
+class JsonlLog:
+    """Appends events to `.state/logs/<id>.jsonl`, one object per line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def __call__(self, event: Event) -> None:
+        os.write(self._fd, (event.model_dump_json() + "\n").encode())
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def read_events(path: Path) -> Iterator[Event]:
+    """Reads a log, skipping a torn last line left by a crash."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for raw in handle:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                yield Event.model_validate_json(raw)
+            except ValueError:
+                continue

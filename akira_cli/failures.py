@@ -1,0 +1,59 @@
+"""Telling transient failures from strategic ones, error signatures, and backoff."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+# Infrastructure trouble that a plain retry can fix: a busy lock, a refused or reset
+# connection, rate limiting, a temporary server error.
+TRANSIENT_PATTERNS = re.compile(
+    r"resource temporarily unavailable|database is locked|could not get lock|"
+    r"unable to acquire .*lock|lock(?:file)? .*(?:busy|held)|index\.lock': file exists|"
+    r"text file busy|connection (?:refused|reset|timed out)|temporary failure in name resolution|"
+    r"too many requests|\b429\b|service unavailable|\b50[234]\b (?:bad gateway|service|gateway)",
+    re.IGNORECASE,
+)
+
+_MASKS: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
+        "<ts>",
+    ),
+    (
+        re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
+        "<uuid>",
+    ),
+    (re.compile(r"0x[0-9a-f]+", re.I), "<addr>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\b"), "<n>"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def is_transient_output(output: str, exit_code: int | None, transient_codes: list[int]) -> bool:
+    if exit_code is not None and exit_code in transient_codes:
+        return True
+    return bool(TRANSIENT_PATTERNS.search(output[-4000:]))
+
+
+def normalise(error: str) -> str:
+    """Masks paths, numbers, addresses and timestamps so the same failure looks the same."""
+    text = error.strip()
+    for pattern, mask in _MASKS:
+        text = pattern.sub(mask, text)
+    return text.strip()[:500]
+
+
+def signature(error: str) -> str:
+    normal = normalise(error)
+    return hashlib.sha256(normal.encode()).hexdigest()[:12] if normal else ""
+
+
+def backoff(
+    attempt: int, *, base: float = 0.5, cap: float = 30.0, exponential: bool = True
+) -> float:
+    """Full-jitter exponential backoff: a random wait in [delay/2, delay]."""
+    delay = min(cap, base * (2**attempt if exponential else 1))
+    return delay / 2 + random.random() * delay / 2

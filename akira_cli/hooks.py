@@ -1,0 +1,71 @@
+"""Stop hooks: `.hooks/stop_autonomous_loop_<id>.md`, or the workspace-wide one with front matter."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import yaml
+
+from akira_cli.events import utcnow
+from akira_cli.state.models import LoopState
+from akira_cli.templates import render
+from akira_cli.workspace import Workspace
+
+
+def front_matter(path: Path) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if not text.startswith("---"):
+        return {}
+    head = text[3:].split("\n---", 1)[0]
+    try:
+        data = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def active_hook(workspace: Workspace, task_id: str) -> Path | None:
+    """The hook that pauses this task, if any."""
+    own = workspace.hook_path(task_id)
+    if own.exists():
+        return own
+    shared = workspace.hook_path()
+    if shared.exists():
+        named = front_matter(shared).get("task_id")
+        if not named or str(named) == task_id:
+            return shared
+    return None
+
+
+def write_hook(workspace: Workspace, state: LoopState, reason: str = "manual") -> Path:
+    step = state.current_step
+    path = workspace.hook_path(state.task_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        render(
+            "stop_hook.md",
+            task_id=state.task_id,
+            created=utcnow(),
+            reason=reason,
+            reason_text="Stopped with `akira loop stop`." if reason == "manual" else reason,
+            iteration=state.iteration,
+            max_iterations=state.max_iterations,
+            current_step=f"{step.step_id} - {step.description}" if step else "none",
+            success_rate=f"{state.success_rate:.0%}",
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def remove_hooks(workspace: Workspace, task_id: str) -> list[Path]:
+    removed = []
+    while (hook := active_hook(workspace, task_id)) is not None:
+        with contextlib.suppress(FileNotFoundError):
+            hook.unlink()
+        removed.append(hook)
+    return removed

@@ -1,0 +1,534 @@
+"""The one client everything that talks to a model uses.
+
+It wraps `openai.OpenAI` with the SDK's own retries switched off, because we retry ourselves: so
+that each failure is classified, logged as an event, and a long `Retry-After` is honoured (the SDK
+gives up on waits beyond 60 s). It also enforces the client-side rate limit and the budgets, adds
+up token usage and cost, and turns structured output that breaks its schema into a repair retry.
+
+Failure classes:
+- transient (connection refused or reset, client timeout, HTTP 408/409/429/5xx): retried with
+  backoff, or with the server's `Retry-After`; after the last retry, `LLMTransientError`;
+- a body that is not JSON (or not a chat completion): also retried, since proxies and
+  half-started servers produce it briefly; if it persists the endpoint is not an OpenAI API, so
+  it ends as a plain `LLMError` ("LLM returned garbage"), a problem a person must fix;
+- 401/403, an unknown model, other 4xx: `LLMError` at once.
+
+The API key never appears in an exception message, an event or a repr: every text taken from
+the SDK or the server is passed through `_Redactor`, and SDK exceptions are not chained.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from akira_cli.config import BudgetSettings, LLMSettings, ResourceLimits
+from akira_cli.errors import AkiraError, BudgetExceeded
+from akira_cli.events import EventBus, EventType
+from akira_cli.usage import Usage
+
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+NO_KEY = "sk-no-key-required"
+"""Sent when no key is configured: local servers want some bearer token."""
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+RATE_WINDOW = 60.0
+TRANSIENT_STATUSES = frozenset({408, 409, 429})
+FORMAT_MODES = ("json_schema", "json_object", "none")
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str
+    """The raw JSON string the model produced; the caller parses (and reports) it."""
+
+
+class ChatResult(BaseModel):
+    content: str | None
+    tool_calls: list[ToolCall]
+    usage: Usage
+    finish_reason: str | None
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+class LLMError(AkiraError):
+    """A permanent LLM failure, described on one line with the fix."""
+
+
+class LLMTransientError(LLMError):
+    """A transient failure that survived every retry."""
+
+
+class LLMSchemaError(LLMError):
+    """Structured output still broke its schema after the repair retries."""
+
+
+class _FormatRejected(LLMError):
+    """The server refused `response_format`; `structured` falls back to a simpler mode."""
+
+
+def configured(settings: LLMSettings) -> bool:
+    """True when an endpoint is set, i.e. the `llm` agent can be used."""
+    return bool(settings.base_url)
+
+
+@dataclass
+class _Failure:
+    """A transient failure, kept until we know whether a retry will fix it."""
+
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+    garbage: bool = False
+    refused: bool = False
+
+
+class _Redactor:
+    def __init__(self, secret: str | None) -> None:
+        self._secret = secret if secret and secret != NO_KEY else None
+
+    def __call__(self, text: str, limit: int = 300) -> str:
+        """One line, the key masked, bounded in length."""
+        if self._secret:
+            text = text.replace(self._secret, "****")
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class LLMClient:
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        limits: ResourceLimits | None = None,
+        budget: BudgetSettings | None = None,
+        bus: EventBus | None = None,
+        usage: Usage | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not settings.base_url:
+            raise LLMError(
+                "no LLM endpoint configured; set llm.base_url or OPENAI_BASE_URL "
+                "(e.g. http://127.0.0.1:11434/v1)"
+            )
+        self.settings = settings
+        self.base_url = settings.base_url
+        self.limits = limits
+        self.budget = budget
+        self.bus = bus
+        self.usage = usage if usage is not None else Usage()
+        self._sleep = sleep
+        key = settings.api_key.get_secret_value() if settings.api_key else ""
+        self._redact = _Redactor(key)
+        self._sdk = openai.OpenAI(
+            base_url=settings.base_url,
+            api_key=key or NO_KEY,
+            timeout=settings.timeout,
+            max_retries=0,
+        )
+        self._model = settings.model
+        self._format_mode = 0
+        self._lock = threading.Lock()
+        self._calls: deque[float] = deque()
+
+    def __repr__(self) -> str:
+        return f"LLMClient(base_url={self.base_url!r}, model={self._model!r})"
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """`llm.model`, else the first model the server lists (asked once)."""
+        if self._model is None:
+            models = self._list_models()
+            if not models:
+                raise LLMError(
+                    f"LLM endpoint {self.base_url} lists no models; set llm.model or AKIRA_MODEL"
+                )
+            self._model = models[0]
+        return self._model
+
+    def ping(self) -> None:
+        """Checks the endpoint and the key with GET /models; a refused connection fails at once."""
+        self._call(lambda: self._sdk.models.list(), "ping", retry_refused=False)
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        purpose: str = "",
+    ) -> ChatResult:
+        extra: dict[str, Any] = {"tools": tools} if tools else {}
+        return self._complete(messages, extra, purpose)
+
+    def structured(
+        self,
+        messages: list[dict[str, Any]],
+        schema: type[T],
+        *,
+        purpose: str = "",
+        repair_attempts: int = 2,
+    ) -> T:
+        """A reply parsed into `schema`; a reply that breaks it goes back to the model with the
+        validation error, at most `repair_attempts` times. Nothing is ever guessed."""
+        conversation = _with_schema_prompt(messages, schema)
+        problem = ""
+        for _ in range(repair_attempts + 1):
+            result = self._structured_once(conversation, schema, purpose)
+            content = result.content or ""
+            try:
+                return schema.model_validate_json(_strip_fences(content))
+            except ValidationError as exc:
+                problem = _describe(exc)
+            conversation += [
+                {"role": "assistant", "content": content},
+                {
+                    "role": "user",
+                    "content": f"Your reply did not match the schema: {problem}. "
+                    "Reply again with only valid JSON.",
+                },
+            ]
+        raise LLMSchemaError(
+            f"LLM output for {purpose or schema.__name__} broke the {schema.__name__} schema "
+            f"after {repair_attempts} repair(s): {self._redact(problem, 200)}"
+        )
+
+    # -- one completion -----------------------------------------------------------------------
+
+    def _structured_once(
+        self, conversation: list[dict[str, Any]], schema: type[BaseModel], purpose: str
+    ) -> ChatResult:
+        while True:
+            mode = FORMAT_MODES[self._format_mode]
+            try:
+                return self._complete(conversation, _response_format(mode, schema), purpose)
+            except _FormatRejected:
+                if self._format_mode + 1 >= len(FORMAT_MODES):
+                    raise
+                self._format_mode += 1
+
+    def _complete(
+        self, messages: list[dict[str, Any]], extra: dict[str, Any], purpose: str
+    ) -> ChatResult:
+        self._check_budget()
+        model = self.model
+        started = time.monotonic()
+        result = self._call(
+            lambda: _parse_completion(
+                self._sdk.chat.completions.create(
+                    model=model,
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=self.settings.temperature,
+                    **extra,
+                )
+            ),
+            purpose,
+        )
+        result.usage.cost_usd = self._cost(model, result.usage)
+        with self._lock:
+            self.usage.add(result.usage)
+        self._emit(
+            EventType.LLM_CALL,
+            purpose=purpose,
+            model=model,
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+            cost_usd=round(result.usage.cost_usd, 6),
+            duration_seconds=round(time.monotonic() - started, 3),
+        )
+        return result
+
+    def _cost(self, model: str, usage: Usage) -> float:
+        price = self.settings.prices.get(model)
+        if price is None:
+            return 0.0
+        return (
+            usage.prompt_tokens * price.input_per_1m + usage.completion_tokens * price.output_per_1m
+        ) / 1_000_000
+
+    def _check_budget(self) -> None:
+        budget, used = self.budget, self.usage
+        if budget is None:
+            return
+        if budget.max_tokens_total is not None and used.total_tokens >= budget.max_tokens_total:
+            raise BudgetExceeded(
+                f"token budget of {budget.max_tokens_total} used up ({used.total_tokens} tokens); "
+                "raise budget.max_tokens_total or resume later"
+            )
+        if budget.max_cost_usd is not None and used.cost_usd >= budget.max_cost_usd:
+            raise BudgetExceeded(
+                f"cost budget of ${budget.max_cost_usd:g} used up (${used.cost_usd:.4f}); "
+                "raise budget.max_cost_usd or resume later"
+            )
+
+    def _list_models(self) -> list[str]:
+        page = self._call(lambda: self._sdk.models.list(), "models")
+        return [str(m.id) for m in getattr(page, "data", None) or []]
+
+    # -- retries ------------------------------------------------------------------------------
+
+    def _call(self, request: Callable[[], R], purpose: str, *, retry_refused: bool = True) -> R:
+        """Runs `request` with our retry policy."""
+        attempt = 0
+        while True:
+            self._throttle()
+            try:
+                return request()
+            except (openai.OpenAIError, ValueError, _Garbage) as exc:
+                failure = self._classify(exc)
+            if attempt >= self.settings.max_retries or (failure.refused and not retry_refused):
+                raise self._final(failure, attempt + 1)
+            attempt += 1
+            self._wait_before_retry(failure, attempt, purpose)
+
+    def _wait_before_retry(self, failure: _Failure, attempt: int, purpose: str) -> None:
+        if failure.retry_after is not None:
+            wait = min(failure.retry_after, self.settings.retry_after_cap_seconds)
+            mechanism = "retry_after"
+        else:
+            delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+            wait = min(BACKOFF_CAP, delay * random.uniform(1.0, 1.25))
+            mechanism = "backoff"
+        self._emit(
+            EventType.TRANSIENT_RETRY,
+            mechanism=mechanism,
+            status=failure.status,
+            wait_seconds=round(wait, 3),
+            attempt=attempt,
+            purpose=purpose,
+            error=failure.message,
+        )
+        self._sleep(wait)
+
+    def _final(self, failure: _Failure, attempts: int) -> LLMError:
+        tries = f"after {attempts} attempt(s)"
+        if failure.garbage:
+            return LLMError(
+                f"LLM returned garbage (not a JSON chat completion) from {self.base_url} {tries}; "
+                "check that llm.base_url points at an OpenAI-compatible API"
+            )
+        return LLMTransientError(f"{failure.message} ({tries})")
+
+    def _classify(self, exc: Exception) -> _Failure:
+        """A retryable `_Failure`, or raises the permanent `LLMError` for `exc`."""
+        if isinstance(exc, openai.APITimeoutError):
+            return _Failure(
+                f"LLM endpoint {self.base_url} did not answer within {self.settings.timeout:g}s; "
+                "raise llm.timeout or check the server"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            reason = _connection_reason(exc)
+            return _Failure(
+                f"LLM endpoint {self.base_url} is unreachable ({self._redact(reason, 120)}); "
+                "start the server or fix llm.base_url",
+                refused="refused" in reason,
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return self._classify_status(exc)
+        return _Failure(f"LLM returned garbage from {self.base_url}", garbage=True)
+
+    def _classify_status(self, exc: openai.APIStatusError) -> _Failure:
+        status = exc.status_code
+        detail = self._redact(_server_message(exc), 200)
+        if status in TRANSIENT_STATUSES or status >= 500:
+            return _Failure(
+                f"LLM endpoint {self.base_url} answered HTTP {status} ({detail})",
+                status=status,
+                retry_after=_retry_after(exc.response.headers),
+            )
+        if status in (401, 403):
+            raise LLMError(
+                f"LLM rejected the API key ({status}); set OPENAI_API_KEY or llm.api_key"
+            ) from None
+        if status == 404 and _is_chat(exc) and (exc.code == "model_not_found" or "model" in detail):
+            raise LLMError(self._model_not_found()) from None
+        if status in (400, 422) and ("response_format" in detail or "json_schema" in detail):
+            raise _FormatRejected(f"LLM endpoint refused response_format: {detail}") from None
+        hint = "; check llm.base_url (it usually ends in /v1)" if status == 404 else ""
+        raise LLMError(
+            f"LLM endpoint {self.base_url} refused the request (HTTP {status}): {detail}{hint}"
+        ) from None
+
+    def _model_not_found(self) -> str:
+        try:
+            available = ", ".join(self._list_models()) or "(none listed)"
+        except LLMError:
+            available = "(could not list them)"
+        return (
+            f"LLM model '{self._model}' not found at {self.base_url}; "
+            f"set llm.model or AKIRA_MODEL to one of: {available}"
+        )
+
+    # -- rate limit and events ----------------------------------------------------------------
+
+    def _throttle(self) -> None:
+        """Client-side `max_api_calls_per_minute` over a sliding window.
+
+        When the window is full the call reserves the moment the oldest call leaves it and
+        sleeps until then, so concurrent callers queue up fairly and an injected sleep that
+        does not really wait cannot make this spin."""
+        limit = self.limits.max_api_calls_per_minute if self.limits else 0
+        if limit <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            while self._calls and self._calls[0] <= now - RATE_WINDOW:
+                self._calls.popleft()
+            slot = now
+            if len(self._calls) >= limit:
+                slot = self._calls.popleft() + RATE_WINDOW
+            self._calls.append(slot)
+        if slot > now:
+            self._sleep(slot - now)
+
+    def _emit(self, type: EventType, **data: Any) -> None:
+        if self.bus is not None:
+            self.bus.emit(type, **data)
+
+
+class _Garbage(Exception):
+    """The answer parsed as JSON but is not a chat completion."""
+
+
+def _parse_completion(completion: Any) -> ChatResult:
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise _Garbage
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise _Garbage
+    usage = getattr(completion, "usage", None)
+    return ChatResult(
+        content=message.content,
+        tool_calls=[
+            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+            for call in message.tool_calls or []
+            if getattr(call, "function", None) is not None
+        ],
+        usage=Usage(
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            calls=1,
+        ),
+        finish_reason=getattr(choice, "finish_reason", None),
+    )
+
+
+def _is_chat(exc: openai.APIStatusError) -> bool:
+    """Whether the failed request was a chat completion (a 404 elsewhere is a wrong URL)."""
+    return str(exc.response.request.url.path).endswith("/chat/completions")
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    return message if isinstance(message, str) else exc.message
+
+
+def _connection_reason(exc: openai.APIConnectionError) -> str:
+    cause = exc.__cause__ or exc.__context__
+    text = str(cause) if cause else str(exc)
+    lowered = text.lower()
+    if "refused" in lowered:
+        return "connection refused"
+    if "name or service" in lowered or "nodename" in lowered or "getaddrinfo" in lowered:
+        return "unknown host"
+    return text or "connection failed"
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms`, or `Retry-After` as seconds or as an HTTP date."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _response_format(mode: str, schema: type[BaseModel]) -> dict[str, Any]:
+    if mode == "json_schema":
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "reply"
+        spec = {"name": name, "schema": schema.model_json_schema(), "strict": False}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    if mode == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    return {}
+
+
+def _with_schema_prompt(
+    messages: list[dict[str, Any]], schema: type[BaseModel]
+) -> list[dict[str, Any]]:
+    """A copy of `messages` whose system message asks for JSON matching `schema`.
+
+    Servers that ignore `response_format` still see the schema this way."""
+    instruction = (
+        "Reply with only a JSON object that matches this JSON schema, no prose:\n"
+        + json.dumps(schema.model_json_schema())
+    )
+    if messages and messages[0].get("role") == "system":
+        first = dict(messages[0])
+        first["content"] = f"{first.get('content') or ''}\n\n{instruction}".strip()
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
+
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+
+
+def _strip_fences(content: str) -> str:
+    match = _FENCE.search(content)
+    return match.group(1).strip() if match else content.strip()
+
+
+def _describe(exc: ValidationError) -> str:
+    """The validation errors, one per clause, as pydantic words them."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

@@ -1,0 +1,286 @@
+"""The autonomous loop (SPEC 5): check stop conditions, run one attempt, save, repeat.
+
+Stopping is done with `LoopStop` exceptions; `settle` turns each into its status, report and
+exit code. The state is saved in `finally:` after every iteration, before any other work.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from akira_cli.conditions import Guard, TaskLocator
+from akira_cli.config import Config
+from akira_cli.control import ResumeRequest, apply_resume, take_request
+from akira_cli.engine import StepEngine
+from akira_cli.errors import (
+    AkiraError,
+    ForceStopped,
+    LoopFailed,
+    LoopStop,
+    TaskCompleted,
+    TaskMovedToDone,
+)
+from akira_cli.events import EventBus, EventType
+from akira_cli.hooks import active_hook
+from akira_cli.metrics import update_metrics
+from akira_cli.reports import completion_report, escalation, intervention_request
+from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.store import StateStore
+from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.tasks.parser import parse_task_file
+from akira_cli.tasks.writeback import set_box
+from akira_cli.watcher import WorkspaceWatcher
+from akira_cli.workspace import Workspace
+
+
+class TaskSource:
+    """Re-parses the task file before each iteration, unless it is unchanged since last time."""
+
+    def __init__(self) -> None:
+        self._key: tuple[int, int, int] | None = None
+        self._task: TaskFile | None = None
+
+    def load(self, path: Path) -> TaskFile:
+        stat = path.stat()
+        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if key != self._key or self._task is None:
+            self._task, self._key = parse_task_file(path), key
+        return self._task
+
+    def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
+        self._task = set_box(path, step_id, box)
+        stat = path.stat()
+        self._key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        return self._task
+
+
+def is_done(task: TaskFile, step: Step, include_optional: bool) -> bool:
+    if not step.children:
+        return step.ticked
+    children = [task.get(child) for child in step.children]
+    return all(
+        is_done(task, child, include_optional)
+        for child in children
+        if child is not None and (include_optional or not child.optional)
+    )
+
+
+@dataclass
+class AutonomousLoop:
+    workspace: Workspace
+    config: Config
+    store: StateStore
+    state: LoopState
+    bus: EventBus
+    engine: StepEngine
+    watcher: WorkspaceWatcher
+    locator: TaskLocator
+    wait: bool = True
+
+    def __post_init__(self) -> None:
+        self.guard = Guard(self.workspace, self.config, self.locator)
+        self.tasks = TaskSource()
+        self.forced = threading.Event()
+        self._mark = time.monotonic()
+
+    def run(self) -> LoopStop:
+        self.begin()
+        while True:
+            try:
+                self.work()
+            except LoopStop as stop:
+                self.settle(stop)
+                if self.wait_for_resume(stop):
+                    continue
+                return stop
+
+    def work(self) -> None:
+        while True:
+            path = self.guard.check_location(self.state)
+            self.guard.check_hook(self.state)
+            if self.forced.is_set():
+                raise ForceStopped("stopped by a signal")
+            task = self.tasks.load(path)
+            step = self.next_step(task)
+            self.guard.check_limits(self.state)
+            self.iterate(path, task, step)
+
+    def iterate(self, path: Path, task: TaskFile, step: Step) -> None:
+        self.state.iteration += 1
+        self.bus.iteration = self.state.iteration
+        self.begin_step(path, step)
+        try:
+            attempt = self.engine.attempt(step, self.tasks.load(path))
+            if attempt.outcome == "success":
+                self.state.completed_steps.append(
+                    CompletedStep(
+                        step_id=step.id,
+                        description=step.title,
+                        duration_seconds=attempt.duration_seconds,
+                        attempts=attempt.number,
+                    )
+                )
+                self.state.current_step = None
+        except AkiraError as exc:
+            raise LoopFailed(str(exc)) from None
+        finally:
+            self.checkpoint()
+        if attempt.outcome == "success":
+            self.tick(path, step)
+            self.bus.emit(
+                EventType.STEP_COMPLETED,
+                step.id,
+                attempts=attempt.number,
+                duration_seconds=attempt.duration_seconds,
+            )
+
+    def next_step(self, task: TaskFile) -> Step:
+        optional = self.state.include_optional
+        pending = [s for s in task.leaves(optional) if not is_done(task, s, optional)]
+        if not pending:
+            raise TaskCompleted(f"all {len(task.leaves(optional))} steps are done")
+        for step in pending:
+            deps = [task.get(dep) for dep in step.depends or []]
+            if all(dep is not None and is_done(task, dep, optional) for dep in deps):
+                return step
+        raise LoopFailed(
+            f"{task.path}: no pending step can start, their 'Depends:' wait on each other; "
+            "fix the Depends: lines"
+        )
+
+    def begin(self) -> None:
+        self.state.status = "running"
+        path = Path(self.state.task_path)
+        if path.is_file():
+            self.locator.remember(path)
+            task = self.tasks.load(path)
+            for step_id in self.state.completed_ids():
+                step = task.get(step_id)
+                if step is not None and not step.ticked:
+                    self.tasks.mark(path, step_id, "x")
+        self.checkpoint()
+        self.bus.emit(
+            EventType.LOOP_STARTED,
+            task_path=self.state.task_path,
+            pid=os.getpid(),
+            iteration=self.state.iteration,
+            max_iterations=self.state.max_iterations,
+        )
+
+    def begin_step(self, path: Path, step: Step) -> None:
+        record = self.state.record(step.id, step.title)
+        if self.state.pending_guidance:
+            record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
+        number = len(record.window()) + 1
+        self.state.current_step = CurrentStep(
+            step_id=step.id, description=step.title, attempt=number
+        )
+        self.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
+        if number == 1:
+            self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
+        self.tasks.mark(path, step.id, "-")
+        self.locator.remember(path)
+
+    def tick(self, path: Path, step: Step) -> None:
+        task = self.tasks.mark(path, step.id, "x")
+        parent = task.get(step.parent_id) if step.parent_id else None
+        while parent is not None and is_done(task, parent, self.state.include_optional):
+            task = self.tasks.mark(path, parent.id, "x")
+            parent = task.get(parent.parent_id) if parent.parent_id else None
+        self.locator.remember(path)
+
+    def checkpoint(self) -> None:
+        now = time.monotonic()
+        self.state.elapsed_seconds += now - self._mark
+        self._mark = now
+        self.state.metrics.total_duration_seconds = round(self.state.elapsed_seconds, 3)
+        update_metrics(self.state)
+        self.store.save(self.state)
+        every = self.config.autonomous_loop.backup_state_every_n_iterations
+        if every and self.state.iteration and self.state.iteration % every == 0:
+            self.store.backup(self.state)
+
+    def settle(self, stop: LoopStop) -> None:
+        self.state.status = stop.status  # type: ignore[assignment]
+        self.state.stop_reason = stop.message
+        if stop.condition in type(self.state.stop_conditions).model_fields:
+            setattr(self.state.stop_conditions, stop.condition, True)
+        self.bus.emit(
+            EventType.STOP_CONDITION,
+            condition=stop.condition,
+            status=stop.status,
+            message=stop.message,
+            exit_code=stop.exit_code,
+        )
+        try:
+            if stop.report == "completion":
+                self.complete(stop)
+            elif stop.report == "intervention":
+                intervention_request(self.workspace, self.state, stop)
+            elif stop.report == "escalation":
+                escalation(self.workspace, self.state, stop)
+        finally:
+            self.checkpoint()
+        if stop.status == "paused":
+            self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
+        if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
+            self.store.archive(self.state)
+
+    def complete(self, stop: LoopStop) -> None:
+        self.state.current_step = None
+        if isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done:
+            self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+        if self.config.autonomous_loop.create_completion_report:
+            completion_report(self.workspace, self.state, isinstance(stop, TaskMovedToDone))
+        self.bus.emit(
+            EventType.LOOP_COMPLETED,
+            task_path=self.state.task_path,
+            iterations=self.state.iteration,
+            metrics=self.state.metrics.model_dump(),
+        )
+
+    def move_to_done(self, path: Path) -> Path:
+        """Moves the feature folder (or a loose task file) to Done/<feature>/."""
+        feature = self.state.feature or self.workspace.feature_of(path)
+        target = self.workspace.done / feature
+        if target.exists():
+            target = self.workspace.done / f"{feature}_{self.state.task_id}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        is_feature_dir = path.name == "tasks.md" and path.parent.parent == self.workspace.specs
+        if is_feature_dir:
+            shutil.move(str(path.parent), str(target))
+            return target / path.name
+        target.mkdir(parents=True)
+        shutil.move(str(path), str(target / "tasks.md"))
+        return target / "tasks.md"
+
+    def wait_for_resume(self, stop: LoopStop) -> bool:
+        if stop.status != "paused" or not self.wait or isinstance(stop, ForceStopped):
+            return False
+        request = ResumeRequest()
+        while not self.forced.is_set():
+            self.watcher.wait(1.0)
+            request = take_request(self.store.dir, self.state.task_id) or request
+            if self.resumable():
+                apply_resume(self.state, request)
+                self._mark = time.monotonic()
+                self.checkpoint()
+                self.bus.emit(EventType.LOOP_RESUMED, by="person")
+                return True
+        return False
+
+    def resumable(self) -> bool:
+        path = self.locator.locate(Path(self.state.task_path))
+        hook_free = active_hook(self.workspace, self.state.task_id) is None
+        return hook_free and path is not None and self.workspace.area_of(path) != "Needs_Action"
+
+    def force_stop(self) -> None:
+        """Called from a signal handler: kill the running command's group, stop at once."""
+        self.forced.set()
+        self.engine.runner.kill()
+        self.watcher.changed.set()

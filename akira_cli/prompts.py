@@ -1,0 +1,132 @@
+"""Builds an agent's prompt from the state objects: continuation context, step, retry context.
+
+The same attempts and reflections render into the escalation file, so what the agent is told
+and what the person reads never drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from akira_cli.config import Config
+from akira_cli.reflection.memory import ReflectionMemory
+from akira_cli.runner import tail
+from akira_cli.state.models import Attempt, LoopState, StepRecord
+from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.tasks.writeback import load_requirements
+from akira_cli.templates import render
+from akira_cli.workspace import Workspace
+
+
+def _list(items: list[str], empty: str = "- none") -> str:
+    return "\n".join(items) if items else empty
+
+
+def continuation(state: LoopState, step: Step, attempt: int, next_action: str) -> str:
+    """Seed 004's reinjection prompt: task, progress, current step, last exchange, next action."""
+    return render(
+        "continuation.md",
+        task_path=state.task_path,
+        iteration=state.iteration,
+        max_iterations=state.max_iterations,
+        status=state.status,
+        completed=len(state.completed_steps),
+        completed_ids=", ".join(s.step_id for s in state.completed_steps) or "none",
+        failed=state.total_failures,
+        success_rate=f"{state.success_rate:.0%}",
+        step_id=step.id,
+        step_title=step.title,
+        attempt=attempt,
+        last_prompt=tail(state.context.last_prompt, 600) or "(none)",
+        last_response=tail(state.context.last_response, 600) or "(none)",
+        next_action=next_action,
+    )
+
+
+def failure_pattern(attempts: list[Attempt]) -> str:
+    signatures = [a.error_signature for a in attempts]
+    if len(signatures) > 1 and len(set(signatures)) == 1:
+        return f"All {len(signatures)} attempts failed the same way; the approach itself is wrong."
+    kinds = sorted({a.approach for a in attempts})
+    return (
+        f"{len(attempts)} failed attempt(s) with different errors, approaches: {', '.join(kinds)}."
+    )
+
+
+@dataclass
+class StepPrompts:
+    workspace: Workspace
+    config: Config
+
+    def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str:
+        failed = [a for a in record.window() if a.outcome == "failure"]
+        attempt = len(record.window()) + 1
+        action = "Take a different approach than before." if failed else "Carry out this step."
+        requirements = load_requirements(task.path.parent)
+        wanted = [
+            f"- {rid}: {requirements[rid]}" for rid in step.requirements if rid in requirements
+        ]
+        return (
+            render(
+                "step.md",
+                continuation=continuation(state, step, attempt, action),
+                step_id=step.id,
+                step_title=step.title,
+                details=_list([f"- {d}" for d in step.details], ""),
+                requirements="## Requirements\n" + _list(wanted) + "\n" if wanted else "",
+                lessons=self.lessons(state),
+                checks=_list(self.checks(step), "- the agent reports success"),
+                workdir=self.config.agent.workdir or ".",
+                retry=self.retry(state, record, failed) if failed or record.guidance else "",
+            ).strip()
+            + "\n"
+        )
+
+    def checks(self, step: Step) -> list[str]:
+        lines = [f"- `{cmd}` exits 0" for cmd in step.verify]
+        lines += [f"- `{path}` exists" for path in step.exists]
+        lines += [f"- `{path}` contains `{text}`" for path, text in step.contains]
+        return lines + [f"- project check `{c.label}` passes" for c in self.config.checks]
+
+    def lessons(self, state: LoopState) -> str:
+        """Post-action reflections of the last 3 completed steps (seed 002)."""
+        done = [state.steps[s.step_id] for s in state.completed_steps if s.step_id in state.steps]
+        notes = [r for r in done if r.post_action is not None][-3:]
+        lines = [
+            f"- {r.step_id}: worked: {r.post_action.what_worked}; improve: "
+            f"{r.post_action.what_to_improve}; lesson: {r.post_action.lesson_learned}"
+            for r in reversed(notes)
+            if r.post_action is not None
+        ]
+        return "## Lessons from recent steps\n" + "\n".join(lines) + "\n" if lines else ""
+
+    def retry(self, state: LoopState, record: StepRecord, failed: list[Attempt]) -> str:
+        limit = self.config.reflection.max_output_chars
+        memory = ReflectionMemory(self.workspace.memory)
+        count = self.config.reflection.max_reflections_in_prompt
+        reflections = memory.recent(state.task_id, record.step_id, count) if count else []
+        return render(
+            "retry.md",
+            count=len(failed),
+            failures=_list([f"- Attempt {a.number}: {a.error}" for a in failed]),
+            actions=_list([a.render() for a in failed]),
+            environment=self.environment(failed, limit),
+            pattern=failure_pattern(failed) if failed else "",
+            reflections=(
+                "\n## Reflections from previous attempts\n"
+                + "\n".join(r.render() for r in reflections)
+                + "\n"
+                if reflections
+                else ""
+            ),
+            guidance=f"\n## Guidance from a person\n{record.guidance}\n" if record.guidance else "",
+        )
+
+    @staticmethod
+    def environment(failed: list[Attempt], limit: int) -> str:
+        if not failed:
+            return "- none"
+        last = failed[-1]
+        files = ", ".join(last.files_changed) or "none recorded"
+        output = tail(last.output_tail, limit) or "(no output)"
+        return f"- files changed by the last attempt: {files}\n- its output (truncated):\n```\n{output}\n```"

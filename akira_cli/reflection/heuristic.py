@@ -1,0 +1,106 @@
+"""Reflections without a model: read the error output and name the likely category and fix."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from akira_cli.reflection.memory import Category, Reflection
+from akira_cli.reflection.models import FailureContext
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern[str]
+    category: Category
+    analysis: str
+    suggestion: str
+    actions: tuple[str, ...]
+
+
+def _rule(pattern: str, category: Category, analysis: str, suggestion: str, *actions: str) -> Rule:
+    return Rule(re.compile(pattern, re.I), category, analysis, suggestion, actions)
+
+
+RULES = (
+    _rule(
+        r"ModuleNotFoundError|No module named|ImportError|command not found|not installed|"
+        r"exited 127",
+        "environment",
+        "A module or command the step needs is missing from the environment: {line}",
+        "Install or vendor the missing dependency first, or use a tool that is available.",
+        "Check which interpreter and PATH the command runs with",
+        "Install the missing package or pick an available command",
+    ),
+    _rule(
+        r"Permission denied|No such file or directory|cannot access|Read-only file system",
+        "environment",
+        "The step touched a path that is missing or not accessible: {line}",
+        "Create the path or fix its permissions before running the step's commands again.",
+        "List the directory the command expects",
+        "Create missing folders first",
+    ),
+    _rule(
+        r"timed out|Timeout",
+        "approach_error",
+        "The approach took longer than the step's timeout: {line}",
+        "Use a faster approach or split the work; do not rerun the same slow command.",
+        "Find what blocks or waits",
+        "Reduce the work per command",
+    ),
+    _rule(
+        r"AssertionError|assert |FAILED|Verify .* failed|does not contain|does not exist|"
+        r"expected .* got",
+        "verification",
+        "The work ran but the result does not pass its checks: {line}",
+        "Read the failing check's output and change the code until that check passes.",
+        "Run the failing check locally",
+        "Compare expected and actual output",
+    ),
+    _rule(
+        r"SyntaxError|TypeError|NameError|AttributeError|KeyError|IndexError|ValueError|"
+        r"Traceback",
+        "root_cause",
+        "The code raised an error: {line}",
+        "Fix the error at the line the traceback names before anything else.",
+        "Read the last frame of the traceback",
+        "Fix that line and rerun",
+    ),
+)
+FALLBACK = _rule(
+    r"",
+    "approach_error",
+    "The attempt failed: {line}",
+    "Try a different approach than the previous attempt.",
+    "Re-read the step and its checks",
+    "Choose another way to reach them",
+)
+
+
+def key_line(error: str) -> str:
+    """The most telling line of an error: the last one naming an error, else the first."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    named = [line for line in lines if re.search(r"error|failed|not found|denied", line, re.I)]
+    return (named[-1] if named else lines[0] if lines else "unknown error")[:200]
+
+
+class HeuristicGenerator:
+    source = "heuristic"
+
+    def generate(self, failure: FailureContext) -> Reflection:
+        rule = next((r for r in RULES if r.pattern.search(failure.error_output)), FALLBACK)
+        line = key_line(failure.error_output)
+        return Reflection(
+            id=f"ref-{uuid.uuid4().hex[:12]}",
+            task_id=failure.task_id,
+            step_id=failure.step_id,
+            attempt=failure.attempt,
+            category=rule.category,
+            analysis=rule.analysis.format(line=line),
+            suggestion=rule.suggestion,
+            action_items=list(rule.actions),
+            confidence=0.5,
+            source="heuristic",
+            signature=failure.signature,
+        )

@@ -1,0 +1,144 @@
+"""The reflection service: reflect on every strategic failure, note lessons after every success.
+
+The LLM generator is used when configured and `reflection.use_llm` is set; any failure of it
+falls back to the heuristic. Nothing here may stop the loop.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from akira_cli.config import Config
+from akira_cli.events import EventBus, EventType
+from akira_cli.reflection.heuristic import HeuristicGenerator, key_line
+from akira_cli.reflection.memory import Reflection, ReflectionMemory
+from akira_cli.reflection.models import FailureContext
+from akira_cli.state.models import Attempt, LoopState, PostActionReflection, StepRecord
+from akira_cli.workspace import Workspace
+
+
+class ReflectionGenerator(Protocol):
+    source: str
+
+    def generate(self, failure: FailureContext) -> Reflection: ...
+
+
+class LessonWriter(Protocol):
+    def lesson(self, record: StepRecord, attempt: Attempt) -> PostActionReflection: ...
+
+
+class HeuristicLessons:
+    def lesson(self, record: StepRecord, attempt: Attempt) -> PostActionReflection:
+        failed = [a for a in record.window() if a.outcome == "failure"]
+        improve = (
+            f"needed {attempt.number} attempts; first failed: {key_line(failed[0].error)}"
+            if failed
+            else "nothing: passed on the first attempt"
+        )
+        lesson = f"{attempt.approach} worked after {failed[-1].approach} failed" if failed else ""
+        return PostActionReflection(
+            outcome="success",
+            what_worked=f"{attempt.approach} passed all checks"[:100],
+            what_to_improve=improve[:100],
+            lesson_learned=lesson[:150],
+        )
+
+
+class ReflectionService:
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: Config,
+        bus: EventBus,
+        generator: ReflectionGenerator | None = None,
+        lessons: LessonWriter | None = None,
+    ) -> None:
+        self.config = config
+        self.bus = bus
+        self.memory = ReflectionMemory(workspace.memory)
+        self.fallback = HeuristicGenerator()
+        self.generator: ReflectionGenerator = generator or self.fallback
+        self.lessons: LessonWriter = lessons or HeuristicLessons()
+
+    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
+        if not self.config.reflection.enabled:
+            return
+        failure = FailureContext(
+            task_id=state.task_id,
+            step_id=record.step_id,
+            step_description=record.description,
+            attempt=attempt.number,
+            approach=attempt.approach,
+            actions=attempt.actions,
+            error_output=(attempt.error + "\n" + attempt.output_tail)[-4000:],
+            files_modified=attempt.files_changed,
+            signature=attempt.error_signature,
+            previous_reflections=[
+                r.analysis
+                for r in self.memory.recent(
+                    state.task_id, record.step_id, self.config.reflection.max_reflections_in_prompt
+                )
+            ],
+        )
+        reflection = self.generate(failure)
+        self.memory.append(reflection)
+        state.reflections.append(reflection.id)
+        record.reflections.append(reflection.id)
+        state.metrics.reflection_tokens += reflection.tokens
+        self.bus.emit(
+            EventType.REFLECTION_GENERATED,
+            record.step_id,
+            id=reflection.id,
+            category=reflection.category,
+            source=reflection.source,
+            suggestion=reflection.suggestion,
+            tokens=reflection.tokens,
+        )
+        self.check_systemic(state, reflection)
+
+    def generate(self, failure: FailureContext) -> Reflection:
+        if self.generator is self.fallback:
+            return self.fallback.generate(failure)
+        try:
+            return self.generator.generate(failure)
+        except Exception as exc:
+            self.bus.emit(
+                EventType.WARNING,
+                failure.step_id,
+                message=f"LLM reflection failed, using the heuristic: {exc}"[:300],
+            )
+            return self.fallback.generate(failure)
+
+    def check_systemic(self, state: LoopState, reflection: Reflection) -> None:
+        """The same error signature in other tasks of the workspace is a systemic issue."""
+        if not reflection.signature:
+            return
+        tasks = {r.task_id for r in self.memory if r.signature == reflection.signature}
+        if len(tasks) > 1 and reflection.signature not in state.systemic_issues:
+            state.systemic_issues.append(reflection.signature)
+            self.bus.emit(
+                EventType.SYSTEMIC_ISSUE,
+                reflection.step_id,
+                signature=reflection.signature,
+                tasks=sorted(tasks),
+                analysis=reflection.analysis,
+            )
+
+    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
+        try:
+            record.post_action = self.lessons.lesson(record, attempt)
+        except Exception:
+            record.post_action = PostActionReflection(outcome="unknown")
+        self.bus.emit(
+            EventType.POST_ACTION_REFLECTION, record.step_id, **record.post_action.model_dump()
+        )
+        self.bus.emit(
+            EventType.REFLECTION_LOOP_COMPLETED,
+            record.step_id,
+            iterations=len(record.window()),
+            outcome="success",
+        )
+
+
+def build_reflection(workspace: Workspace, config: Config, bus: EventBus) -> ReflectionService:
+    return ReflectionService(workspace, config, bus)

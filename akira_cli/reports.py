@@ -1,0 +1,152 @@
+"""Completion reports, intervention requests and escalations, rendered from the state objects."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+
+from akira_cli.errors import LoopStop
+from akira_cli.events import utcnow
+from akira_cli.reflection.memory import ReflectionMemory
+from akira_cli.state.models import LoopState
+from akira_cli.state.store import atomic_write
+from akira_cli.templates import render
+from akira_cli.workspace import Workspace
+
+GUIDANCE = re.compile(r"^##\s+Guidance\s*$(.*?)(?=^##\s|^---\s*$|\Z)", re.M | re.S | re.I)
+COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def _bullets(lines: list[str]) -> str:
+    return "\n".join(lines) if lines else "- none"
+
+
+def _current(state: LoopState) -> str:
+    step = state.current_step
+    return f"{step.step_id} - {step.description}" if step else "none"
+
+
+def _recent_attempts(state: LoopState, limit: int = 5) -> str:
+    attempts = [a for record in state.steps.values() for a in record.attempts]
+    attempts.sort(key=lambda a: a.iteration)
+    return _bullets([f"{a.render()}" for a in attempts[-limit:]])
+
+
+def completion_report(workspace: Workspace, state: LoopState, declared: bool) -> Path:
+    completed = [
+        f"- {s.step_id}: {s.description} ({s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
+        for s in state.completed_steps
+    ]
+    recovered = [
+        f"- {f.step_id}: {f.description}: {f.error.splitlines()[0] if f.error else ''}"
+        for f in state.failed_steps
+        if f.recovered
+    ]
+    path = workspace.reports / f"{state.task_id}.md"
+    atomic_write(
+        path,
+        render(
+            "completion_report.md",
+            task_id=state.task_id,
+            completed_at=utcnow(),
+            task_path=state.task_path,
+            declared=" (declared done by a person)" if declared else "",
+            duration=f"{state.metrics.total_duration_seconds:.1f}",
+            iteration=state.iteration,
+            total_steps=len(state.completed_steps),
+            completed_count=len(state.completed_steps),
+            failed_count=state.total_failures,
+            success_rate=f"{state.success_rate:.0%}",
+            first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",
+            completed_steps=_bullets(completed),
+            failed_steps=_bullets(recovered),
+            average_step_duration=f"{state.metrics.average_step_duration:.1f}",
+            total_successes=state.total_successes,
+            total_failures=state.total_failures,
+            reflections=state.metrics.reflections_generated,
+            tokens=state.usage.total_tokens,
+            cost=f"{state.usage.cost_usd:.4f}",
+            done_path=workspace.relative(Path(state.task_path)),
+        ).encode(),
+    )
+    return path
+
+
+def intervention_request(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:
+    path = workspace.needs_action / f"intervention_{state.task_id}.md"
+    atomic_write(
+        path,
+        render(
+            "intervention.md",
+            task_id=state.task_id,
+            created=utcnow(),
+            condition=stop.condition,
+            reason=stop.message,
+            iteration=state.iteration,
+            max_iterations=state.max_iterations,
+            success_rate=f"{state.success_rate:.0%}",
+            current_step=_current(state),
+            tokens=state.usage.total_tokens,
+            cost=f"{state.usage.cost_usd:.4f}",
+            recent_attempts=_recent_attempts(state),
+            state_path=f".state/autonomous_loop_{state.task_id}.json",
+        ).encode(),
+    )
+    return path
+
+
+def escalation(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:
+    step = state.current_step
+    record = state.steps.get(step.step_id) if step else None
+    attempts = record.window() if record else []
+    approaches = [f"- {a.approach}: " + ", ".join(f"`{x}`" for x in a.actions) for a in attempts]
+    failures = [a.render() for a in attempts if a.outcome == "failure"]
+    path = workspace.needs_action / f"escalation_{state.task_id}.md"
+    atomic_write(
+        path,
+        render(
+            "escalation.md",
+            task_id=state.task_id,
+            created=utcnow(),
+            condition=stop.condition,
+            reason=stop.message,
+            consecutive_failures=state.consecutive_failures,
+            failure_threshold=state.failure_threshold,
+            signature=attempts[-1].error_signature if attempts else "",
+            step_id=step.step_id if step else "none",
+            step_description=step.description if step else "",
+            approaches=_bullets(approaches),
+            failures=_bullets(failures),
+            reflections=_bullets(reflection_lines(workspace, record.reflections if record else [])),
+            state_path=f".state/autonomous_loop_{state.task_id}.json",
+        ).encode(),
+    )
+    return path
+
+
+def reflection_lines(workspace: Workspace, ids: list[str]) -> list[str]:
+    return [r.render() for r in ReflectionMemory(workspace.memory).by_ids(ids)] if ids else []
+
+
+def request_files(workspace: Workspace, task_id: str) -> list[Path]:
+    names = (f"escalation_{task_id}.md", f"intervention_{task_id}.md")
+    return [
+        workspace.needs_action / name for name in names if (workspace.needs_action / name).exists()
+    ]
+
+
+def take_guidance(workspace: Workspace, task_id: str) -> str | None:
+    """Reads `## Guidance` from the request files and files them away in .state/archive/."""
+    found: list[str] = []
+    for path in request_files(workspace, task_id):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            match = GUIDANCE.search(path.read_text(encoding="utf-8"))
+            text = COMMENT.sub("", match.group(1)).strip() if match else ""
+            if text:
+                found.append(text)
+        target = workspace.state_dir / "archive" / f"{path.stem}.{utcnow().replace(':', '')}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+    return "\n\n".join(found) or None

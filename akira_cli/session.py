@@ -1,0 +1,132 @@
+"""Wires one loop run together: lock, event log, display, watcher, agents, engine, signals."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from akira_cli.agents import REGISTRY, Agent, AgentContext
+from akira_cli.agents.base import choose_kind
+from akira_cli.conditions import TaskLocator
+from akira_cli.config import Config
+from akira_cli.display import make_display
+from akira_cli.engine import StepEngine
+from akira_cli.errors import AkiraError
+from akira_cli.events import EventBus, JsonlLog
+from akira_cli.loop import AutonomousLoop
+from akira_cli.prompts import StepPrompts
+from akira_cli.reflection.service import build_reflection
+from akira_cli.runner import CommandRunner
+from akira_cli.state.models import LoopState
+from akira_cli.state.store import StateStore
+from akira_cli.tasks.model import Step
+from akira_cli.watcher import WorkspaceWatcher
+from akira_cli.workspace import Workspace
+
+
+class AgentPool:
+    """Builds each agent kind once, on first use."""
+
+    def __init__(self, kind: str, context: AgentContext) -> None:
+        self.kind = kind
+        self.context = context
+        self._agents: dict[str, Agent] = {}
+
+    def __call__(self, step: Step) -> Agent:
+        kind = choose_kind(self.kind, step, self.context.config)
+        if kind not in REGISTRY:
+            raise AkiraError(f"unknown agent kind '{kind}'; use one of: {', '.join(REGISTRY)}")
+        if kind not in self._agents:
+            self._agents[kind] = REGISTRY[kind](self.context)
+        return self._agents[kind]
+
+
+def build_loop(
+    workspace: Workspace,
+    config: Config,
+    store: StateStore,
+    state: LoopState,
+    bus: EventBus,
+    watcher: WorkspaceWatcher,
+    *,
+    wait: bool,
+) -> AutonomousLoop:
+    workdir = (workspace.root / config.agent.workdir) if config.agent.workdir else workspace.root
+    if not workdir.is_dir():
+        raise AkiraError(f"agent.workdir {workdir} does not exist; create it or fix the config")
+    runner = CommandRunner(workdir)
+    context = AgentContext(config, workspace, runner, bus, state.task_id)
+    pool = AgentPool(state.agent_kind or config.agent.kind, context)
+    stop_flag = watcher.changed
+    holder: list[AutonomousLoop] = []
+
+    def pause(seconds: float) -> bool:
+        stop_flag.wait(seconds)
+        return bool(holder) and holder[0].stop_wanted()
+
+    engine = StepEngine(
+        state,
+        config,
+        workspace,
+        bus,
+        runner,
+        pool,
+        StepPrompts(workspace, config),
+        build_reflection(workspace, config, bus),
+        pause,
+        lambda: bool(holder) and holder[0].stop_wanted(),
+    )
+    loop = AutonomousLoop(
+        workspace,
+        config,
+        store,
+        state,
+        bus,
+        engine,
+        watcher,
+        TaskLocator(workspace, watcher),
+        wait=wait,
+    )
+    holder.append(loop)
+    return loop
+
+
+def run_session(
+    workspace: Workspace,
+    config: Config,
+    store: StateStore,
+    state: LoopState,
+    *,
+    wait: bool,
+    show: bool = True,
+) -> int:
+    lock = store.lock(state.task_id)
+    lock.acquire(f"task {state.task_id} ({Path(state.task_path).name})")
+    bus = EventBus(state.task_id)
+    bus.iteration = state.iteration
+    log = JsonlLog(workspace.log_path(state.task_id))
+    bus.subscribe(log)
+    display = make_display(state) if show else None
+    if display is not None:
+        bus.subscribe(display)
+    watcher = WorkspaceWatcher(workspace)
+    watcher.start()
+    restore: list[tuple[int, Callable[[int, FrameType | None], object] | int | None]] = []
+    try:
+        loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            restore.append((signum, signal.signal(signum, lambda *_: loop.force_stop())))
+        stop = loop.run()
+    finally:
+        for signum, handler in restore:
+            signal.signal(signum, handler)
+        if display is not None:
+            display.close()
+        watcher.stop()
+        log.close()
+        lock.release()
+    print(f"akira: {state.task_id} {state.status}: {stop.message}", file=sys.stderr)
+    return stop.exit_code

@@ -1,0 +1,190 @@
+"""Reading and writing state files: atomic saves, one live process per task, backups, archive."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from pydantic import ValidationError
+
+from akira_cli.errors import AkiraError
+from akira_cli.events import utcnow
+from akira_cli.state.models import LoopState
+
+PREFIX = "autonomous_loop_"
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Temp file in the same folder, fsync, os.replace, then fsync of the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class TaskLock:
+    """A `filelock` lock next to the state file; its holder's PID sits in a sidecar file."""
+
+    def __init__(self, lock_path: Path) -> None:
+        self.lock_path = lock_path
+        self.pid_path = lock_path.with_suffix(".pid")
+        self._lock = FileLock(str(lock_path))
+
+    def acquire(self, what: str) -> None:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            pid = self.holder() or "unknown"
+            raise AkiraError(
+                f"{what} is already being run by process {pid}; "
+                f"use 'akira loop stop' or wait for it to finish"
+            ) from None
+        self.pid_path.write_text(str(os.getpid()))
+
+    def release(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.pid_path.unlink()
+        self._lock.release()
+
+    def holder(self) -> int | None:
+        try:
+            return int(self.pid_path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def is_held(self) -> bool:
+        """True when a live process holds the lock (probed without waiting)."""
+        if not self.lock_path.exists():
+            return False
+        probe = FileLock(str(self.lock_path))
+        try:
+            probe.acquire(timeout=0)
+        except Timeout:
+            return True
+        probe.release()
+        return False
+
+
+class StateStore:
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir
+        self.archive_dir = state_dir / "archive"
+        self.backup_dir = state_dir / "backups"
+        self.corrupt_dir = state_dir / "corrupt"
+
+    def path(self, task_id: str) -> Path:
+        return self.dir / f"{PREFIX}{task_id}.json"
+
+    def archived_path(self, task_id: str) -> Path:
+        return self.archive_dir / f"{PREFIX}{task_id}.json"
+
+    def lock(self, task_id: str) -> TaskLock:
+        return TaskLock(self.dir / f"{PREFIX}{task_id}.lock")
+
+    def exists(self, task_id: str) -> bool:
+        return self.path(task_id).exists() or self.archived_path(task_id).exists()
+
+    def save(self, state: LoopState) -> None:
+        state.updated_at = utcnow()
+        atomic_write(self.path(state.task_id), state.model_dump_json(indent=2).encode())
+
+    def load(self, task_id: str) -> LoopState:
+        for path in (self.path(task_id), self.archived_path(task_id)):
+            if path.exists():
+                return self.read(path)
+        raise AkiraError(f"no loop with task id '{task_id}'; run 'akira loop status' to list them")
+
+    def read(self, path: Path) -> LoopState:
+        try:
+            return LoopState.model_validate_json(path.read_bytes())
+        except (ValidationError, ValueError, UnicodeDecodeError) as exc:
+            moved = self.quarantine(path)
+            reason = _first_error(exc)
+            raise AkiraError(
+                f"{path}: corrupt state file ({reason}); moved to {moved}, "
+                f"restore a copy from {self.backup_dir} or start the task again"
+            ) from None
+
+    def quarantine(self, path: Path) -> Path:
+        self.corrupt_dir.mkdir(parents=True, exist_ok=True)
+        target = self.corrupt_dir / f"{path.stem}.{utcnow().replace(':', '')}.json"
+        os.replace(path, target)
+        return target
+
+    def backup(self, state: LoopState) -> Path:
+        target = self.backup_dir / f"{PREFIX}{state.task_id}.{state.iteration}.json"
+        atomic_write(target, state.model_dump_json(indent=2).encode())
+        return target
+
+    def archive(self, state: LoopState) -> Path:
+        self.save(state)
+        self.archive_dir.mkdir(parents=True, exist_ok=True)
+        target = self.archived_path(state.task_id)
+        os.replace(self.path(state.task_id), target)
+        fsync_dir(self.dir)
+        return target
+
+    def unarchive(self, task_id: str) -> None:
+        if self.archived_path(task_id).exists() and not self.path(task_id).exists():
+            os.replace(self.archived_path(task_id), self.path(task_id))
+
+    def task_ids(self) -> list[str]:
+        ids = {p.stem[len(PREFIX) :] for p in self._files()}
+        return sorted(ids)
+
+    def _files(self) -> Iterator[Path]:
+        for folder in (self.dir, self.archive_dir):
+            if folder.is_dir():
+                yield from folder.glob(f"{PREFIX}*.json")
+
+    def scan(self) -> Iterator[tuple[Path, LoopState | None]]:
+        """Every state file, active and archived; a corrupt one yields None (left in place)."""
+        for path in self._files():
+            try:
+                yield path, LoopState.model_validate_json(path.read_bytes())
+            except (ValidationError, ValueError, OSError):
+                yield path, None
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        if error["type"] == "json_invalid":
+            return "not valid JSON"
+        return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+    return "not valid JSON"
+
+
+def dump_json(state: LoopState) -> str:
+    return json.dumps(state.model_dump(mode="json"), indent=2)
+
+
+def copy_into(src: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy2(src, folder / src.name))

@@ -1,0 +1,73 @@
+"""The parsed form of a Kiro-style tasks.md: one model for the file, one per step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+BOX_STATUS = {" ": "pending", "x": "done", "X": "done", "-": "in_progress", "~": "queued"}
+
+
+class Step(BaseModel):
+    id: str
+    """Leading number ("2.1"), or the position among its siblings when there is none."""
+    title: str
+    box: str
+    """The checkbox character: ' ', 'x', 'X', '-' or '~'."""
+    optional: bool = False
+    line: int
+    """1-based line of the checkbox item."""
+    box_offset: int
+    """Byte offset of the checkbox character in the file, for exact write-back."""
+    depth: int = 0
+    parent_id: str | None = None
+    children: list[str] = Field(default_factory=list)
+    details: list[str] = Field(default_factory=list)
+    requirements: list[str] = Field(default_factory=list)
+    run: list[str] = Field(default_factory=list)
+    fallback: list[str] = Field(default_factory=list)
+    verify: list[str] = Field(default_factory=list)
+    exists: list[str] = Field(default_factory=list)
+    contains: list[tuple[str, str]] = Field(default_factory=list)
+    timeout: float | None = None
+    depends: list[str] | None = None
+
+    @property
+    def ticked(self) -> bool:
+        return self.box in ("x", "X")
+
+    @property
+    def is_parent(self) -> bool:
+        return bool(self.children)
+
+    @property
+    def has_checks(self) -> bool:
+        return bool(self.verify or self.exists or self.contains)
+
+
+class TaskFile(BaseModel):
+    path: Path
+    title: str = ""
+    steps: list[Step]
+    """Every checkbox item in document order, parents included."""
+
+    def get(self, step_id: str) -> Step | None:
+        return next((step for step in self.steps if step.id == step_id), None)
+
+    def leaves(self, include_optional: bool = False) -> list[Step]:
+        """The executable steps: no children, and not optional unless asked for."""
+        return [
+            step
+            for step in self.steps
+            if not step.children and (include_optional or not self._optional(step))
+        ]
+
+    def _optional(self, step: Step) -> bool:
+        """A step is optional when it or one of its ancestors is marked optional."""
+        current: Step | None = step
+        while current is not None:
+            if current.optional:
+                return True
+            current = self.get(current.parent_id) if current.parent_id else None
+        return False

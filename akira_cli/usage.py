@@ -1,0 +1,30 @@
+"""Token and cost accounting, shared by the LLM client, the state file and budgets."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.calls += other.calls
+        self.cost_usd += other.cost_usd
+
+    def since(self, before: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens - before.prompt_tokens,
+            completion_tokens=self.completion_tokens - before.completion_tokens,
+            calls=self.calls - before.calls,
+            cost_usd=self.cost_usd - before.cost_usd,
+        )

@@ -1,0 +1,83 @@
+"""Watchdog observer on the folders a person acts in: hooks, Specs/, Done/, Needs_Action/.
+
+Events only wake the loop and remember moves; every decision is taken by rescanning the
+files at a boundary, so a missed event costs latency, never correctness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from akira_cli.workspace import Workspace
+
+# watchdog logs a harmless error when an observer is stopped mid-read; it is not the user's concern.
+logging.getLogger("watchdog").setLevel(logging.CRITICAL)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: WorkspaceWatcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type == "moved":
+            self.watcher.record_move(str(event.src_path), str(event.dest_path))
+        self.watcher.changed.set()
+
+
+class WorkspaceWatcher:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.changed = threading.Event()
+        self._moves: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._observer: Any = None
+
+    def start(self) -> None:
+        self.workspace.ensure_layout()
+        observer = Observer()
+        handler = _Handler(self)
+        for folder in (self.workspace.specs, self.workspace.done, self.workspace.needs_action):
+            observer.schedule(handler, str(folder), recursive=True)
+        observer.schedule(handler, str(self.workspace.hooks), recursive=False)
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            with contextlib.suppress(RuntimeError):
+                self._observer.join(timeout=2)
+            self._observer = None
+
+    def record_move(self, src: str, dest: str) -> None:
+        with self._lock:
+            self._moves[src] = dest
+
+    def follow(self, path: Path) -> Path | None:
+        """Where a moved file (or a file in a moved folder) went, following chains of moves."""
+        current, seen = str(path), set()
+        with self._lock:
+            moves = dict(self._moves)
+        while current not in seen:
+            seen.add(current)
+            for src, dest in moves.items():
+                if current == src or current.startswith(src + "/"):
+                    current = dest + current[len(src) :]
+                    break
+            else:
+                break
+        return Path(current) if current != str(path) else None
+
+    def wait(self, timeout: float) -> bool:
+        """Blocks until something changed or the timeout passes; a safety net, not a sleep."""
+        woke = self.changed.wait(timeout)
+        self.changed.clear()
+        return woke

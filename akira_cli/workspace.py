@@ -1,0 +1,93 @@
+"""The workspace folder: its layout, task ids, and finding a task by id, path or feature name."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from akira_cli.errors import AkiraError
+
+LAYOUT = ("Specs", "Done", "Needs_Action", "Logs/completion_reports", ".state", ".hooks", "config")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @classmethod
+    def resolve(cls, root: str | Path | None = None) -> Workspace:
+        chosen = root or os.environ.get("AKIRA_ROOT") or os.getcwd()
+        path = Path(chosen).expanduser().resolve()
+        if not path.is_dir():
+            raise AkiraError(f"{path}: workspace folder not found; pass an existing --root DIR")
+        return cls(path)
+
+    @property
+    def specs(self) -> Path:
+        return self.root / "Specs"
+
+    @property
+    def done(self) -> Path:
+        return self.root / "Done"
+
+    @property
+    def needs_action(self) -> Path:
+        return self.root / "Needs_Action"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "Logs" / "completion_reports"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".state"
+
+    @property
+    def hooks(self) -> Path:
+        return self.root / ".hooks"
+
+    @property
+    def memory(self) -> Path:
+        return self.state_dir / "memory"
+
+    def log_path(self, task_id: str) -> Path:
+        return self.state_dir / "logs" / f"{task_id}.jsonl"
+
+    def hook_path(self, task_id: str | None = None) -> Path:
+        suffix = f"_{task_id}" if task_id else ""
+        return self.hooks / f"stop_autonomous_loop{suffix}.md"
+
+    def area_of(self, path: Path) -> str | None:
+        """Which top-level folder a path lies in: 'Specs', 'Done', 'Needs_Action' or None."""
+        try:
+            relative = path.resolve().relative_to(self.root)
+        except ValueError:
+            return None
+        head = relative.parts[0] if relative.parts else ""
+        return head if head in ("Specs", "Done", "Needs_Action") else None
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def feature_of(self, task_path: Path) -> str:
+        """The feature folder's name, or the file's stem for a loose task file."""
+        if task_path.name.lower() == "tasks.md":
+            return task_path.parent.name
+        return task_path.stem
+
+    def new_task_id(self, now: datetime, taken: set[str]) -> str:
+        base = now.strftime("task_%Y%m%d_%H%M%S")
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        return candidate
+
+    def ensure_layout(self) -> None:
+        for folder in LAYOUT:
+            (self.root / folder).mkdir(parents=True, exist_ok=True)
