@@ -1,0 +1,139 @@
+"""Write a step's checkbox back into tasks.md, and read the feature's requirements.md.
+
+Write-back changes exactly one byte; everything else in the file stays as the person wrote it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from akira_cli.tasks.model import TaskFile
+from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+
+WRITABLE_BOXES = (" ", "x", "X", "-", "~")
+
+REQUIREMENT_HEADING_RE = re.compile(
+    r"#{2,4}[ \t]+Requirement[ \t]+(?P<id>\d+(?:\.\d+)*)\.?[ \t]*"
+    r"(?:[:.\-–—][ \t]*(?P<title>.*?))?[ \t#]*$",
+    re.I,
+)
+CRITERIA_HEADING_RE = re.compile(r"#{2,6}[ \t]+acceptance criteria\b", re.I)
+CRITERION_RE = re.compile(r"[ \t]*(?:(?P<number>\d+)[.)]|[-*+])[ \t]+(?P<text>.+)")
+MARKUP_RE = re.compile(r"\*\*|__")
+
+
+def set_box(path: Path, step_id: str, char: str) -> TaskFile:
+    """Set one step's checkbox to `char` and return the file as it now is on disk."""
+    if char not in WRITABLE_BOXES:
+        raise ValueError(f"checkbox character must be one of {WRITABLE_BOXES}, got {char!r}")
+    data = read_task_bytes(path)
+    task_file = parse_task_text(data, path)
+    step = task_file.get(step_id)
+    if step is None:
+        raise TaskFileError(
+            f"{path}: no step with id '{step_id}'; check the id against the task file"
+        )
+    if step.box != char:
+        offset = step.box_offset
+        write_atomic(path, data[:offset] + char.encode("ascii") + data[offset + 1 :])
+        step.box = char
+    return task_file
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` through a synced temp file, keeping the file's mode."""
+    target = path.resolve()
+    mode = target.stat().st_mode & 0o7777
+    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as temp:
+            temp.write(data)
+            temp.flush()
+            os.fsync(temp.fileno())
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not every platform can open a directory
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def load_requirements(feature_dir: Path) -> dict[str, str]:
+    """Requirement texts by id from `<feature_dir>/requirements.md`, empty when there is none.
+
+    "1" is the requirement's title and user story; "1.1" is its first acceptance criterion.
+    """
+    try:
+        text = (feature_dir / "requirements.md").read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return {}
+    return _RequirementsReader().read(text.lstrip("\ufeff"))
+
+
+class _RequirementsReader:
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+        self.requirement = ""
+        self.in_criteria = False
+        self.criterion = ""
+        self.criteria_count = 0
+        self.story_started = False
+
+    def read(self, text: str) -> dict[str, str]:
+        for line in text.splitlines():
+            self._line(line.rstrip())
+        return self.texts
+
+    def _line(self, line: str) -> None:
+        if heading := REQUIREMENT_HEADING_RE.match(line):
+            self._start_requirement(heading["id"], heading["title"] or "")
+        elif line.startswith("#"):
+            self.in_criteria = bool(self.requirement and CRITERIA_HEADING_RE.match(line))
+            self.criterion = ""
+        elif self.requirement and line.strip():
+            self._body_line(line)
+        else:
+            self.criterion = ""
+
+    def _start_requirement(self, requirement_id: str, title: str) -> None:
+        self.requirement, self.in_criteria, self.criterion = requirement_id, False, ""
+        self.criteria_count, self.story_started = 0, False
+        self.texts[requirement_id] = _plain(title)
+
+    def _body_line(self, line: str) -> None:
+        if not self.in_criteria:
+            self._append(self.requirement, line)
+        elif criterion := CRITERION_RE.match(line):
+            self.criteria_count += 1
+            number = criterion["number"] or str(self.criteria_count)
+            self.criterion = f"{self.requirement}.{number}"
+            self.texts[self.criterion] = _plain(criterion["text"])
+        elif self.criterion:
+            self._append(self.criterion, line)
+
+    def _append(self, key: str, line: str) -> None:
+        text = _plain(line)
+        joiner = " "
+        if key == self.requirement and not self.story_started:
+            self.story_started = True
+            text = re.sub(r"^user story:\s*", "", text, flags=re.I)
+            joiner = " — "
+        self.texts[key] = f"{self.texts[key]}{joiner}{text}" if self.texts[key] else text
+
+
+def _plain(text: str) -> str:
+    return MARKUP_RE.sub("", text).strip()

@@ -1,0 +1,137 @@
+"""Exact write-back of checkboxes, and reading requirements.md."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from akira_cli.tasks.parser import TaskFileError, parse_task_file
+from akira_cli.tasks.writeback import load_requirements, set_box
+
+DATA = Path(__file__).parent / "data" / "tasks"
+FIXTURES = ["kiro_plan.md", "flat_dotted.md", "runbook.md"]
+
+
+def copy_fixture(tmp_path: Path, name: str, crlf: bool = False) -> Path:
+    data = (DATA / name).read_bytes()
+    if crlf:
+        data = b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n")
+    path = tmp_path / "tasks.md"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf-bom"])
+@pytest.mark.parametrize("name", FIXTURES)
+def test_round_trip_is_byte_identical(tmp_path: Path, name: str, crlf: bool) -> None:
+    path = copy_fixture(tmp_path, name, crlf)
+    original = path.read_bytes()
+    for step in parse_task_file(path).steps:
+        assert set_box(path, step.id, "-").get(step.id).box == "-"  # type: ignore[union-attr]
+        set_box(path, step.id, step.box)
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_ticking_changes_exactly_one_byte(tmp_path: Path, name: str) -> None:
+    path = copy_fixture(tmp_path, name, crlf=name == "kiro_plan.md")
+    original = path.read_bytes()
+    target = next(step for step in parse_task_file(path).steps if step.box != "x")
+    set_box(path, target.id, "x")
+    changed = path.read_bytes()
+    assert len(changed) == len(original)
+    diff = [i for i, (a, b) in enumerate(zip(original, changed, strict=True)) if a != b]
+    assert diff == [target.box_offset]
+    assert changed[target.box_offset : target.box_offset + 1] == b"x"
+
+
+def test_non_ascii_line_before_the_box(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.md"
+    path.write_text("# Café — naïve\n- [ ] 1. crème brûlée\n- [ ] 2. 日本語\n", encoding="utf-8")
+    set_box(path, "2", "x")
+    assert path.read_text(encoding="utf-8") == (
+        "# Café — naïve\n- [ ] 1. crème brûlée\n- [x] 2. 日本語\n"
+    )
+
+
+def test_returns_the_file_as_written(tmp_path: Path) -> None:
+    path = copy_fixture(tmp_path, "runbook.md")
+    task_file = set_box(path, "2.1", "x")
+    assert task_file.get("2.1").box == "x"  # type: ignore[union-attr]
+    assert task_file.model_dump() == parse_task_file(path).model_dump()
+
+
+def test_same_char_does_not_write(tmp_path: Path) -> None:
+    path = copy_fixture(tmp_path, "kiro_plan.md")
+    before = path.stat()
+    set_box(path, "1", "x")
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_keeps_mode_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    path = copy_fixture(tmp_path, "kiro_plan.md")
+    path.chmod(0o640)
+    set_box(path, "2.3", "x")
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.md"]
+
+
+def test_writes_through_a_symlink(tmp_path: Path) -> None:
+    real = copy_fixture(tmp_path, "flat_dotted.md")
+    link = tmp_path / "link.md"
+    link.symlink_to(real)
+    set_box(link, "3", "-")
+    assert link.is_symlink()
+    assert parse_task_file(real).get("3").box == "-"  # type: ignore[union-attr]
+
+
+def test_unknown_step_id(tmp_path: Path) -> None:
+    path = copy_fixture(tmp_path, "kiro_plan.md")
+    with pytest.raises(TaskFileError, match=r"tasks\.md: no step with id '9\.9'"):
+        set_box(path, "9.9", "x")
+
+
+def test_refuses_a_bad_box_char(tmp_path: Path) -> None:
+    path = copy_fixture(tmp_path, "kiro_plan.md")
+    with pytest.raises(ValueError, match="checkbox character"):
+        set_box(path, "1", "v")
+    assert path.read_bytes() == (DATA / "kiro_plan.md").read_bytes()
+
+
+def test_missing_task_file(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match="task file not found"):
+        set_box(tmp_path / "gone.md", "1", "x")
+
+
+# --- requirements.md ---------------------------------------------------------------------------
+
+
+def test_load_requirements(tmp_path: Path) -> None:
+    shutil.copy(DATA / "requirements.md", tmp_path / "requirements.md")
+    texts = load_requirements(tmp_path)
+    assert list(texts) == ["1", "1.1", "1.2", "2", "2.1", "2.2", "2.3"]
+    assert texts["1"] == (
+        "Project layout — As a developer, I want a clear package layout, "
+        "so that each layer can be tested on its own."
+    )
+    assert texts["2"].startswith("As a cook, I want quantities validated")
+    assert texts["1.2"] == (
+        "WHEN the storage layer is imported THE system SHALL NOT import the web framework"
+    )
+    assert texts["2.2"].endswith("reject the ingredient and name the offending field")
+    assert texts["2.3"].endswith('normalise it to NFC ("Café")')
+
+
+def test_load_requirements_missing_or_odd(tmp_path: Path) -> None:
+    assert load_requirements(tmp_path) == {}
+    (tmp_path / "requirements.md").mkdir()
+    assert load_requirements(tmp_path) == {}
+    (tmp_path / "requirements.md").rmdir()
+    (tmp_path / "requirements.md").write_bytes(b"\xff\xfe garbage\n### Requirement\n1. stray\n")
+    assert load_requirements(tmp_path) == {}
+    odd = "### Requirement 3 - Bulleted\n#### Acceptance Criteria\n- first\n- second\n"
+    (tmp_path / "requirements.md").write_text(odd, encoding="utf-8")
+    assert load_requirements(tmp_path) == {"3": "Bulleted", "3.1": "first", "3.2": "second"}
