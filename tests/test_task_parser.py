@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -320,15 +319,6 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_directory_instead_of_file(tmp_path: Path) -> None:
     with pytest.raises(TaskFileError, match="is a directory"):
         parse_task_file(tmp_path)
-
-
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root can read anything")
-def test_unreadable_file(tmp_path: Path) -> None:
-    path = tmp_path / "tasks.md"
-    path.write_text("- [ ] 1. A\n")
-    path.chmod(0)
-    with pytest.raises(TaskFileError, match="cannot read the task file"):
-        parse_task_file(path)
 
 
 def test_not_utf8_names_the_line(tmp_path: Path) -> None:
