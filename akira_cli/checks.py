@@ -13,7 +13,8 @@ from akira_cli.tasks.model import Step
 
 
 class Check(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def run(self) -> CheckResult: ...
 
@@ -101,8 +102,7 @@ def step_checks(
     checks += [ExistsCheck(path, workdir) for path in step.exists]
     checks += [ContainsCheck(path, text, workdir) for path, text in step.contains]
     checks += [
-        VerifyCheck(p.run, runner, p.timeout or default_timeout, label=f"check `{p.label}`")
-        for p in project
+        VerifyCheck(p.run, runner, p.timeout or default_timeout, label=f"check `{p.label}`") for p in project
     ]
     return checks
 

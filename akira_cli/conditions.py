@@ -77,8 +77,7 @@ class Guard:
             raise TaskMovedToDone(f"task moved to {self.workspace.relative(path)} by a person")
         if area == "Needs_Action" and loop.check_needs_action_folder:
             raise ManualIntervention(
-                f"task moved to {self.workspace.relative(path)}; move it back under Specs/ "
-                "to continue"
+                f"task moved to {self.workspace.relative(path)}; move it back under Specs/ to continue"
             )
         return path
 

@@ -201,9 +201,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise AkiraError(
-            f"{path}: cannot read config ({exc.strerror}); check permissions"
-        ) from None
+        raise AkiraError(f"{path}: cannot read config ({exc.strerror}); check permissions") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from akira_cli.fileio import atomic_write
 from akira_cli.state.models import LoopState
-from akira_cli.state.store import atomic_write
 
 
 class ResumeRequest(BaseModel):

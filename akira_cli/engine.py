@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
-from akira_cli.checks import AgentCheck, Judge, evaluate, step_checks
+from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.errors import ForceStopped, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType, utcnow
@@ -145,10 +145,8 @@ class StepEngine:
         if result.interrupted or self.runner.killed:
             attempt.outcome = "interrupted"
             return attempt
-        checks = [AgentCheck(result.ok, result.error)]
-        checks += step_checks(
-            step, self.config.checks, self.runner, request.workdir, request.timeout
-        )
+        checks: list[Check] = [AgentCheck(result.ok, result.error)]
+        checks += step_checks(step, self.config.checks, self.runner, request.workdir, request.timeout)
         attempt.evaluation = evaluate(
             checks,
             self.config.evaluation.confidence_threshold,
@@ -208,6 +206,4 @@ class StepEngine:
             )
         allowed = self.config.reflection.max_iterations if self.config.reflection.enabled else 1
         if len(window) >= allowed:
-            raise StepExhausted(
-                f"step {step.id} failed {len(window)} attempt(s) without passing its checks"
-            )
+            raise StepExhausted(f"step {step.id} failed {len(window)} attempt(s) without passing its checks")

@@ -100,10 +100,8 @@ class EventBus:
         )
         with self._lock:
             for subscriber in list(self._subscribers):
-                try:
+                with contextlib.suppress(Exception):  # observers must not stop the work
                     subscriber(event)
-                except Exception:
-                    pass
         return event
 
 

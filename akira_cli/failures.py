@@ -51,9 +51,7 @@ def signature(error: str) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()[:12] if normal else ""
 
 
-def backoff(
-    attempt: int, *, base: float = 0.5, cap: float = 30.0, exponential: bool = True
-) -> float:
+def backoff(attempt: int, *, base: float = 0.5, cap: float = 30.0, exponential: bool = True) -> float:
     """Full-jitter exponential backoff: a random wait in [delay/2, delay]."""
     delay = min(cap, base * (2**attempt if exponential else 1))
     return delay / 2 + random.random() * delay / 2

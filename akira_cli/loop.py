@@ -32,7 +32,7 @@ from akira_cli.reports import completion_report, escalation, intervention_reques
 from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import parse_task_file
+from akira_cli.tasks.parser import TaskFileError, parse_task_file
 from akira_cli.tasks.writeback import set_box
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace
@@ -52,8 +52,12 @@ class TaskSource:
             self._task, self._key = parse_task_file(path), key
         return self._task
 
+    def _fresh(self, path: Path) -> bool:
+        stat = path.stat()
+        return self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
-        self._task = set_box(path, step_id, box)
+        self._task = set_box(path, step_id, box, known=self._task if self._fresh(path) else None)
         stat = path.stat()
         self._key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         return self._task
@@ -100,6 +104,7 @@ class AutonomousLoop:
                 return stop
 
     def work(self) -> None:
+        self.reconcile()
         while True:
             path = self.guard.check_location(self.state)
             self.guard.check_hook(self.state)
@@ -115,7 +120,7 @@ class AutonomousLoop:
         self.bus.iteration = self.state.iteration
         self.begin_step(path, step)
         try:
-            attempt = self.engine.attempt(step, self.tasks.load(path))
+            attempt = self.engine.attempt(step, task)
             if attempt.outcome == "success":
                 self.state.completed_steps.append(
                     CompletedStep(
@@ -155,14 +160,6 @@ class AutonomousLoop:
 
     def begin(self) -> None:
         self.state.status = "running"
-        path = Path(self.state.task_path)
-        if path.is_file():
-            self.locator.remember(path)
-            task = self.tasks.load(path)
-            for step_id in self.state.completed_ids():
-                step = task.get(step_id)
-                if step is not None and not step.ticked:
-                    self.tasks.mark(path, step_id, "x")
         self.checkpoint()
         self.bus.emit(
             EventType.LOOP_STARTED,
@@ -177,22 +174,46 @@ class AutonomousLoop:
         if self.state.pending_guidance:
             record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
         number = len(record.window()) + 1
-        self.state.current_step = CurrentStep(
-            step_id=step.id, description=step.title, attempt=number
-        )
+        self.state.current_step = CurrentStep(step_id=step.id, description=step.title, attempt=number)
         self.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
         if number == 1:
             self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
-        self.tasks.mark(path, step.id, "-")
-        self.locator.remember(path)
+        self.mark(path, step.id, "-")
 
     def tick(self, path: Path, step: Step) -> None:
-        task = self.tasks.mark(path, step.id, "x")
-        parent = task.get(step.parent_id) if step.parent_id else None
-        while parent is not None and is_done(task, parent, self.state.include_optional):
-            task = self.tasks.mark(path, parent.id, "x")
-            parent = task.get(parent.parent_id) if parent.parent_id else None
+        task = self.mark(path, step.id, "x")
+        parent = task.get(step.parent_id) if task and step.parent_id else None
+        while task is not None and parent is not None and is_done(task, parent, self.state.include_optional):
+            task = self.mark(path, parent.id, "x")
+            parent = task.get(parent.parent_id) if task and parent.parent_id else None
+
+    def mark(self, path: Path, step_id: str, box: str) -> TaskFile | None:
+        """Writes one checkbox; a file a person just moved is found again, a deleted one skipped."""
+        for _ in range(3):
+            current = self.locator.locate(path)
+            if current is None:
+                return None
+            try:
+                task = self.tasks.mark(current, step_id, box)
+            except (TaskFileError, FileNotFoundError):
+                if current.exists():
+                    raise
+                continue  # moved between finding it and writing it: look again
+            self.locator.remember(current)
+            return task
+        return None
+
+    def reconcile(self) -> None:
+        """Ticks steps the state records as completed (a crash can fall between save and tick)."""
+        path = self.locator.locate(Path(self.state.task_path))
+        if path is None:
+            return
         self.locator.remember(path)
+        task: TaskFile | None = self.tasks.load(path)
+        for step_id in self.state.completed_ids():
+            step = task.get(step_id) if task else None
+            if step is not None and not step.ticked:
+                task = self.mark(path, step_id, "x")
 
     def checkpoint(self) -> None:
         now = time.monotonic()
@@ -278,6 +299,10 @@ class AutonomousLoop:
         path = self.locator.locate(Path(self.state.task_path))
         hook_free = active_hook(self.workspace, self.state.task_id) is None
         return hook_free and path is not None and self.workspace.area_of(path) != "Needs_Action"
+
+    def stop_wanted(self) -> bool:
+        """Checked at safe boundaries inside a step: a forced stop, or a hook a person dropped."""
+        return self.forced.is_set() or active_hook(self.workspace, self.state.task_id) is not None
 
     def force_stop(self) -> None:
         """Called from a signal handler: kill the running command's group, stop at once."""

@@ -48,9 +48,7 @@ def failure_pattern(attempts: list[Attempt]) -> str:
     if len(signatures) > 1 and len(set(signatures)) == 1:
         return f"All {len(signatures)} attempts failed the same way; the approach itself is wrong."
     kinds = sorted({a.approach for a in attempts})
-    return (
-        f"{len(attempts)} failed attempt(s) with different errors, approaches: {', '.join(kinds)}."
-    )
+    return f"{len(attempts)} failed attempt(s) with different errors, approaches: {', '.join(kinds)}."
 
 
 @dataclass
@@ -63,9 +61,7 @@ class StepPrompts:
         attempt = len(record.window()) + 1
         action = "Take a different approach than before." if failed else "Carry out this step."
         requirements = load_requirements(task.path.parent)
-        wanted = [
-            f"- {rid}: {requirements[rid]}" for rid in step.requirements if rid in requirements
-        ]
+        wanted = [f"- {rid}: {requirements[rid]}" for rid in step.requirements if rid in requirements]
         return (
             render(
                 "step.md",

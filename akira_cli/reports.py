@@ -9,9 +9,9 @@ from pathlib import Path
 
 from akira_cli.errors import LoopStop
 from akira_cli.events import utcnow
+from akira_cli.fileio import atomic_write
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.state.models import LoopState
-from akira_cli.state.store import atomic_write
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace
 
@@ -132,9 +132,7 @@ def reflection_lines(workspace: Workspace, ids: list[str]) -> list[str]:
 
 def request_files(workspace: Workspace, task_id: str) -> list[Path]:
     names = (f"escalation_{task_id}.md", f"intervention_{task_id}.md")
-    return [
-        workspace.needs_action / name for name in names if (workspace.needs_action / name).exists()
-    ]
+    return [workspace.needs_action / name for name in names if (workspace.needs_action / name).exists()]
 
 
 def take_guidance(workspace: Workspace, task_id: str) -> str | None:

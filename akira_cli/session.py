@@ -114,7 +114,7 @@ def run_session(
         bus.subscribe(display)
     watcher = WorkspaceWatcher(workspace)
     watcher.start()
-    restore: list[tuple[int, Callable[[int, FrameType | None], object] | int | None]] = []
+    restore: list[tuple[signal.Signals, Callable[[int, FrameType | None], object] | int | None]] = []
     try:
         loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait)
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -172,16 +172,16 @@ def resume(
             f"task {state.task_id} is already being run by process "
             f"{lock.holder() or 'unknown'}; it is not paused"
         )
-    remove_hooks(workspace, state.task_id)
     text = guidance or take_guidance(workspace, state.task_id)
-    request = ResumeRequest(
-        max_iterations=max_iterations, reset_failures=reset_failures, guidance=text
-    )
+    request = ResumeRequest(max_iterations=max_iterations, reset_failures=reset_failures, guidance=text)
     if live:
+        # The request must exist before the hook goes: deleting the hook wakes the process.
         write_request(store.dir, state.task_id, request)
+        remove_hooks(workspace, state.task_id)
         bring_back(workspace, state)
         typer.echo(f"akira: resumed {state.task_id}; process {lock.holder()} continues", err=True)
         return 0
+    remove_hooks(workspace, state.task_id)
     apply_resume(state, request)
     bring_back(workspace, state)
     typer.echo(f"akira: resuming {state.task_id} at iteration {state.iteration}", err=True)
@@ -193,8 +193,7 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
     path = Path(state.task_path)
     if not path.is_file():
         raise AkiraError(
-            f"task file {path} not found; restore it (or move it back under "
-            f"Specs/) and resume again"
+            f"task file {path} not found; restore it (or move it back under Specs/) and resume again"
         )
     if workspace.area_of(path) != "Needs_Action":
         return
@@ -249,11 +248,11 @@ def status(
         typer.echo(json.dumps(row, indent=2) if json_out else _status_text(row))
         return 0
     rows, corrupt = [], []
-    for path, state in store.scan():
-        if state is None:
+    for path, found in store.scan():
+        if found is None:
             corrupt.append(str(path))
         else:
-            rows.append(summary(store, state))
+            rows.append(summary(store, found))
     rows.sort(key=lambda row: row["task_id"])
     if json_out:
         typer.echo(json.dumps({"loops": rows, "corrupt": corrupt}, indent=2))

@@ -29,5 +29,5 @@ def reason(
     if json_out:
         typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
-    typer.echo(result.render())
+    typer.echo("\n".join(result.describe()))
     return 0

@@ -7,9 +7,9 @@ from akira_cli.llm.client import (
     LLMSchemaError,
     LLMTransientError,
     ToolCall,
-    Usage,
     configured,
 )
+from akira_cli.usage import Usage
 
 __all__ = [
     "ChatResult",

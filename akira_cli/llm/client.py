@@ -170,9 +170,7 @@ class LLMClient:
         if self._model is None:
             models = self._list_models()
             if not models:
-                raise LLMError(
-                    f"LLM endpoint {self.base_url} lists no models; set llm.model or AKIRA_MODEL"
-                )
+                raise LLMError(f"LLM endpoint {self.base_url} lists no models; set llm.model or AKIRA_MODEL")
             self._model = models[0]
         return self._model
 
@@ -236,9 +234,7 @@ class LLMClient:
                     raise
                 self._format_mode += 1
 
-    def _complete(
-        self, messages: list[dict[str, Any]], extra: dict[str, Any], purpose: str
-    ) -> ChatResult:
+    def _complete(self, messages: list[dict[str, Any]], extra: dict[str, Any], purpose: str) -> ChatResult:
         self._check_budget()
         model = self.model
         started = time.monotonic()
@@ -500,15 +496,12 @@ def _response_format(mode: str, schema: type[BaseModel]) -> dict[str, Any]:
     return {}
 
 
-def _with_schema_prompt(
-    messages: list[dict[str, Any]], schema: type[BaseModel]
-) -> list[dict[str, Any]]:
+def _with_schema_prompt(messages: list[dict[str, Any]], schema: type[BaseModel]) -> list[dict[str, Any]]:
     """A copy of `messages` whose system message asks for JSON matching `schema`.
 
     Servers that ignore `response_format` still see the schema this way."""
-    instruction = (
-        "Reply with only a JSON object that matches this JSON schema, no prose:\n"
-        + json.dumps(schema.model_json_schema())
+    instruction = "Reply with only a JSON object that matches this JSON schema, no prose:\n" + json.dumps(
+        schema.model_json_schema()
     )
     if messages and messages[0].get("role") == "system":
         first = dict(messages[0])

@@ -129,9 +129,7 @@ class ReflectionService:
             record.post_action = self.lessons.lesson(record, attempt)
         except Exception:
             record.post_action = PostActionReflection(outcome="unknown")
-        self.bus.emit(
-            EventType.POST_ACTION_REFLECTION, record.step_id, **record.post_action.model_dump()
-        )
+        self.bus.emit(EventType.POST_ACTION_REFLECTION, record.step_id, **record.post_action.model_dump())
         self.bus.emit(
             EventType.REFLECTION_LOOP_COMPLETED,
             record.step_id,

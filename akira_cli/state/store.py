@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,36 +12,10 @@ from pydantic import ValidationError
 
 from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
+from akira_cli.fileio import atomic_write, fsync_dir
 from akira_cli.state.models import LoopState
 
 PREFIX = "autonomous_loop_"
-
-
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Temp file in the same folder, fsync, os.replace, then fsync of the folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
-
-
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class TaskLock:
@@ -179,12 +150,3 @@ def _first_error(exc: Exception) -> str:
             return "not valid JSON"
         return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
     return "not valid JSON"
-
-
-def dump_json(state: LoopState) -> str:
-    return json.dumps(state.model_dump(mode="json"), indent=2)
-
-
-def copy_into(src: Path, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copy2(src, folder / src.name))

@@ -45,9 +45,7 @@ def read_task_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise TaskFileError(
-            f"{path}: task file not found; check the path or run 'akira init'"
-        ) from None
+        raise TaskFileError(f"{path}: task file not found; check the path or run 'akira init'") from None
     except OSError as exc:
         if path.is_dir():
             raise TaskFileError(
@@ -79,9 +77,7 @@ def _decode(body: bytes, path: Path) -> str:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = body.count(b"\n", 0, exc.start) + 1
-        raise TaskFileError(
-            f"{path}:{line}: not valid UTF-8; save the file with UTF-8 encoding"
-        ) from None
+        raise TaskFileError(f"{path}:{line}: not valid UTF-8; save the file with UTF-8 encoding") from None
 
 
 class _Parser:
@@ -353,9 +349,7 @@ class _Parser:
         words = [word.rstrip(".") for word in ID_LIST_SPLIT_RE.split(value.replace("`", ""))]
         step_ids = [word for word in words if word]
         if not step_ids:
-            raise self.error(
-                number, "empty 'Depends:' directive", "list step ids, e.g. 'Depends: 1, 2.1'"
-            )
+            raise self.error(number, "empty 'Depends:' directive", "list step ids, e.g. 'Depends: 1, 2.1'")
         if owner.depends is None:
             owner.depends = []
         if [word.lower() for word in step_ids] == ["none"]:
@@ -368,9 +362,7 @@ class _Parser:
     def finish(self) -> TaskFile:
         self._refuse_unclosed_block()
         if not self.steps:
-            raise TaskFileError(
-                f"{self.path}: no checkbox items ('- [ ] 1. ...'); add at least one task"
-            )
+            raise TaskFileError(f"{self.path}: no checkbox items ('- [ ] 1. ...'); add at least one task")
         self._check_depends()
         return TaskFile(path=self.path, title=self.title, steps=self.steps)
 
@@ -381,24 +373,20 @@ class _Parser:
         if self.fence:
             raise self.error(
                 self.fence_since,
-                f"code fence is never closed, so the task on line {self.hidden_checkbox_line} "
-                "is ignored",
+                f"code fence is never closed, so the task on line {self.hidden_checkbox_line} is ignored",
                 f"close it with a line of {self.fence}",
             )
         if self.comment_since:
             raise self.error(
                 self.comment_since,
-                f"HTML comment is never closed, so the task on line {self.hidden_checkbox_line} "
-                "is ignored",
+                f"HTML comment is never closed, so the task on line {self.hidden_checkbox_line} is ignored",
                 "close it with '-->'",
             )
 
     def _check_depends(self) -> None:
         for number, owner, step_id in self.depends_lines:
             if step_id == owner.id:
-                raise self.error(
-                    number, f"step '{step_id}' depends on itself", "remove it from 'Depends:'"
-                )
+                raise self.error(number, f"step '{step_id}' depends on itself", "remove it from 'Depends:'")
             if step_id not in self.by_id:
                 raise self.error(
                     number,

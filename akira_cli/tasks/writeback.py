@@ -5,12 +5,10 @@ Write-back changes exactly one byte; everything else in the file stays as the pe
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 from pathlib import Path
 
+from akira_cli.fileio import atomic_write
 from akira_cli.tasks.model import TaskFile
 from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
 
@@ -26,50 +24,35 @@ CRITERION_RE = re.compile(r"[ \t]*(?:(?P<number>\d+)[.)]|[-*+])[ \t]+(?P<text>.+
 MARKUP_RE = re.compile(r"\*\*|__")
 
 
-def set_box(path: Path, step_id: str, char: str) -> TaskFile:
-    """Set one step's checkbox to `char` and return the file as it now is on disk."""
+def set_box(path: Path, step_id: str, char: str, known: TaskFile | None = None) -> TaskFile:
+    """Set one step's checkbox to `char` and return the file as it now is on disk.
+
+    `known` is a parse of the file's current content: when its box offset still points at a
+    checkbox, the file is patched without parsing it again (the loop does this every step).
+    """
     if char not in WRITABLE_BOXES:
         raise ValueError(f"checkbox character must be one of {WRITABLE_BOXES}, got {char!r}")
     data = read_task_bytes(path)
-    task_file = parse_task_text(data, path)
+    task_file = known if known is not None and _points_at_box(data, known, step_id) else None
+    task_file = task_file or parse_task_text(data, path)
     step = task_file.get(step_id)
     if step is None:
-        raise TaskFileError(
-            f"{path}: no step with id '{step_id}'; check the id against the task file"
-        )
+        raise TaskFileError(f"{path}: no step with id '{step_id}'; check the id against the task file")
     if step.box != char:
         offset = step.box_offset
-        write_atomic(path, data[:offset] + char.encode("ascii") + data[offset + 1 :])
+        atomic_write(path, data[:offset] + char.encode("ascii") + data[offset + 1 :], keep_mode=True)
         step.box = char
     return task_file
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` through a synced temp file, keeping the file's mode."""
-    target = path.resolve()
-    mode = target.stat().st_mode & 0o7777
-    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as temp:
-            temp.write(data)
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.chmod(temp_name, mode)
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-    _fsync_directory(target.parent)
-
-
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every platform can open a directory
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def _points_at_box(data: bytes, task_file: TaskFile, step_id: str) -> bool:
+    step = task_file.get(step_id)
+    if step is None:
+        return False
+    at = step.box_offset
+    return (
+        data[at - 1 : at] == b"[" and data[at + 1 : at + 2] == b"]" and data[at : at + 1] == step.box.encode()
+    )
 
 
 def load_requirements(feature_dir: Path) -> dict[str, str]:

@@ -67,9 +67,7 @@ def json_reply(obj: object, *, prompt_tokens: int = 10, completion_tokens: int =
 def tool_calls(
     calls: list[tuple[str, dict[str, Any]]], *, prompt_tokens: int = 10, completion_tokens: int = 5
 ) -> Reply:
-    return _tool_reply(
-        [(name, args, None) for name, args in calls], prompt_tokens, completion_tokens
-    )
+    return _tool_reply([(name, args, None) for name, args in calls], prompt_tokens, completion_tokens)
 
 
 def tool_call(
@@ -106,9 +104,7 @@ def _tool_reply(
     )
 
 
-def error(
-    status: int, *, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
-) -> Reply:
+def error(status: int, *, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Reply:
     """An HTTP error in OpenAI's shape, e.g. `error(429, headers={"Retry-After": "1"})`."""
     if body is None:
         body = _error_body(f"fake server: HTTP {status}", _ERROR_TYPES.get(status, "api_error"))
@@ -180,9 +176,7 @@ class FakeOpenAI:
         """The bodies of every POST /chat/completions, in arrival order."""
         with self._lock:
             return [
-                r.body
-                for r in self.requests
-                if r.method == "POST" and r.path.endswith("/chat/completions")
+                r.body for r in self.requests if r.method == "POST" and r.path.endswith("/chat/completions")
             ]
 
     def enqueue(self, *replies: Reply) -> None:
@@ -277,9 +271,7 @@ class _Handler(BaseHTTPRequestHandler):
         return expected is None or self.headers.get("Authorization") == f"Bearer {expected}"
 
     def _models_body(self) -> dict[str, Any]:
-        data = [
-            {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.fake.models
-        ]
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.fake.models]
         return {"object": "list", "data": data}
 
     def _chat(self, body: dict[str, Any]) -> None:

@@ -1,0 +1,446 @@
+"""The phase driver: A (profile, TTL) -> B (plan, validate, refine) -> C passes (-> D).
+
+Every run ends by raising `_Stop`, which carries its label and reason codes; the result is
+assembled from what the run recorded, whatever stopped it. The model only fills in structured
+replies; the decisions to continue, refine, adapt or stop are all taken here (FR-018).
+
+TTL is counted in execution passes (see `profile.ttl_for`). An optional wall-clock budget is
+checked at phase boundaries and at safe step boundaries: before a step starts, never inside one,
+so a running tool is never interrupted (FR-019, FR-020).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from akira_cli.config import ReasoningSettings
+from akira_cli.events import EventBus, EventType
+from akira_cli.llm.client import LLMClient, LLMError, LLMSchemaError
+from akira_cli.reasoning.convergence import ConvergenceEngine, thresholds
+from akira_cli.reasoning.executor import LLMStepExecutor, StepExecutor, step_prompt
+from akira_cli.reasoning.models import (
+    ConvergenceAssessment,
+    Label,
+    PassRecord,
+    Plan,
+    PlanStep,
+    ProfileUpdate,
+    ReasoningResult,
+    RefinementAction,
+    RepairConflict,
+    TaskProfile,
+    TTLAllocation,
+    ValidationIssue,
+    ValidationReport,
+)
+from akira_cli.reasoning.planner import DeltaApplier, Planner, build_plan, repair_conflicts
+from akira_cli.reasoning.profile import infer_profile, reassess_profile, ttl_for
+from akira_cli.reasoning.validation import SemanticValidator
+
+
+class _Stop(Exception):
+    """Ends a run with a label and the reason codes the stop adds."""
+
+    def __init__(self, label: Label, *codes: str, error: str | None = None) -> None:
+        super().__init__(label)
+        self.label: Label = label
+        self.codes = list(codes)
+        self.error = error
+
+
+@dataclass
+class _Run:
+    task: str
+    context: str
+    profile: TaskProfile
+    profile_source: Literal["inferred", "default"]
+    ttl: TTLAllocation
+    plan: Plan | None = None
+    applier: DeltaApplier | None = None
+    plan_validation: ValidationReport | None = None
+    plan_refinements: list[RefinementAction] = field(default_factory=list)
+    passes: list[PassRecord] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    conflicts: list[RepairConflict] = field(default_factory=list)
+    updates: list[ProfileUpdate] = field(default_factory=list)
+    stop: _Stop = field(default_factory=lambda: _Stop("failed", "not_run"))
+
+
+class ReasoningEngine:
+    """Runs one task at a time through the phases; see the module doc."""
+
+    def __init__(
+        self,
+        client: LLMClient,
+        settings: ReasoningSettings,
+        *,
+        bus: EventBus | None = None,
+        tools: Sequence[str] = (),
+        executor: StepExecutor | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        time_budget_s: float | None = None,
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.bus = bus or EventBus()
+        self.tools = list(tools)
+        self.executor = executor or LLMStepExecutor(client)
+        self.clock = clock
+        self.time_budget_s = time_budget_s
+        self.planner = Planner(client, self.tools)
+        self.validator = SemanticValidator(client, self.tools)
+        self.convergence = ConvergenceEngine(client, settings)
+        self._deadline: float | None = None
+
+    def ttl_expired(self) -> bool:
+        """True once the wall-clock budget is spent; executors may ask between tool calls."""
+        return self._deadline is not None and self.clock() >= self._deadline
+
+    def run(self, task: str, context: str = "") -> ReasoningResult:
+        """Never raises for LLM trouble: the result's label and error say what happened."""
+        budget = self.time_budget_s
+        self._deadline = None if budget is None else self.clock() + budget
+        usage_before = _usage(self.client)
+        run = self._phase_a(task, context)
+        try:
+            self._phase_b(run)
+            while True:
+                self._execution_pass(run)
+        except _Stop as stop:
+            run.stop = stop
+        return self._result(run, usage_before)
+
+    # -- Phase A ------------------------------------------------------------------------------
+
+    def _phase_a(self, task: str, context: str) -> _Run:
+        self._phase("A")
+        profile, problem = infer_profile(self.client, task, context)
+        if problem:
+            self._emit(EventType.WARNING, message=f"{problem}; using the default profile")
+        ttl = ttl_for(profile, self.settings)
+        source: Literal["inferred", "default"] = "default" if problem else "inferred"
+        self._emit(
+            EventType.PROFILE_UPDATED,
+            stage="initial",
+            source=source,
+            profile=profile.model_dump(),
+            ttl=ttl.model_dump(),
+        )
+        self._warn_caps(ttl)
+        return _Run(task=task, context=context, profile=profile, profile_source=source, ttl=ttl)
+
+    # -- Phase B ------------------------------------------------------------------------------
+
+    def _phase_b(self, run: _Run) -> None:
+        self._phase("B", stage="plan")
+        self._boundary()
+        try:
+            draft = self.planner.draft(run.task, run.context, run.profile, run.ttl)
+            run.plan, run.applier, refused = build_plan(run.task, draft, run.ttl)
+            for action in refused:
+                self._emit(EventType.WARNING, action.target, message=f"plan step refused: {action.rejection}")
+            run.questions += draft.follow_up_questions
+            self._phase("B", stage="validate", steps=len(run.plan.steps))
+            report = self._validate(run, run.plan)
+            run.plan_validation = report
+            if report.issues:
+                self._phase("B", stage="refine")
+                triggers = {"validation_issues": _dump(report.issues)}
+                ids = [issue.issue_id for issue in report.issues]
+                run.plan_refinements, _ = self._refine(run, triggers, report.issues, ids)
+        except LLMSchemaError as exc:
+            raise _Stop("failed", "plan_unusable", error=str(exc)) from None
+        except LLMError as exc:
+            raise _Stop("failed", "llm_failure", error=str(exc)) from None
+
+    # -- Phase C ------------------------------------------------------------------------------
+
+    def _execution_pass(self, run: _Run) -> None:
+        plan = _plan(run)
+        number = len(run.passes) + 1
+        if number > run.ttl.passes:
+            raise _Stop("ttl_expired", "ttl_expired")
+        self._boundary()
+        if not plan.ready():
+            raise _Stop("non_converged", "no_runnable_steps")
+        self._phase("C", pass_number=number)
+        record = PassRecord(number=number, started_at=self.clock(), ttl_remaining=run.ttl.passes - number)
+        run.passes.append(record)
+        try:
+            self._execute_batch(run, record)
+            self._boundary()
+            self._evaluate(run, record)
+            self._decide(run, record)
+            self._boundary()
+            self._refine_after_pass(run, record)
+            self._adapt(run, record)
+        except LLMError as exc:
+            record.error = str(exc)
+            raise _Stop("failed", "llm_failure", error=str(exc)) from None
+        finally:
+            self._close_pass(record)
+
+    def _execute_batch(self, run: _Run, record: PassRecord) -> None:
+        ready = _plan(run).ready()
+        for step in ready:
+            if step.dependencies:
+                step.incoming_context = _incoming(_plan(run), step)
+        workers = max(1, min(self.settings.max_parallel_steps, len(ready)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="akira-step") as pool:
+            errors = list(pool.map(lambda step: self._execute_step(run, step), ready))
+        record.executed_step_ids = [s.id for s in ready if s.status != "incomplete"]
+        record.blocked_step_ids = [s.id for s in ready if s.status == "invalid"]
+        record.abandoned_step_ids = [s.id for s in ready if s.status == "incomplete"]
+        failure = next((error for error in errors if error is not None), None)
+        if failure is not None:
+            raise failure
+
+    def _execute_step(self, run: _Run, step: PlanStep) -> LLMError | None:
+        """One step; a safe boundary before it. Returns an API failure instead of raising."""
+        if self.ttl_expired():
+            step.status = "incomplete"
+            self._emit(EventType.REASONING_PASS, step.id, stage="step_abandoned")
+            return None
+        step.status = "running"
+        self._emit(EventType.REASONING_PASS, step.id, stage="step_started")
+        try:
+            outcome = self.executor.execute(step, step_prompt(step, run.task))
+        except LLMError as exc:
+            step.status, step.error = "failed", str(exc)
+            self._emit(EventType.REASONING_PASS, step.id, stage="step_failed", error=str(exc))
+            return None if isinstance(exc, LLMSchemaError) else exc
+        step.step_output, step.clarity_state = outcome.step_output, outcome.clarity_state
+        step.executed_tool_calls = outcome.tool_calls
+        step.status = "invalid" if outcome.clarity_state == "BLOCKED" else "complete"
+        self._emit(
+            EventType.REASONING_PASS,
+            step.id,
+            stage="step_finished",
+            status=step.status,
+            clarity_state=step.clarity_state,
+        )
+        return None
+
+    def _evaluate(self, run: _Run, record: PassRecord) -> None:
+        plan = _plan(run)
+        record.answer = plan.answer()
+        record.validation = self._validate(run, plan, answer=record.answer)
+        try:
+            assessment = self.convergence.evaluate(run.task, plan, record.answer, record.validation)
+        except LLMSchemaError as exc:
+            assessment = ConvergenceAssessment(
+                converged=False,
+                reason_codes=["convergence_unavailable"],
+                scores={},
+                thresholds=thresholds(self.settings),
+                detected_issues=[str(exc)],
+            )
+        record.convergence, record.completed = assessment, True
+        self._emit(EventType.CONVERGENCE, pass_number=record.number, **assessment.model_dump())
+
+    def _decide(self, run: _Run, record: PassRecord) -> None:
+        """The host's decision: converged, TTL expired, or refine (by returning)."""
+        if record.convergence is not None and record.convergence.converged:
+            raise _Stop("converged")
+        if record.number >= run.ttl.passes:
+            raise _Stop("ttl_expired", "ttl_expired")
+
+    def _refine_after_pass(self, run: _Run, record: PassRecord) -> None:
+        """Refinement triggers: validation issues, BLOCKED steps, failed steps, convergence."""
+        plan = _plan(run)
+        issues = record.validation.issues if record.validation else []
+        blocked = [step for step in plan.steps if step.status == "invalid"]
+        failed = [s for s in plan.steps if s.id in record.executed_step_ids and s.status == "failed"]
+        convergence = record.convergence or ConvergenceAssessment(
+            converged=False, reason_codes=[], scores={}, thresholds={}
+        )
+        triggers = {
+            "validation_issues": _dump(issues),
+            "blocked_steps": [{"id": s.id, "step_output": s.step_output} for s in blocked],
+            "failed_steps": [{"id": s.id, "error": s.error} for s in failed],
+            "convergence": convergence.model_dump(include={"reason_codes", "scores", "detected_issues"}),
+        }
+        ids = [issue.issue_id for issue in issues] + [step.id for step in blocked]
+        record.refinements, record.conflicts = self._refine(run, triggers, issues, ids)
+
+    def _refine(
+        self,
+        run: _Run,
+        triggers: dict[str, Any],
+        issues: Sequence[ValidationIssue],
+        trigger_ids: list[str],
+    ) -> tuple[list[RefinementAction], list[RepairConflict]]:
+        """Planner deltas through the guarded applier; schema trouble keeps the plan as is."""
+        plan, applier = _plan(run), _applier(run)
+        if applier.exhausted:
+            reason = f"refinement limit of {applier.ttl.max_refinements_total} in all reached"
+            for step_id in {issue.location for issue in issues} | set(trigger_ids):
+                if plan.get(step_id) is not None:
+                    applier.mark(step_id, reason)
+            self._emit(EventType.WARNING, message=f"{reason}; plan kept as is")
+            return [], []
+        try:
+            reply = self.planner.refine(run.task, plan, triggers)
+        except LLMSchemaError as exc:
+            self._emit(EventType.WARNING, message=f"refinement skipped, plan kept: {exc}")
+            return [], []
+        run.questions += reply.follow_up_questions
+        actions = applier.apply_all(plan, reply.deltas, trigger_ids)
+        for action in actions:
+            data = action.model_dump(exclude={"type"})
+            self._emit(EventType.REFINEMENT, action.target, action=action.type, **data)
+        conflicts = repair_conflicts(actions, issues)
+        for conflict in conflicts:
+            self._emit(EventType.REFINEMENT, conflict.target, conflict=conflict.model_dump())
+        run.conflicts += conflicts
+        return actions, conflicts
+
+    # -- Phase D ------------------------------------------------------------------------------
+
+    def _adapt(self, run: _Run, record: PassRecord) -> None:
+        """Profile update at the pass boundary, only when all three indicators hold (FR-023)."""
+        issues = record.validation.issues if record.validation else []
+        assessment = record.convergence
+        if assessment is None or assessment.converged or not issues:
+            return
+        if not record.blocked_step_ids:
+            return
+        codes = assessment.reason_codes
+        self._phase("D", pass_number=record.number)
+        reason = (
+            f"not converged ({', '.join(codes)}); {len(issues)} validation issue(s); "
+            f"BLOCKED step(s): {', '.join(record.blocked_step_ids)}"
+        )
+        observations = {"reason": reason, "issues": _dump(issues)}
+        try:
+            new = reassess_profile(self.client, run.task, run.profile, _json(observations))
+        except LLMSchemaError as exc:
+            self._emit(EventType.WARNING, message=f"profile kept: reassessment unusable: {exc}")
+            return
+        ttl = ttl_for(new, self.settings)
+        update = ProfileUpdate(
+            pass_number=record.number,
+            reason=reason,
+            old=run.profile,
+            new=new,
+            ttl_before=run.ttl.passes,
+            ttl_after=ttl.passes,
+            cap_hits=ttl.cap_hits,
+        )
+        run.profile, run.ttl, _applier(run).ttl = new, ttl, ttl
+        record.profile_update = update
+        run.updates.append(update)
+        self._emit(EventType.PROFILE_UPDATED, stage="adaptive", **update.model_dump(mode="json"))
+        self._warn_caps(ttl)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _validate(self, run: _Run, plan: Plan, answer: str | None = None) -> ValidationReport:
+        report = self.validator.validate(run.task, plan, answer=answer)
+        self._emit(EventType.VALIDATION, **report.model_dump())
+        return report
+
+    def _boundary(self) -> None:
+        if self.ttl_expired():
+            raise _Stop("ttl_expired", "ttl_expired", "time_budget_spent")
+
+    def _close_pass(self, record: PassRecord) -> None:
+        record.ended_at = self.clock()
+        record.duration_s = round(record.ended_at - record.started_at, 6)
+        self._emit(
+            EventType.REASONING_PASS,
+            stage="end",
+            pass_number=record.number,
+            executed=record.executed_step_ids,
+            blocked=record.blocked_step_ids,
+            abandoned=record.abandoned_step_ids,
+            completed=record.completed,
+            error=record.error,
+        )
+
+    def _warn_caps(self, ttl: TTLAllocation) -> None:
+        for hit in ttl.cap_hits:
+            self._emit(EventType.WARNING, message=f"reasoning cap applied: {hit}")
+
+    def _phase(self, phase: str, **data: Any) -> None:
+        self._emit(EventType.REASONING_PHASE, phase=phase, **data)
+
+    def _emit(self, type_: str, step_id: str | None = None, **data: Any) -> None:
+        self.bus.emit(type_, step_id, **data)
+
+    def _result(self, run: _Run, before: tuple[int, int, int]) -> ReasoningResult:
+        stop = run.stop
+        calls, prompt_tokens, completion_tokens = (
+            now - then for now, then in zip(_usage(self.client), before, strict=True)
+        )
+        completed = [p for p in run.passes if p.completed and p.convergence is not None]
+        last = completed[-1] if completed else None
+        partial = last is None and stop.label != "converged"
+        answer = last.answer if last else (run.plan.answer() if run.plan else "")
+        codes = list(last.convergence.reason_codes) if last and last.convergence else []
+        codes += stop.codes + (["partial_result"] if partial and run.passes else [])
+        if run.applier is not None and run.applier.exhausted:
+            codes.append("refinement_limit_reached")
+        result = ReasoningResult(
+            task=run.task,
+            answer=answer,
+            converged=stop.label == "converged",
+            label=stop.label,
+            profile=run.profile,
+            profile_source=run.profile_source,
+            ttl=run.ttl,
+            plan=run.plan,
+            plan_validation=run.plan_validation,
+            plan_refinements=run.plan_refinements,
+            passes=run.passes,
+            scores=dict(last.convergence.scores) if last and last.convergence else {},
+            reason_codes=list(dict.fromkeys(codes)),
+            manual_intervention=run.applier.interventions() if run.applier else [],
+            follow_up_questions=list(dict.fromkeys(run.questions)),
+            profile_updates=run.updates,
+            conflicts=run.conflicts,
+            calls=calls,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            error=stop.error,
+        )
+        self._phase("end", label=result.label, converged=result.converged, passes=len(run.passes))
+        return result
+
+
+def _usage(client: LLMClient) -> tuple[int, int, int]:
+    usage = client.usage
+    return usage.calls, usage.prompt_tokens, usage.completion_tokens
+
+
+def _plan(run: _Run) -> Plan:
+    assert run.plan is not None, "Phase C needs the plan of Phase B"
+    return run.plan
+
+
+def _applier(run: _Run) -> DeltaApplier:
+    assert run.applier is not None, "refinement needs the plan of Phase B"
+    return run.applier
+
+
+def _incoming(plan: Plan, step: PlanStep) -> str:
+    """The actual upstream context: the outputs of the step's dependencies (FR-014)."""
+    parts = []
+    for dep_id in step.dependencies:
+        dep = plan.get(dep_id)
+        if dep is not None:
+            parts.append(f"[{dep.id}] {dep.description}\n{dep.step_output or ''}".strip())
+    return "\n\n".join(parts)
+
+
+def _dump(items: Sequence[ValidationIssue]) -> list[dict[str, Any]]:
+    return [item.model_dump(mode="json", exclude_none=True) for item in items]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, default=str)

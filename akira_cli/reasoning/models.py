@@ -1,0 +1,344 @@
+"""The typed records of a reasoning run: profile, plan, deltas, reports, passes and the result.
+
+Host-side records refuse unknown keys. The reply models the LLM fills (in the modules that ask
+for them) are lenient instead, so a chatty model does not cost a repair round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+
+Clarity = Literal["CLEAR", "PARTIALLY_CLEAR", "BLOCKED"]
+StepStatus = Literal["pending", "running", "complete", "failed", "invalid", "incomplete"]
+Severity = Literal["high", "medium", "low"]
+IssueType = Literal[
+    "specificity",
+    "relevance",
+    "do_say_mismatch",
+    "hallucination",
+    "consistency",
+    "cross_phase",
+    "other",
+]
+Label = Literal["converged", "non_converged", "ttl_expired", "failed"]
+EXECUTED: frozenset[str] = frozenset({"complete", "failed"})
+"""Statuses of executed steps: these are immutable (FR-017, FR-029)."""
+SEVERITY_RANK: dict[str, int] = {"low": 1, "medium": 2, "high": 3}
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Reply(BaseModel):
+    """Base of what the LLM fills in: unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class TaskProfile(Reply):
+    """Phase A's view of the task (seed: Key Entities, TaskProfile)."""
+
+    reasoning_depth: int = Field(ge=1, le=5)
+    """1 (trivial) .. 5 (deep multi-stage reasoning)."""
+    information_sufficiency: float = Field(ge=0, le=1)
+    """How much of what is needed the task statement already gives."""
+    expected_tool_usage: Literal["none", "minimal", "moderate", "extensive"]
+    output_breadth: Literal["narrow", "moderate", "broad"]
+    confidence_requirement: Literal["low", "medium", "high"]
+    raw_inference: str = ""
+    """The model's own words on how each dimension was determined (FR-008)."""
+
+    @classmethod
+    def default(cls) -> TaskProfile:
+        """The fallback when inference fails (FR-007)."""
+        return cls(
+            reasoning_depth=3,
+            information_sufficiency=0.5,
+            expected_tool_usage="moderate",
+            output_breadth="moderate",
+            confidence_requirement="medium",
+            raw_inference="default profile: inference failed",
+        )
+
+
+class TTLAllocation(Record):
+    """The deterministic budget derived from a profile; see `profile.ttl_for`."""
+
+    passes: int
+    max_nesting_depth: int
+    max_refinements_per_fragment: int
+    max_refinements_total: int
+    requested: dict[str, int]
+    """What the formula asked for before the global caps."""
+    cap_hits: list[str] = Field(default_factory=list)
+    """Each value the global caps cut down, so that no cap applies silently."""
+
+
+class PlannedToolCall(Reply):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallRecord(Reply):
+    """A tool call a step actually made (filled in by the step executor)."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    output: str = ""
+    error: str | None = None
+
+
+class PlanStep(Record):
+    """One declarative step (seed: Key Entities, Step; FR-010)."""
+
+    id: str
+    description: str
+    step_index: int = 0
+    total_steps: int = 0
+    incoming_context: str | None = None
+    handoff_to_next: str | None = None
+    dependencies: list[str] = Field(default_factory=list)
+    provides: list[str] = Field(default_factory=list)
+    status: StepStatus = "pending"
+    tool_calls: list[PlannedToolCall] = Field(default_factory=list)
+    parent_id: str | None = None
+    """Set for a nested step: the step it refines (FR-026)."""
+    depth: int = 1
+    """Nesting level: top-level steps are 1, their sub-steps 2, and so on."""
+    step_output: str | None = None
+    clarity_state: Clarity | None = None
+    executed_tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def executed(self) -> bool:
+        return self.status in EXECUTED
+
+
+class Plan(Record):
+    goal: str
+    steps: list[PlanStep] = Field(default_factory=list)
+    follow_up_questions: list[str] = Field(default_factory=list)
+
+    def get(self, step_id: str) -> PlanStep | None:
+        return next((step for step in self.steps if step.id == step_id), None)
+
+    def ids(self) -> set[str]:
+        return {step.id for step in self.steps}
+
+    def renumber(self) -> None:
+        """Keeps `step_index`/`total_steps` current on the steps not yet executed."""
+        for index, step in enumerate(self.steps, start=1):
+            if not step.executed:
+                step.step_index, step.total_steps = index, len(self.steps)
+
+    def ready(self) -> list[PlanStep]:
+        """Pending steps whose dependencies have all completed."""
+        done = {step.id for step in self.steps if step.status == "complete"}
+        return [
+            step
+            for step in self.steps
+            if step.status == "pending" and all(dep in done for dep in step.dependencies)
+        ]
+
+    def answer(self) -> str:
+        """The outputs of the completed steps no other completed step builds on."""
+        complete = [step for step in self.steps if step.status == "complete"]
+        used = {dep for step in complete for dep in step.dependencies}
+        outputs = [step.step_output or "" for step in complete if step.id not in used]
+        return "\n\n".join(text for text in outputs if text)
+
+
+class Delta(Reply):
+    """One refinement operation (FR-011). Ids are stable: MODIFY/REMOVE name an existing step."""
+
+    op: Literal["ADD", "MODIFY", "REMOVE"]
+    step_id: str = ""
+    """The target of MODIFY/REMOVE, or the proposed id of an added step."""
+    description: str | None = None
+    dependencies: list[str] | None = None
+    provides: list[str] | None = None
+    tool_calls: list[PlannedToolCall] | None = None
+    incoming_context: str | None = None
+    handoff_to_next: str | None = None
+    parent_id: str | None = None
+    """ADD only: nest the new step under this one."""
+    reason: str = ""
+
+    @field_validator("op", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    def changes(self) -> dict[str, Any]:
+        keep = {"op", "step_id", "reason"}
+        return {k: v for k, v in self.model_dump(exclude_none=True).items() if k not in keep}
+
+
+class ValidationIssue(Record):
+    issue_id: str
+    type: IssueType
+    severity: Severity
+    description: str
+    location: str = ""
+    """A step id, or `plan` / `answer`."""
+    proposed_repair: str = ""
+    repair: Delta | None = None
+    """The repair as a delta, when the validator proposed one (advisory, FR-043)."""
+    source: Literal["host", "llm"] = "llm"
+    code: str = ""
+    """Host checks: `unknown_tool`, `dependency_cycle`, `missing_dependency`."""
+
+
+class ValidationReport(Record):
+    validation_id: str
+    artifact_type: Literal["plan", "execution"]
+    issues: list[ValidationIssue] = Field(default_factory=list)
+    error: str | None = None
+    """Set when the LLM judgement could not be had; the host checks still ran."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def overall_severity(self) -> Severity | None:
+        ranked = sorted(self.issues, key=lambda issue: SEVERITY_RANK[issue.severity])
+        return ranked[-1].severity if ranked else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def issue_summary(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for issue in self.issues:
+            counts[issue.type] = counts.get(issue.type, 0) + 1
+        return counts
+
+
+class ConvergenceAssessment(Record):
+    converged: bool
+    reason_codes: list[str]
+    scores: dict[str, float]
+    thresholds: dict[str, float]
+    failed_criteria: list[str] = Field(default_factory=list)
+    detected_issues: list[str] = Field(default_factory=list)
+    consistency_status: dict[str, str] = Field(default_factory=dict)
+    """Alignment of plan/steps/answer as the model judged it."""
+    rationale: str = ""
+
+
+ActionType = Literal["step_add", "subplan_create", "step_modify", "step_remove", "step_mark_invalid"]
+
+
+class RefinementAction(Record):
+    """One delta as the host handled it (seed: Key Entities, Refinement Action)."""
+
+    type: ActionType
+    target: str
+    changes: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+    accepted: bool = True
+    rejection: str | None = None
+    triggered_by: list[str] = Field(default_factory=list)
+    """Ids of the issues or steps that called for refinement."""
+
+
+class RepairConflict(Record):
+    """A validator repair the planner's refinement overrode (FR-059)."""
+
+    target: str
+    issue_id: str
+    validator_repair: dict[str, Any]
+    planner_change: dict[str, Any]
+    resolution: str = "planner refinement applied; validator repair kept as advisory"
+
+
+class ProfileUpdate(Record):
+    pass_number: int
+    reason: str
+    old: TaskProfile
+    new: TaskProfile
+    ttl_before: int
+    ttl_after: int
+    cap_hits: list[str] = Field(default_factory=list)
+
+
+class PassRecord(Record):
+    number: int
+    executed_step_ids: list[str] = Field(default_factory=list)
+    blocked_step_ids: list[str] = Field(default_factory=list)
+    abandoned_step_ids: list[str] = Field(default_factory=list)
+    validation: ValidationReport | None = None
+    convergence: ConvergenceAssessment | None = None
+    refinements: list[RefinementAction] = Field(default_factory=list)
+    conflicts: list[RepairConflict] = Field(default_factory=list)
+    profile_update: ProfileUpdate | None = None
+    answer: str = ""
+    ttl_remaining: int = 0
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    duration_s: float = 0.0
+    completed: bool = False
+    """True once the pass was evaluated (it has a convergence assessment)."""
+    error: str | None = None
+
+
+class ManualIntervention(Record):
+    """A fragment a limit stopped refining; its work so far is kept as it is."""
+
+    step_id: str
+    reason: str
+
+
+class ReasoningResult(Record):
+    task: str
+    answer: str
+    converged: bool
+    label: Label
+    profile: TaskProfile
+    profile_source: Literal["inferred", "default"]
+    ttl: TTLAllocation
+    plan: Plan | None = None
+    plan_validation: ValidationReport | None = None
+    plan_refinements: list[RefinementAction] = Field(default_factory=list)
+    passes: list[PassRecord] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    reason_codes: list[str] = Field(default_factory=list)
+    manual_intervention: list[ManualIntervention] = Field(default_factory=list)
+    follow_up_questions: list[str] = Field(default_factory=list)
+    profile_updates: list[ProfileUpdate] = Field(default_factory=list)
+    conflicts: list[RepairConflict] = Field(default_factory=list)
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form `akira reason --json` prints."""
+        return self.model_dump(mode="json")
+
+    def describe(self) -> list[str]:
+        """The metadata lines `akira reason` prints under the answer."""
+        p = self.profile
+        passes = f"{len(self.passes)} pass{'es' if len(self.passes) != 1 else ''}"
+        lines = [
+            f"result: {self.label} after {passes} (TTL {self.ttl.passes})",
+            f"profile ({self.profile_source}): depth {p.reasoning_depth}, "
+            f"sufficiency {p.information_sufficiency:.2f}, tools {p.expected_tool_usage}, "
+            f"breadth {p.output_breadth}, confidence {p.confidence_requirement}",
+        ]
+        if self.scores:
+            lines.append("scores: " + ", ".join(f"{k} {v:.2f}" for k, v in self.scores.items()))
+        lines.append("reason codes: " + (", ".join(self.reason_codes) or "none"))
+        lines += [f"cap applied: {hit}" for hit in self.ttl.cap_hits]
+        lines += [f"needs a person: {m.step_id}: {m.reason}" for m in self.manual_intervention]
+        lines += [f"question: {q}" for q in self.follow_up_questions]
+        if self.error:
+            lines.append(f"error: {self.error}")
+        lines.append(f"LLM calls: {self.calls}, tokens: {self.total_tokens}")
+        return lines

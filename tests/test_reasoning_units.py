@@ -1,0 +1,317 @@
+"""Host-side logic of the reasoning engine, without a model: TTL, deltas, checks, convergence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from akira_cli.config import ReasoningSettings
+from akira_cli.reasoning import prompts
+from akira_cli.reasoning.convergence import ConvergenceReply, assess
+from akira_cli.reasoning.models import Delta, Plan, PlanStep, TaskProfile, TTLAllocation
+from akira_cli.reasoning.planner import DeltaApplier, repair_conflicts
+from akira_cli.reasoning.profile import ttl_for
+from akira_cli.reasoning.validation import structural_issues
+
+
+def profile(depth: int, sufficiency: float, breadth: str, confidence: str) -> TaskProfile:
+    return TaskProfile.model_validate(
+        {
+            "reasoning_depth": depth,
+            "information_sufficiency": sufficiency,
+            "expected_tool_usage": "moderate",
+            "output_breadth": breadth,
+            "confidence_requirement": confidence,
+        }
+    )
+
+
+def ttl(**overrides: int) -> TTLAllocation:
+    values = {
+        "passes": 6,
+        "max_nesting_depth": 5,
+        "max_refinements_per_fragment": 3,
+        "max_refinements_total": 10,
+    }
+    values.update(overrides)
+    return TTLAllocation(**values, requested=dict(values))
+
+
+def plan_of(*steps: dict[str, Any]) -> Plan:
+    plan = Plan(goal="g", steps=[PlanStep(**step) for step in steps])
+    plan.renumber()
+    return plan
+
+
+# -- Phase A: the documented TTL function ---------------------------------------------------
+
+
+def test_ttl_for_default_profile_is_four_passes_without_caps() -> None:
+    allocation = ttl_for(TaskProfile.default(), ReasoningSettings())
+    assert allocation.passes == 4
+    assert allocation.max_nesting_depth == 3
+    assert allocation.max_refinements_per_fragment == 3
+    assert allocation.max_refinements_total == 8
+    assert allocation.cap_hits == []
+
+
+def test_ttl_for_simple_profile_is_small() -> None:
+    allocation = ttl_for(profile(1, 0.9, "narrow", "low"), ReasoningSettings())
+    assert (allocation.passes, allocation.max_nesting_depth) == (2, 2)
+
+
+def test_ttl_for_caps_are_recorded_never_silent() -> None:
+    allocation = ttl_for(profile(5, 0.2, "broad", "high"), ReasoningSettings(max_passes=6))
+    assert allocation.requested["passes"] == 9
+    assert allocation.passes == 6
+    assert allocation.max_refinements_total == 10
+    assert "passes: 9 capped to 6" in allocation.cap_hits
+    assert "max_refinements_total: 18 capped to 10" in allocation.cap_hits
+
+
+def test_ttl_for_is_deterministic() -> None:
+    settings = ReasoningSettings()
+    first = profile(4, 0.3, "moderate", "high")
+    assert ttl_for(first, settings) == ttl_for(first.model_copy(), settings)
+
+
+def test_default_profile_matches_the_seed() -> None:
+    default = TaskProfile.default()
+    assert (
+        default.reasoning_depth,
+        default.information_sufficiency,
+        default.expected_tool_usage,
+        default.output_breadth,
+        default.confidence_requirement,
+    ) == (3, 0.5, "moderate", "moderate", "medium")
+
+
+# -- Phase B/C: deltas ------------------------------------------------------------------------
+
+
+def test_executed_steps_are_immutable_sc014() -> None:
+    plan = plan_of(
+        {"id": "s1", "description": "done", "status": "complete", "step_output": "42"},
+        {"id": "s2", "description": "failed", "status": "failed"},
+        {"id": "s3", "description": "todo", "dependencies": ["s1"]},
+    )
+    before = [step.model_dump() for step in plan.steps[:2]]
+    applier = DeltaApplier(ttl())
+    actions = applier.apply_all(
+        plan,
+        [
+            Delta(op="MODIFY", step_id="s1", description="rewrite history"),
+            Delta(op="REMOVE", step_id="s2"),
+            Delta(op="MODIFY", step_id="s3", description="todo, concretely"),
+        ],
+        ["trigger"],
+    )
+    assert [a.accepted for a in actions] == [False, False, True]
+    assert "immutable" in (actions[0].rejection or "")
+    assert [step.model_dump() for step in plan.steps[:2]] == before
+    assert plan.get("s3") is not None and plan.get("s3").description == "todo, concretely"  # type: ignore[union-attr]
+    assert applier.total == 1
+
+
+def test_add_keeps_ids_stable_and_renumbers_pending_steps() -> None:
+    plan = plan_of(
+        {"id": "s1", "description": "a", "status": "complete", "step_index": 1, "total_steps": 2},
+        {"id": "s2", "description": "b"},
+    )
+    applier = DeltaApplier(ttl())
+    applier.apply_all(plan, [Delta(op="ADD", step_id="s2", description="dup id")], [])
+    applier.apply_all(plan, [Delta(op="REMOVE", step_id="s2")], [])
+    assert [s.id for s in plan.steps] == ["s1", "s3"]
+    assert (plan.steps[1].step_index, plan.steps[1].total_steps) == (2, 2)
+    assert (plan.steps[0].step_index, plan.steps[0].total_steps) == (1, 2)
+
+
+def test_remove_drops_the_dependency_from_pending_steps() -> None:
+    plan = plan_of(
+        {"id": "s1", "description": "a"},
+        {"id": "s2", "description": "b", "dependencies": ["s1"]},
+    )
+    DeltaApplier(ttl()).apply_all(plan, [Delta(op="REMOVE", step_id="s1")], [])
+    assert plan.steps[0].dependencies == []
+
+
+def test_modify_of_a_blocked_step_makes_it_pending_again() -> None:
+    plan = plan_of({"id": "s1", "description": "a", "status": "invalid", "step_output": "?"})
+    DeltaApplier(ttl()).apply_all(plan, [Delta(op="MODIFY", step_id="s1", description="b")], [])
+    assert plan.steps[0].status == "pending"
+    assert plan.steps[0].step_output == "?"
+
+
+def test_nesting_limit_marks_the_fragment_and_keeps_the_plan() -> None:
+    plan = plan_of({"id": "n1", "description": "level 1"})
+    applier = DeltaApplier(ttl(max_refinements_per_fragment=10, max_refinements_total=10))
+    for level in range(2, 6):
+        action = applier.apply(
+            plan,
+            Delta(op="ADD", step_id=f"n{level}", parent_id=f"n{level - 1}", description="x"),
+        )
+        assert action.accepted and action.type == "subplan_create"
+    assert plan.get("n5") is not None and plan.get("n5").depth == 5  # type: ignore[union-attr]
+    snapshot = plan.model_dump()
+    too_deep = applier.apply(plan, Delta(op="ADD", step_id="n6", parent_id="n5", description="level 6"))
+    assert not too_deep.accepted
+    assert "nesting depth 6 exceeds the limit of 5" in (too_deep.rejection or "")
+    assert plan.model_dump() == snapshot
+    assert [m.step_id for m in applier.interventions()] == ["n5"]
+    # the parent waits for its sub-step, which is inserted before it
+    assert "n2" in plan.get("n1").dependencies  # type: ignore[union-attr]
+
+
+def test_per_fragment_limit_is_three() -> None:
+    plan = plan_of({"id": "s1", "description": "a"})
+    applier = DeltaApplier(ttl())
+    deltas = [Delta(op="MODIFY", step_id="s1", description=f"v{n}") for n in range(4)]
+    actions = applier.apply_all(plan, deltas, [])
+    assert [a.accepted for a in actions] == [True, True, True, False]
+    assert plan.steps[0].description == "v2"
+    assert applier.interventions()[0].step_id == "s1"
+    assert "limit of 3 for this fragment" in applier.interventions()[0].reason
+
+
+def test_total_limit_is_ten() -> None:
+    plan = plan_of(*[{"id": f"s{n}", "description": "a"} for n in range(6)])
+    applier = DeltaApplier(ttl())
+    deltas = [Delta(op="MODIFY", step_id=f"s{n % 6}", description=f"v{n}") for n in range(11)]
+    actions = applier.apply_all(plan, deltas, [])
+    assert sum(a.accepted for a in actions) == 10
+    assert not actions[-1].accepted and "10 in all" in (actions[-1].rejection or "")
+    assert applier.exhausted
+
+
+def test_delta_creating_a_cycle_is_refused() -> None:
+    plan = plan_of(
+        {"id": "s1", "description": "a"},
+        {"id": "s2", "description": "b", "dependencies": ["s1"]},
+    )
+    action = DeltaApplier(ttl()).apply(plan, Delta(op="MODIFY", step_id="s1", dependencies=["s2"]))
+    assert not action.accepted and "cycle" in (action.rejection or "")
+    assert plan.steps[0].dependencies == []
+
+
+def test_planner_change_wins_over_a_conflicting_validator_repair() -> None:
+    from akira_cli.reasoning.models import ValidationIssue
+
+    plan = plan_of({"id": "s1", "description": "vague"})
+    actions = DeltaApplier(ttl()).apply_all(
+        plan, [Delta(op="MODIFY", step_id="s1", description="concrete")], []
+    )
+    issue = ValidationIssue(
+        issue_id="v1",
+        type="specificity",
+        severity="medium",
+        description="vague",
+        location="s1",
+        repair=Delta(op="REMOVE", step_id="s1"),
+    )
+    conflicts = repair_conflicts(actions, [issue])
+    assert len(conflicts) == 1
+    assert conflicts[0].validator_repair == {"op": "REMOVE"}
+    assert plan.steps[0].description == "concrete"
+
+
+# -- structural checks ------------------------------------------------------------------------
+
+
+def test_structural_checks_find_tools_cycles_and_missing_dependencies() -> None:
+    plan = plan_of(
+        {"id": "a", "description": "x", "dependencies": ["b"]},
+        {"id": "b", "description": "y", "dependencies": ["a"]},
+        {"id": "c", "description": "z", "dependencies": ["ghost"]},
+        {"id": "d", "description": "w", "tool_calls": [{"name": "web_search"}]},
+        {"id": "e", "description": "v", "tool_calls": [{"name": "read_file"}]},
+    )
+    issues = structural_issues(plan, ["read_file"])
+    codes = {(issue.code, issue.location) for issue in issues}
+    assert codes == {("dependency_cycle", "a"), ("missing_dependency", "c"), ("unknown_tool", "d")}
+    assert all(issue.source == "host" and issue.proposed_repair for issue in issues)
+    assert [issue.issue_id for issue in issues] == ["host-1", "host-2", "host-3"]
+
+
+# -- convergence: the host decides from the scores ------------------------------------------
+
+
+def done_plan() -> Plan:
+    return plan_of({"id": "s1", "description": "a", "status": "complete", "step_output": "ok"})
+
+
+def test_convergence_uses_the_default_thresholds() -> None:
+    settings = ReasoningSettings()
+    good = assess(ConvergenceReply(completeness=0.95, coherence=0.9, consistency=0.9), settings, done_plan())
+    assert good.converged
+    assert good.reason_codes == ["completeness_met", "coherence_met", "consistency_met"]
+    low = assess(ConvergenceReply(completeness=0.94, coherence=1, consistency=1), settings, done_plan())
+    assert not low.converged and low.failed_criteria == ["completeness"]
+
+
+def test_conflicting_criteria_are_not_converged_and_named() -> None:
+    reply = ConvergenceReply(completeness=1.0, coherence=0.4, consistency=0.95)
+    result = assess(reply, ReasoningSettings(), done_plan())
+    assert not result.converged
+    assert "coherence_below_threshold" in result.reason_codes
+    assert "criteria_conflict" in result.reason_codes
+    assert result.failed_criteria == ["coherence"]
+
+
+def test_custom_criteria_are_checked_in_addition() -> None:
+    settings = ReasoningSettings(custom_criteria={"cites_sources": 0.8})
+    reply = ConvergenceReply(completeness=1, coherence=1, consistency=1)
+    assert assess(reply, settings, done_plan()).failed_criteria == ["cites_sources"]
+    reply.custom_scores = {"cites_sources": 0.85}
+    assert assess(reply, settings, done_plan()).converged
+
+
+def test_pending_steps_rule_out_convergence_whatever_the_scores() -> None:
+    plan = plan_of({"id": "s1", "description": "a"})
+    reply = ConvergenceReply(completeness=1, coherence=1, consistency=1)
+    result = assess(reply, ReasoningSettings(), plan)
+    assert not result.converged
+    assert {"steps_pending", "no_output"} <= set(result.reason_codes)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "profile",
+        "profile_update",
+        "plan",
+        "validate_plan",
+        "validate_execution",
+        "converge",
+        "refine",
+        "step",
+    ],
+)
+def test_every_prompt_template_renders(name: str) -> None:
+    keys = """task context profile observations tools max_depth plan host_issues answer report
+        custom triggers step_index total_steps incoming_context description handoff_to_next"""
+    values = dict.fromkeys(keys.split(), "x")
+    assert prompts.render(name, **values).startswith("# Reasoning: ")
+
+
+def test_build_plan_nests_parents_first_and_refuses_too_deep_steps() -> None:
+    from akira_cli.reasoning.planner import PlanDraft, build_plan
+
+    draft = PlanDraft.model_validate(
+        {
+            "steps": [
+                {"id": "c", "description": "child", "parent_id": "p"},
+                {"id": "p", "description": "parent"},
+                {"id": "g", "description": "grandchild", "parent_id": "c"},
+            ]
+        }
+    )
+    plan, applier, refused = build_plan("goal", draft, ttl(max_nesting_depth=2))
+    assert [(s.id, s.depth, s.step_index, s.total_steps) for s in plan.steps] == [
+        ("c", 2, 1, 2),
+        ("p", 1, 2, 2),
+    ]
+    assert plan.get("p").dependencies == ["c"]  # type: ignore[union-attr]
+    assert [a.target for a in refused] == ["g"]
+    assert [m.step_id for m in applier.interventions()] == ["c"]
+    assert applier.total == 0
