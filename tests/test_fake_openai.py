@@ -49,9 +49,7 @@ def test_text_reply_has_the_standard_shape(fake_openai: FakeOpenAI) -> None:
     assert reply.choices[0].finish_reason == "stop"
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (7, 3)
     assert reply.usage.total_tokens == 10
-    assert fake_openai.chat_requests == [
-        {"model": "fake-model", "messages": USER, "temperature": 0}
-    ]
+    assert fake_openai.chat_requests == [{"model": "fake-model", "messages": USER, "temperature": 0}]
 
 
 def test_json_reply_serialises_the_object(fake_openai: FakeOpenAI) -> None:

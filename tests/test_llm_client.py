@@ -118,8 +118,7 @@ def test_unknown_model_lists_the_available_ones() -> None:
         with pytest.raises(LLMError) as caught:
             h.client.chat(USER)
     assert one_line(caught.value) == (
-        f"LLM model 'nope' not found at {server.base_url}; "
-        "set llm.model or AKIRA_MODEL to one of: a, b"
+        f"LLM model 'nope' not found at {server.base_url}; set llm.model or AKIRA_MODEL to one of: a, b"
     )
     assert h.waits == []
 
@@ -132,9 +131,7 @@ def test_bad_key_fails_at_once_without_showing_it() -> None:
         with pytest.raises(LLMError) as pinged:
             h.client.ping()
     assert not isinstance(caught.value, LLMTransientError)
-    assert one_line(caught.value) == (
-        "LLM rejected the API key (401); set OPENAI_API_KEY or llm.api_key"
-    )
+    assert one_line(caught.value) == ("LLM rejected the API key (401); set OPENAI_API_KEY or llm.api_key")
     assert str(pinged.value) == str(caught.value)
     assert len(server.requests) == 2 and h.waits == []
     for exc in (caught.value, pinged.value):
@@ -169,8 +166,7 @@ def test_unreachable_endpoint_is_one_line() -> None:
     with pytest.raises(LLMTransientError) as caught:
         h.client.chat(USER)
     assert one_line(caught.value).startswith(
-        f"LLM endpoint {url} is unreachable (connection refused); "
-        "start the server or fix llm.base_url"
+        f"LLM endpoint {url} is unreachable (connection refused); start the server or fix llm.base_url"
     )
     assert len(h.waits) == 1
     with pytest.raises(LLMError, match="unreachable"):
@@ -282,8 +278,7 @@ def test_retries_exhausted(fake_openai: FakeOpenAI) -> None:
     with pytest.raises(LLMTransientError) as caught:
         h.client.chat(USER)
     assert one_line(caught.value) == (
-        f"LLM endpoint {fake_openai.base_url} answered HTTP 503 (fake server: HTTP 503) "
-        "(after 3 attempt(s))"
+        f"LLM endpoint {fake_openai.base_url} answered HTTP 503 (fake server: HTTP 503) (after 3 attempt(s))"
     )
     assert len(fake_openai.chat_requests) == 3 and len(h.waits) == 2
 
@@ -335,8 +330,7 @@ def test_structured_repaired_once(fake_openai: FakeOpenAI) -> None:
     assert assistant == {"role": "assistant", "content": '{"steps": ["a"]}'}
     assert repair["role"] == "user"
     assert repair["content"] == (
-        "Your reply did not match the schema: done: Field required. "
-        "Reply again with only valid JSON."
+        "Your reply did not match the schema: done: Field required. Reply again with only valid JSON."
     )
 
 
@@ -452,9 +446,7 @@ def test_secret_never_leaks(fake_openai: FakeOpenAI) -> None:
     assert any("****" in text_ for text_ in seen), "the echoed key was masked, not dropped"
     for text_ in seen:
         assert SECRET not in text_
-    assert isinstance(failures[1], LLMTransientError) and not isinstance(
-        failures[0], LLMTransientError
-    )
+    assert isinstance(failures[1], LLMTransientError) and not isinstance(failures[0], LLMTransientError)
 
 
 def test_settings_repr_masks_the_key() -> None:

@@ -295,9 +295,7 @@ ERROR_CASES = [
 
 
 @pytest.mark.parametrize(("text", "line", "problem"), ERROR_CASES)
-def test_errors_name_file_line_and_fix(
-    tmp_path: Path, text: str, line: int | None, problem: str
-) -> None:
+def test_errors_name_file_line_and_fix(tmp_path: Path, text: str, line: int | None, problem: str) -> None:
     with pytest.raises(TaskFileError) as raised:
         parse(tmp_path, text, name="broken.md")
     message = str(raised.value)

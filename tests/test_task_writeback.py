@@ -51,9 +51,7 @@ def test_non_ascii_line_before_the_box(tmp_path: Path) -> None:
     path = tmp_path / "tasks.md"
     path.write_text("# Café — naïve\n- [ ] 1. crème brûlée\n- [ ] 2. 日本語\n", encoding="utf-8")
     set_box(path, "2", "x")
-    assert path.read_text(encoding="utf-8") == (
-        "# Café — naïve\n- [ ] 1. crème brûlée\n- [x] 2. 日本語\n"
-    )
+    assert path.read_text(encoding="utf-8") == ("# Café — naïve\n- [ ] 1. crème brûlée\n- [x] 2. 日本語\n")
 
 
 def test_returns_the_file_as_written(tmp_path: Path) -> None:

@@ -1,20 +1,18 @@
-"""Prompt templates are data: `akira_cli/prompts/reasoning_*.md`, filled with `string.Template`."""
+"""Prompt templates are data: `akira_cli/templates/reasoning_*.md`, filled with `string.Template`."""
 
 from __future__ import annotations
 
 import json
-from functools import cache
-from importlib import resources
 from string import Template
 from typing import Any
 
 from pydantic import BaseModel
 
+from akira_cli.templates import template
 
-@cache
+
 def _template(name: str) -> Template:
-    text = resources.files("akira_cli").joinpath("prompts", f"reasoning_{name}.md").read_text("utf-8")
-    return Template(text)
+    return template(f"reasoning_{name}.md")
 
 
 def render(name: str, **values: Any) -> str:
