@@ -63,7 +63,7 @@ class Akira:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            cwd=self.root,
+            cwd=self.root if self.root.is_dir() else None,
         )
 
     def cli(self, *args: str, timeout: float = 60) -> Result:

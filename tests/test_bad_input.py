@@ -1,0 +1,120 @@
+"""Every bad input: one line on stderr naming what, where and how to fix it; the right exit code;
+no traceback; nothing on disk lost. Run as real subprocesses, the way a person meets them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Akira, Result
+
+
+def one_clear_line(result: Result, code: int, *needles: str) -> None:
+    assert result.code == code, (result.code, result.err)
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert "Traceback" not in result.err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("content", "needles"),
+    [
+        (None, ("nope/tasks.md", "task file not found")),
+        ("", ("empty",)),
+        ("# Plan\n\nJust prose, no boxes.\n", ("no checkbox items",)),
+        ("- [ ] 1. A\n  - Timeout: soon\n", ("tasks.md:2", "Timeout")),
+        ("- [ ] 1. A\n  - Verfy: `true`\n", ("tasks.md:2", "did you mean 'Verify'")),
+        ("- [ ] 1. A\n  - Contains: `only-a-path`\n", ("tasks.md:2", "Contains")),
+    ],
+)
+def test_bad_task_files(akira: Akira, content: str | None, needles: tuple[str, ...]) -> None:
+    task = akira.root / "Specs" / "nope" / "tasks.md"
+    if content is not None:
+        akira.write_task("nope", content)
+    before = snapshot(akira.root)
+    one_clear_line(akira.cli("loop", "start", "--task", str(task)), 1, *needles)
+    assert snapshot(akira.root) == before
+    assert not akira.state_files()
+
+
+def test_a_directory_instead_of_a_file(akira: Akira) -> None:
+    (akira.root / "Specs" / "empty").mkdir()
+    one_clear_line(akira.cli("loop", "start", "--task", "Specs/empty"), 1, "without tasks.md")
+
+
+def test_unknown_config_key_suggests_the_spelling(akira: Akira) -> None:
+    akira.write_config("autonomous_loop:\n  max_iteration: 5\n")
+    result = akira.cli("loop", "start", "--task", "Specs/example/tasks.md")
+    one_clear_line(
+        result,
+        1,
+        "autonomous_loop.yaml",
+        "unknown key 'autonomous_loop.max_iteration'",
+        "did you mean 'autonomous_loop.max_iterations'",
+    )
+
+
+def test_wrong_config_type_names_key_and_file(akira: Akira) -> None:
+    akira.write_config("reflection:\n  max_iterations: lots\n")
+    result = akira.cli("config", "show")
+    one_clear_line(result, 1, "autonomous_loop.yaml", "reflection.max_iterations", "'lots'")
+
+
+def test_corrupt_state_is_quarantined_never_overwritten(akira: Akira) -> None:
+    assert akira.cli("loop", "start", "--task", "Specs/example/tasks.md").code == 0
+    task_id = akira.task_id()
+    archived = akira.root / ".state" / "archive" / f"autonomous_loop_{task_id}.json"
+    archived.write_text('{"task_id": "x", "status": ')
+    result = akira.cli("loop", "state", "--task-id", task_id)
+    one_clear_line(result, 1, "corrupt state file", ".state/corrupt")
+    quarantined = list((akira.root / ".state" / "corrupt").iterdir())
+    assert [p.read_text() for p in quarantined] == ['{"task_id": "x", "status": ']
+    assert not archived.exists()
+
+
+@pytest.mark.parametrize("command", ["stop", "resume", "status", "state", "progress", "logs"])
+def test_unknown_task_id(akira: Akira, command: str) -> None:
+    result = akira.cli("loop", command, "--task-id", "task_20000101_000000")
+    one_clear_line(result, 1, "no loop found for 'task_20000101_000000'", "akira loop status")
+
+
+def test_usage_errors_exit_2(akira: Akira) -> None:
+    assert akira.cli("loop", "start").code == 2
+    assert akira.cli("loop", "start", "--task", "x", "--agent", "robot").code == 2
+
+
+def test_missing_root(tmp_path: Path) -> None:
+    result = Akira(tmp_path / "missing").cli("loop", "status")
+    one_clear_line(result, 1, "workspace folder not found", "--root")
+
+
+def test_config_show_layers_and_masks_the_key(akira: Akira, tmp_path: Path) -> None:
+    akira.write_config("autonomous_loop:\n  max_iterations: 7\n  failure_threshold: 2\n")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("autonomous_loop:\n  max_iterations: 9\nllm:\n  api_key: sk-from-file\n")
+    result = akira.cli("config", "show", "--config", str(extra))
+    assert result.code == 0
+    assert "max_iterations: 9" in result.out and "failure_threshold: 2" in result.out
+    assert "sk-from-file" not in result.out and "api_key: '****'" in result.out
+
+
+def test_status_json_and_dashboard(akira: Akira) -> None:
+    assert akira.cli("loop", "start", "--task", "Specs/example/tasks.md").code == 0
+    akira.write_task("stuck", "- [ ] 1. fail\n  - Run: `echo no; exit 1`\n")
+    assert akira.cli("loop", "start", "--task", "Specs/stuck/tasks.md").code == 4
+    data = json.loads(akira.cli("loop", "status", "--json").out)
+    groups = sorted(row["group"] for row in data["loops"])
+    assert groups == ["Completed", "Needs action"]
+    board = akira.cli("loop", "status").out
+    assert "Completed (1)" in board and "Needs action (1)" in board and "\x1b[" not in board
+    progress = json.loads(akira.cli("loop", "progress", "--task-id", "stuck", "--json").out)
+    assert progress["steps_done"] == 0 and progress["steps_total"] == 1
+    state = json.loads(akira.cli("loop", "state", "--task-id", "Specs/stuck/tasks.md", "--json").out)
+    assert state["status"] == "needs_action" and state["schema_version"] == 1
