@@ -75,15 +75,15 @@ class StepEngine:
             self.should_stop,
         )
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
-        started = time.monotonic()
+        started, spent = time.monotonic(), self.state.usage.model_copy()
         result, retries = self.execute(agent, request)
+        result.usage = self.state.usage.since(spent)  # every LLM call goes through the shared client
         attempt = self.conclude(step, request, result, retries, time.monotonic() - started)
         if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
         record.attempts.append(attempt)
         self.state.context.last_prompt = tail(prompt, 4000)
         self.state.context.last_response = tail(result.response or result.output, 4000)
-        self.state.usage.add(result.usage)
         if attempt.outcome == "interrupted":
             self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)
             raise ForceStopped(f"step {step.id} attempt {attempt.number} was interrupted")
@@ -164,7 +164,7 @@ class StepEngine:
             error=attempt.evaluation.error,
         )
         if attempt.evaluation.complete:
-            attempt.outcome = "success"
+            attempt.outcome, attempt.output_tail = "success", ""
         else:
             attempt.error = "\n".join(attempt.evaluation.reasons)
             attempt.error_signature = signature(attempt.error)

@@ -8,10 +8,11 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: bytes, *, keep_mode: bool = False) -> None:
+def atomic_write(path: Path, data: bytes, *, keep_mode: bool = False, durable: bool = True) -> None:
     """Temp file in the same folder, fsync, os.replace, then fsync of the folder.
 
     A symlinked path is written through to its target; `keep_mode` keeps the file's permissions.
+    `durable=False` skips the fsyncs: still never torn, but may be lost in a power cut.
     """
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -21,7 +22,8 @@ def atomic_write(path: Path, data: bytes, *, keep_mode: bool = False) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, target)
@@ -29,7 +31,8 @@ def atomic_write(path: Path, data: bytes, *, keep_mode: bool = False) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(target.parent)
+    if durable:
+        fsync_dir(target.parent)
 
 
 def fsync_dir(folder: Path) -> None:

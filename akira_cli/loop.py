@@ -146,13 +146,16 @@ class AutonomousLoop:
 
     def next_step(self, task: TaskFile) -> Step:
         optional = self.state.include_optional
-        pending = [s for s in task.leaves(optional) if not is_done(task, s, optional)]
-        if not pending:
-            raise TaskCompleted(f"all {len(task.leaves(optional))} steps are done")
-        for step in pending:
+        waiting = False
+        for step in task.steps:  # document order, stopping at the first step that can run
+            if step.children or step.ticked or (not optional and task.is_optional(step)):
+                continue
+            waiting = True
             deps = [task.get(dep) for dep in step.depends or []]
             if all(dep is not None and is_done(task, dep, optional) for dep in deps):
                 return step
+        if not waiting:
+            raise TaskCompleted(f"all {len(task.leaves(optional))} steps are done")
         raise LoopFailed(
             f"{task.path}: no pending step can start, their 'Depends:' wait on each other; "
             "fix the Depends: lines"

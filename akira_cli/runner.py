@@ -72,16 +72,19 @@ class CommandRunner:
         )
         with self._lock:
             self._current = process
-        timed_out = False
+        # A timer kills the group on expiry: communicate(timeout=...) polls with sleeps and
+        # costs about a millisecond per command, which is most of akira's overhead on fast steps.
+        expired = threading.Event()
+        timer = threading.Timer(timeout, self._expire, args=(process, expired))
+        timer.daemon = True
+        timer.start()
         try:
-            out, _ = process.communicate(stdin.encode() if stdin is not None else None, timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            self._kill_group(process)
-            out, _ = process.communicate()
+            out, _ = process.communicate(stdin.encode() if stdin is not None else None)
         finally:
+            timer.cancel()
             with self._lock:
                 self._current = None
+        timed_out = expired.is_set()
         text = tail(out.decode("utf-8", "replace"), OUTPUT_LIMIT)
         interrupted = self.killed and not timed_out and process.returncode != 0
         return CommandResult(
@@ -94,6 +97,10 @@ class CommandRunner:
         with self._lock:
             if self._current is not None:
                 self._kill_group(self._current)
+
+    def _expire(self, process: subprocess.Popen[bytes], expired: threading.Event) -> None:
+        expired.set()
+        self._kill_group(process)
 
     @staticmethod
     def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -7,9 +7,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from akira_cli.agents import REGISTRY, Agent, AgentContext
 from akira_cli.agents.base import choose_kind
+from akira_cli.checks import Judge
 from akira_cli.conditions import TaskLocator
 from akira_cli.config import Config
 from akira_cli.display import make_display
@@ -25,6 +27,9 @@ from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace
+
+if TYPE_CHECKING:
+    from akira_cli.llm.client import LLMClient
 
 
 class AgentPool:
@@ -44,6 +49,25 @@ class AgentPool:
         return self._agents[kind]
 
 
+def llm_client(config: Config, state: LoopState, bus: EventBus) -> LLMClient | None:
+    """One client per run; its usage object is the state's, so budgets see every call."""
+    if not config.llm.base_url:
+        return None
+    from akira_cli.llm.client import LLMClient
+
+    return LLMClient(
+        config.llm, limits=config.resource_limits, budget=config.budget, bus=bus, usage=state.usage
+    )
+
+
+def llm_judge(config: Config, client: LLMClient | None) -> Judge | None:
+    if client is None or not config.evaluation.llm_judge:
+        return None
+    from akira_cli.reflection.llm import LLMJudge
+
+    return LLMJudge(client)
+
+
 def build_loop(
     workspace: Workspace,
     config: Config,
@@ -58,7 +82,8 @@ def build_loop(
     if not workdir.is_dir():
         raise AkiraError(f"agent.workdir {workdir} does not exist; create it or fix the config")
     runner = CommandRunner(workdir)
-    context = AgentContext(config, workspace, runner, bus, state.task_id)
+    client = llm_client(config, state, bus)
+    context = AgentContext(config, workspace, runner, bus, state.task_id, client)
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
     stop_flag = watcher.changed
     holder: list[AutonomousLoop] = []
@@ -75,9 +100,10 @@ def build_loop(
         runner,
         pool,
         StepPrompts(workspace, config),
-        build_reflection(workspace, config, bus),
+        build_reflection(workspace, config, bus, client),
         pause,
         lambda: bool(holder) and holder[0].stop_wanted(),
+        judge=llm_judge(config, client),
     )
     loop = AutonomousLoop(
         workspace,

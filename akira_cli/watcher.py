@@ -54,7 +54,7 @@ class WorkspaceWatcher:
         if self._observer is not None:
             self._observer.stop()
             with contextlib.suppress(RuntimeError):
-                self._observer.join(timeout=2)
+                self._observer.join(timeout=0.05)  # daemon threads; no need to wait out a read
             self._observer = None
 
     def record_move(self, src: str, dest: str) -> None:

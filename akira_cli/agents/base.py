@@ -13,6 +13,7 @@ from akira_cli.usage import Usage
 if TYPE_CHECKING:
     from akira_cli.config import Config
     from akira_cli.events import EventBus
+    from akira_cli.llm.client import LLMClient
     from akira_cli.runner import CommandRunner
     from akira_cli.tasks.model import Step
     from akira_cli.workspace import Workspace
@@ -59,6 +60,8 @@ class AgentContext:
     runner: CommandRunner
     bus: EventBus
     task_id: str
+    llm: LLMClient | None = None
+    """The session's one LLM client (its usage is the state's usage), when an endpoint is set."""
 
 
 AgentFactory = Callable[[AgentContext], Agent]

@@ -6,7 +6,7 @@ falls back to the heuristic. Nothing here may stop the loop.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.config import Config
 from akira_cli.events import EventBus, EventType
@@ -15,6 +15,9 @@ from akira_cli.reflection.memory import Reflection, ReflectionMemory
 from akira_cli.reflection.models import FailureContext
 from akira_cli.state.models import Attempt, LoopState, PostActionReflection, StepRecord
 from akira_cli.workspace import Workspace
+
+if TYPE_CHECKING:
+    from akira_cli.llm.client import LLMClient
 
 
 class ReflectionGenerator(Protocol):
@@ -127,8 +130,9 @@ class ReflectionService:
     def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
         try:
             record.post_action = self.lessons.lesson(record, attempt)
-        except Exception:
-            record.post_action = PostActionReflection(outcome="unknown")
+        except Exception as exc:  # graceful degradation (seed 002): never block the loop
+            self.bus.emit(EventType.WARNING, record.step_id, message=f"lesson failed: {exc}"[:300])
+            record.post_action = HeuristicLessons().lesson(record, attempt)
         self.bus.emit(EventType.POST_ACTION_REFLECTION, record.step_id, **record.post_action.model_dump())
         self.bus.emit(
             EventType.REFLECTION_LOOP_COMPLETED,
@@ -138,5 +142,12 @@ class ReflectionService:
         )
 
 
-def build_reflection(workspace: Workspace, config: Config, bus: EventBus) -> ReflectionService:
-    return ReflectionService(workspace, config, bus)
+def build_reflection(
+    workspace: Workspace, config: Config, bus: EventBus, client: LLMClient | None = None
+) -> ReflectionService:
+    """The LLM generator when a client is configured and `reflection.use_llm`, else heuristics."""
+    if client is None or not config.reflection.use_llm:
+        return ReflectionService(workspace, config, bus)
+    from akira_cli.reflection.llm import LLMLessons, LLMReflectionGenerator
+
+    return ReflectionService(workspace, config, bus, LLMReflectionGenerator(client), LLMLessons(client))

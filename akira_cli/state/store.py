@@ -16,6 +16,11 @@ from akira_cli.fileio import atomic_write, fsync_dir
 from akira_cli.state.models import LoopState
 
 PREFIX = "autonomous_loop_"
+KEEP_BACKUPS = 5
+
+
+def _iteration(path: Path) -> int:
+    return int(path.suffixes[-2].lstrip(".")) if len(path.suffixes) >= 2 else 0
 
 
 class TaskLock:
@@ -83,7 +88,7 @@ class StateStore:
 
     def save(self, state: LoopState) -> None:
         state.updated_at = utcnow()
-        atomic_write(self.path(state.task_id), state.model_dump_json(indent=2).encode())
+        atomic_write(self.path(state.task_id), state.model_dump_json().encode())
 
     def load(self, task_id: str) -> LoopState:
         for path in (self.path(task_id), self.archived_path(task_id)):
@@ -110,7 +115,10 @@ class StateStore:
 
     def backup(self, state: LoopState) -> Path:
         target = self.backup_dir / f"{PREFIX}{state.task_id}.{state.iteration}.json"
-        atomic_write(target, state.model_dump_json(indent=2).encode())
+        atomic_write(target, state.model_dump_json().encode())
+        old = sorted(self.backup_dir.glob(f"{PREFIX}{state.task_id}.*.json"), key=_iteration)
+        for stale in old[:-KEEP_BACKUPS]:
+            stale.unlink(missing_ok=True)
         return target
 
     def archive(self, state: LoopState) -> Path:

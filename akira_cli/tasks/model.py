@@ -60,10 +60,10 @@ class TaskFile(BaseModel):
         return [
             step
             for step in self.steps
-            if not step.children and (include_optional or not self._optional(step))
+            if not step.children and (include_optional or not self.is_optional(step))
         ]
 
-    def _optional(self, step: Step) -> bool:
+    def is_optional(self, step: Step) -> bool:
         """A step is optional when it or one of its ancestors is marked optional."""
         current: Step | None = step
         while current is not None:

@@ -40,7 +40,9 @@ def set_box(path: Path, step_id: str, char: str, known: TaskFile | None = None) 
         raise TaskFileError(f"{path}: no step with id '{step_id}'; check the id against the task file")
     if step.box != char:
         offset = step.box_offset
-        atomic_write(path, data[:offset] + char.encode("ascii") + data[offset + 1 :], keep_mode=True)
+        # Not fsynced: the state file is the truth and the loop re-ticks from it after a crash.
+        patched = data[:offset] + char.encode("ascii") + data[offset + 1 :]
+        atomic_write(path, patched, keep_mode=True, durable=False)
         step.box = char
     return task_file
 
