@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import threading
@@ -72,19 +73,14 @@ class CommandRunner:
         )
         with self._lock:
             self._current = process
-        # A timer kills the group on expiry: communicate(timeout=...) polls with sleeps and
-        # costs about a millisecond per command, which is most of akira's overhead on fast steps.
-        expired = threading.Event()
-        timer = threading.Timer(timeout, self._expire, args=(process, expired))
-        timer.daemon = True
-        timer.start()
         try:
-            out, _ = process.communicate(stdin.encode() if stdin is not None else None)
+            if stdin is None:
+                out, timed_out = self._collect(process, timeout)
+            else:
+                out, timed_out = self._communicate(process, stdin.encode(), timeout)
         finally:
-            timer.cancel()
             with self._lock:
                 self._current = None
-        timed_out = expired.is_set()
         text = tail(out.decode("utf-8", "replace"), OUTPUT_LIMIT)
         interrupted = self.killed and not timed_out and process.returncode != 0
         return CommandResult(
@@ -98,9 +94,52 @@ class CommandRunner:
             if self._current is not None:
                 self._kill_group(self._current)
 
-    def _expire(self, process: subprocess.Popen[bytes], expired: threading.Event) -> None:
-        expired.set()
-        self._kill_group(process)
+    def _collect(self, process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bool]:
+        """Reads output until the command exits or the deadline passes, in one select loop.
+
+        communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
+        fast command either is most of akira's per-step overhead. A pidfd makes exit selectable.
+        """
+        assert process.stdout is not None
+        out_fd, pid_fd = process.stdout.fileno(), os.pidfd_open(process.pid)
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        timed_out = exited = False
+        with selectors.DefaultSelector() as selector:
+            selector.register(out_fd, selectors.EVENT_READ)
+            selector.register(pid_fd, selectors.EVENT_READ)
+            while not exited or selector.select(0):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    self._kill_group(process)
+                    break
+                for key, _ in selector.select(remaining):
+                    if key.fd == pid_fd:
+                        exited = True
+                        selector.unregister(pid_fd)
+                    elif data := os.read(out_fd, 65536):
+                        chunks.append(data)
+                    else:
+                        selector.unregister(out_fd)
+                if exited and out_fd not in selector.get_map():
+                    break
+        os.close(pid_fd)
+        process.stdout.close()
+        process.wait()
+        return b"".join(chunks), timed_out
+
+    def _communicate(
+        self, process: subprocess.Popen[bytes], data: bytes, timeout: float
+    ) -> tuple[bytes, bool]:
+        """With input to feed (agent prompts): the standard library's way, not a hot path."""
+        try:
+            out, _ = process.communicate(data, timeout)
+            return out, False
+        except subprocess.TimeoutExpired:
+            self._kill_group(process)
+            out, _ = process.communicate()
+            return out, True
 
     @staticmethod
     def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -43,9 +43,13 @@ class WorkspaceWatcher:
         self.workspace.ensure_layout()
         observer = Observer()
         handler = _Handler(self)
-        for folder in (self.workspace.specs, self.workspace.done, self.workspace.needs_action):
+        # Specs/ is watched without recursion: the loop's own checkbox writes inside a feature
+        # folder would otherwise wake this thread on every step. A task or folder leaving
+        # Specs/ still shows (it appears in Done/ or Needs_Action/), and boundaries rescan.
+        for folder in (self.workspace.done, self.workspace.needs_action):
             observer.schedule(handler, str(folder), recursive=True)
-        observer.schedule(handler, str(self.workspace.hooks), recursive=False)
+        for folder in (self.workspace.specs, self.workspace.hooks):
+            observer.schedule(handler, str(folder), recursive=False)
         observer.daemon = True
         observer.start()
         self._observer = observer

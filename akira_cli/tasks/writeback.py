@@ -5,10 +5,10 @@ Write-back changes exactly one byte; everything else in the file stays as the pe
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
-from akira_cli.fileio import atomic_write
 from akira_cli.tasks.model import TaskFile
 from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
 
@@ -39,12 +39,20 @@ def set_box(path: Path, step_id: str, char: str, known: TaskFile | None = None) 
     if step is None:
         raise TaskFileError(f"{path}: no step with id '{step_id}'; check the id against the task file")
     if step.box != char:
-        offset = step.box_offset
-        # Not fsynced: the state file is the truth and the loop re-ticks from it after a crash.
-        patched = data[:offset] + char.encode("ascii") + data[offset + 1 :]
-        atomic_write(path, patched, keep_mode=True, durable=False)
+        _write_byte(path, step.box_offset, char.encode("ascii"))
         step.box = char
     return task_file
+
+
+def _write_byte(path: Path, offset: int, byte: bytes) -> None:
+    """One byte written in place: it cannot tear, the inode and the rest of the file stay as
+    they are. Not fsynced on purpose: the state file is the truth, and the loop re-ticks
+    completed steps from it after a crash."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, byte, offset)
+    finally:
+        os.close(fd)
 
 
 def _points_at_box(data: bytes, task_file: TaskFile, step_id: str) -> bool:
