@@ -51,6 +51,17 @@ def failure_pattern(attempts: list[Attempt]) -> str:
     return f"{len(attempts)} failed attempt(s) with different errors, approaches: {', '.join(kinds)}."
 
 
+def failure_lines(failed: list[Attempt]) -> list[str]:
+    """Every failure message, once per distinct error: repeats are counted, not repeated."""
+    groups: dict[str, list[Attempt]] = {}
+    for attempt in failed:
+        groups.setdefault(attempt.error_signature or attempt.summary(), []).append(attempt)
+    return [
+        f"- Attempt{'s' if len(g) > 1 else ''} {', '.join(str(a.number) for a in g)}: {g[0].summary()}"
+        for g in groups.values()
+    ]
+
+
 @dataclass
 class StepPrompts:
     workspace: Workspace
@@ -104,8 +115,8 @@ class StepPrompts:
         return render(
             "retry.md",
             count=len(failed),
-            failures=_list([f"- Attempt {a.number}: {a.error}" for a in failed]),
-            actions=_list([a.render() for a in failed]),
+            failures=_list(failure_lines(failed)),
+            actions=_list([a.render(full=False) for a in failed]),
             environment=self.environment(failed, limit),
             pattern=failure_pattern(failed) if failed else "",
             reflections=(

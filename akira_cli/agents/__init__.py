@@ -1,6 +1,6 @@
 """Agents: built-ins register themselves on import, like plug-ins would."""
 
-from akira_cli.agents import llm, script  # noqa: F401
+from akira_cli.agents import command, llm, script  # noqa: F401
 from akira_cli.agents.base import REGISTRY, Agent, AgentContext, AgentRequest, AgentResult
 
 __all__ = ["REGISTRY", "Agent", "AgentContext", "AgentRequest", "AgentResult"]

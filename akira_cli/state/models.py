@@ -83,12 +83,17 @@ class Attempt(Model):
     transient_retries: int = 0
     usage: Usage = Field(default_factory=Usage)
 
-    def render(self) -> str:
-        """The attempt as a person and a model read it (retry prompt, escalation file)."""
+    def summary(self, limit: int = 200) -> str:
+        """The error's first line, cut to `limit`: what a retry prompt lists per failure."""
+        first = self.error.strip().splitlines()[0] if self.error.strip() else "failed"
+        return first if len(first) <= limit else first[: limit - 1] + "…"
+
+    def render(self, full: bool = True) -> str:
+        """The attempt as a person (full) or a retry prompt (compact) reads it."""
         lines = [f"- Attempt {self.number} ({self.approach}): {self.outcome}"]
-        lines += [f"  - tried: `{action}`" for action in self.actions]
+        lines += [f"  - tried: `{action[:200]}`" for action in self.actions]
         if self.error:
-            lines.append(f"  - error: {self.error}")
+            lines.append(f"  - error: {self.error if full else self.summary()}")
         return "\n".join(lines)
 
 
