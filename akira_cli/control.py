@@ -39,17 +39,20 @@ def take_request(state_dir: Path, task_id: str) -> ResumeRequest | None:
 
 
 def apply_resume(state: LoopState, request: ResumeRequest) -> None:
-    """A resume gives every unfinished step a fresh attempt window and clears the stop flags."""
+    """Clears the stop flags. After a give-up (needs_action, failed) a person has stepped in,
+    so every unfinished step also gets a fresh attempt window; a paused or interrupted loop
+    carries on with the attempts it has, so a crash never buys a failing approach a rerun."""
     if request.max_iterations is not None:
         state.max_iterations = request.max_iterations
     if request.reset_failures:
         state.consecutive_failures = 0
     if request.guidance:
         state.pending_guidance = request.guidance
-    done = state.completed_ids()
-    for record in state.steps.values():
-        if record.step_id not in done:
-            record.window_start = len(record.attempts)
+    if state.status in ("needs_action", "failed"):
+        done = state.completed_ids()
+        for record in state.steps.values():
+            if record.step_id not in done:
+                record.window_start = len(record.attempts)
     state.stop_conditions.clear()
     state.stop_reason = ""
     state.status = "running"
