@@ -32,6 +32,23 @@ _MASKS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+# The most telling line of an error, by preference: a raised exception, an `error:`, a failure.
+KEY_LINES = [
+    re.compile(r"^\w*(?:Error|Exception)\b"),
+    re.compile(r"\berror\b", re.I),
+    re.compile(r"failed|not found|denied|timed out", re.I),
+]
+
+
+def key_line(error: str, limit: int = 200) -> str:
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    for pattern in KEY_LINES:
+        found = [line for line in lines if pattern.search(line)]
+        if found:
+            return found[-1][:limit]
+    return lines[0][:limit] if lines else "unknown error"
+
+
 def is_transient_output(output: str, exit_code: int | None, transient_codes: list[int]) -> bool:
     if exit_code is not None and exit_code in transient_codes:
         return True

@@ -37,10 +37,18 @@ def continuation(state: LoopState, step: Step, attempt: int, next_action: str) -
         step_id=step.id,
         step_title=step.title,
         attempt=attempt,
-        last_prompt=tail(state.context.last_prompt, 600) or "(none)",
+        last_prompt=recent_context(state, step),
         last_response=tail(state.context.last_response, 600) or "(none)",
         next_action=next_action,
     )
+
+
+def recent_context(state: LoopState, step: Step) -> str:
+    """The last prompt's gist; for a retry of the same step the retry section says it better."""
+    previous = state.steps.get(step.id)
+    if previous is not None and previous.window():
+        return "(this step's previous attempts are listed below)"
+    return tail(state.context.last_prompt, 300) or "(none)"
 
 
 def failure_pattern(attempts: list[Attempt]) -> str:

@@ -6,6 +6,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from akira_cli.failures import key_line
 from akira_cli.reflection.memory import Category, Reflection
 from akira_cli.reflection.models import FailureContext
 
@@ -76,13 +77,6 @@ FALLBACK = _rule(
     "Re-read the step and its checks",
     "Choose another way to reach them",
 )
-
-
-def key_line(error: str) -> str:
-    """The most telling line of an error: the last one naming an error, else the first."""
-    lines = [line.strip() for line in error.splitlines() if line.strip()]
-    named = [line for line in lines if re.search(r"error|failed|not found|denied", line, re.I)]
-    return (named[-1] if named else lines[0] if lines else "unknown error")[:200]
 
 
 class HeuristicGenerator:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.config import Config
 from akira_cli.events import EventBus, EventType
-from akira_cli.reflection.heuristic import HeuristicGenerator, key_line
+from akira_cli.failures import key_line
+from akira_cli.reflection.heuristic import HeuristicGenerator
 from akira_cli.reflection.memory import Reflection, ReflectionMemory
 from akira_cli.reflection.models import FailureContext
 from akira_cli.state.models import Attempt, LoopState, PostActionReflection, StepRecord

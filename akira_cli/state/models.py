@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from akira_cli.events import utcnow
+from akira_cli.failures import key_line
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 1
@@ -83,17 +84,17 @@ class Attempt(Model):
     transient_retries: int = 0
     usage: Usage = Field(default_factory=Usage)
 
-    def summary(self, limit: int = 200) -> str:
-        """The error's first line, cut to `limit`: what a retry prompt lists per failure."""
-        first = self.error.strip().splitlines()[0] if self.error.strip() else "failed"
-        return first if len(first) <= limit else first[: limit - 1] + "…"
+    def summary(self) -> str:
+        """The error's most telling line: what a retry prompt lists per failure."""
+        return key_line(self.error) if self.error.strip() else "failed"
 
     def render(self, full: bool = True) -> str:
-        """The attempt as a person (full) or a retry prompt (compact) reads it."""
+        """The attempt as a person reads it (full), or as a retry prompt lists it (no error:
+        the prompt lists the failure messages once, separately)."""
         lines = [f"- Attempt {self.number} ({self.approach}): {self.outcome}"]
         lines += [f"  - tried: `{action[:200]}`" for action in self.actions]
-        if self.error:
-            lines.append(f"  - error: {self.error if full else self.summary()}")
+        if self.error and full:
+            lines.append(f"  - error: {self.error}")
         return "\n".join(lines)
 
 
