@@ -31,9 +31,10 @@ class TaskLocator:
     watcher: WorkspaceWatcher | None
     identity: tuple[int, int] | None = None
 
-    def remember(self, path: Path) -> None:
+    def remember(self, path: Path) -> tuple[int, int]:
         stat = path.stat()
         self.identity = (stat.st_dev, stat.st_ino)
+        return self.identity
 
     def locate(self, path: Path) -> Path | None:
         if path.is_file():

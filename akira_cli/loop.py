@@ -202,7 +202,7 @@ class AutonomousLoop:
                 if current.exists():
                     raise
                 continue  # moved between finding it and writing it: look again
-            self.locator.remember(current)
+            self.state.task_file_identity = self.locator.remember(current)
             return task
         return None
 
@@ -211,12 +211,17 @@ class AutonomousLoop:
         path = self.locator.locate(Path(self.state.task_path))
         if path is None:
             return
-        self.locator.remember(path)
+        self.state.task_file_identity = self.locator.remember(path)
         task: TaskFile | None = self.tasks.load(path)
         for step_id in self.state.completed_ids():
             step = task.get(step_id) if task else None
             if step is not None and not step.ticked:
                 task = self.mark(path, step_id, "x")
+        for parent in reversed(task.steps if task else []):  # deepest parents first
+            if task is None:
+                break
+            if parent.children and not parent.ticked and is_done(task, parent, self.state.include_optional):
+                task = self.mark(path, parent.id, "x")
 
     def checkpoint(self) -> None:
         now = time.monotonic()
@@ -260,13 +265,24 @@ class AutonomousLoop:
         if isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done:
             self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
         if self.config.autonomous_loop.create_completion_report:
-            completion_report(self.workspace, self.state, isinstance(stop, TaskMovedToDone))
+            declared = isinstance(stop, TaskMovedToDone) and self.steps_left()
+            completion_report(self.workspace, self.state, declared)
         self.bus.emit(
             EventType.LOOP_COMPLETED,
             task_path=self.state.task_path,
             iterations=self.state.iteration,
             metrics=self.state.metrics.model_dump(),
         )
+
+    def steps_left(self) -> bool:
+        """Whether a person declared the task done with steps still open (not akira's own move)."""
+        try:
+            self.next_step(self.tasks.load(Path(self.state.task_path)))
+        except TaskCompleted:
+            return False
+        except (LoopStop, AkiraError, OSError):
+            return True
+        return True
 
     def move_to_done(self, path: Path) -> Path:
         """Moves the feature folder (or a loose task file) to Done/<feature>/."""

@@ -113,7 +113,7 @@ def build_loop(
         bus,
         engine,
         watcher,
-        TaskLocator(workspace, watcher),
+        TaskLocator(workspace, watcher, state.task_file_identity),
         wait=wait,
     )
     holder.append(loop)

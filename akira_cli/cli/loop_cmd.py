@@ -29,6 +29,7 @@ from akira_cli.cli.common import (
     workspace_and_config,
 )
 from akira_cli.cli.status_view import dashboard, effective_status, summary
+from akira_cli.conditions import TaskLocator
 from akira_cli.config import load_config
 from akira_cli.control import ResumeRequest, apply_resume, write_request
 from akira_cli.errors import AkiraError
@@ -86,6 +87,7 @@ def start(
         include_optional=include_optional,
         agent_kind=agent,
         config_file=str(config.resolve()) if config else None,
+        task_file_identity=(path.stat().st_dev, path.stat().st_ino),
     )
     store.save(state)
     if detach:
@@ -163,6 +165,8 @@ def resume(
     config_file = config or (Path(state.config_file) if state.config_file else None)
     cfg = load_config(workspace.root, config_file)
     if state.status == "completed":
+        if store.path(state.task_id).exists() and cfg.autonomous_loop.archive_state_file:
+            store.archive(state)  # a crash fell between the final save and the archive
         typer.echo(f"akira: {state.task_id} is already completed; nothing to resume", err=True)
         return 0
     lock = store.lock(state.task_id)
@@ -190,6 +194,9 @@ def resume(
 
 def bring_back(workspace: Workspace, state: LoopState) -> None:
     """A task a person parked in Needs_Action/ goes back under Specs/ on resume."""
+    found = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
+    if found is not None:
+        state.task_path = str(found)
     path = Path(state.task_path)
     if not path.is_file():
         raise AkiraError(

@@ -183,6 +183,8 @@ class LoopState(Model):
     stop_reason: str = ""
     include_optional: bool = False
     agent_kind: str | None = None
+    task_file_identity: tuple[int, int] | None = None
+    """(device, inode) of the task file, to find it again wherever a person moved it."""
     config_file: str | None = None
     """The --config FILE given at start, reused by resume and --detach."""
     elapsed_seconds: float = 0.0
