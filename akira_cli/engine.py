@@ -19,6 +19,7 @@ from akira_cli.config import Config
 from akira_cli.errors import ForceStopped, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
+from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
@@ -64,6 +65,8 @@ class StepEngine:
         record = self.state.record(step.id, step.title)
         agent = self.agent_for(step)
         prompt = self.prompts.build(self.state, task, step, record) if agent.wants_prompt else ""
+        if prompt:
+            self.note_reinjection(step)
         request = AgentRequest(
             self.state.task_id,
             step,
@@ -97,6 +100,15 @@ class StepEngine:
     def workdir(self) -> Path:
         folder = self.config.agent.workdir
         return (self.workspace.root / folder).resolve() if folder else self.workspace.root
+
+    def note_reinjection(self, step: Step) -> None:
+        """Fresh-context agents get the continuation context in every prompt; this records when
+        seed 004's rules (every N iterations, after a failure, when stale) call for it."""
+        reason = reinjection_reason(self.state, self.config.autonomous_loop)
+        if reason:
+            self.state.context.last_reinjected_iteration = self.state.iteration
+            self.state.context.last_reinjected_at = utcnow()
+            self.bus.emit(EventType.REINJECTED, step.id, reason=reason)
 
     def execute(self, agent: Agent, request: AgentRequest) -> tuple[AgentResult, int]:
         """Runs the agent, retrying transient failures with backoff (no iteration, no reflection)."""
@@ -204,6 +216,7 @@ class StepEngine:
                 f"step {step.id} failed twice in a row with the same error: "
                 f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
             )
-        allowed = self.config.reflection.max_iterations if self.config.reflection.enabled else 1
+        retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
+        allowed = self.config.reflection.max_iterations if retry else 1
         if len(window) >= allowed:
             raise StepExhausted(f"step {step.id} failed {len(window)} attempt(s) without passing its checks")

@@ -28,7 +28,7 @@ from akira_cli.errors import (
 from akira_cli.events import EventBus, EventType
 from akira_cli.hooks import active_hook
 from akira_cli.metrics import update_metrics
-from akira_cli.reports import completion_report, escalation, intervention_request
+from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
@@ -230,9 +230,14 @@ class AutonomousLoop:
         self.state.metrics.total_duration_seconds = round(self.state.elapsed_seconds, 3)
         update_metrics(self.state)
         self.store.save(self.state)
-        every = self.config.autonomous_loop.backup_state_every_n_iterations
-        if every and self.state.iteration and self.state.iteration % every == 0:
+        settings = self.config.autonomous_loop
+        if self.every(settings.backup_state_every_n_iterations):
             self.store.backup(self.state)
+        if settings.create_progress_reports and self.every(settings.progress_report_every_n_iterations):
+            progress_report(self.workspace, self.state)
+
+    def every(self, n: int) -> bool:
+        return bool(n) and self.state.iteration > 0 and self.state.iteration % n == 0
 
     def settle(self, stop: LoopStop) -> None:
         self.state.status = stop.status  # type: ignore[assignment]

@@ -7,8 +7,9 @@ and what the person reads never drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from akira_cli.config import Config
+from akira_cli.config import Config, LoopSettings
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.runner import tail
 from akira_cli.state.models import Attempt, LoopState, StepRecord
@@ -41,6 +42,21 @@ def continuation(state: LoopState, step: Step, attempt: int, next_action: str) -
         last_response=tail(state.context.last_response, 600) or "(none)",
         next_action=next_action,
     )
+
+
+def reinjection_reason(state: LoopState, settings: LoopSettings) -> str | None:
+    """Seed 004: re-send the context every N iterations, after a failure, or when it is stale."""
+    context = state.context
+    if context.last_reinjected_at is None:
+        return "first"
+    if state.iteration - context.last_reinjected_iteration >= settings.reinject_every_n_iterations:
+        return "every_n_iterations"
+    if settings.reinject_after_failure and state.consecutive_failures > 0:
+        return "after_failure"
+    since = datetime.now(UTC) - datetime.fromisoformat(context.last_reinjected_at.replace("Z", "+00:00"))
+    if since.total_seconds() > settings.reinject_if_stale_seconds:
+        return "stale"
+    return None
 
 
 def recent_context(state: LoopState, step: Step) -> str:

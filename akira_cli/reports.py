@@ -74,6 +74,31 @@ def completion_report(workspace: Workspace, state: LoopState, declared: bool) ->
     return path
 
 
+def progress_report(workspace: Workspace, state: LoopState) -> Path:
+    path = workspace.root / "Logs" / "progress_reports" / f"{state.task_id}.md"
+    completed = [f"- {s.step_id}: {s.description}" for s in state.completed_steps]
+    atomic_write(
+        path,
+        render(
+            "progress.md",
+            task_id=state.task_id,
+            created=utcnow(),
+            feature=state.feature,
+            status=state.status,
+            iteration=state.iteration,
+            max_iterations=state.max_iterations,
+            done=len(state.completed_steps),
+            success_rate=f"{state.success_rate:.0%}",
+            current_step=_current(state),
+            elapsed=f"{state.elapsed_seconds:.0f}",
+            tokens=state.usage.total_tokens,
+            completed=_bullets(completed),
+            recent=_recent_attempts(state),
+        ).encode(),
+    )
+    return path
+
+
 def intervention_request(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:
     path = workspace.needs_action / f"intervention_{state.task_id}.md"
     atomic_write(

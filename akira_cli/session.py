@@ -17,7 +17,7 @@ from akira_cli.config import Config
 from akira_cli.display import make_display
 from akira_cli.engine import StepEngine
 from akira_cli.errors import AkiraError
-from akira_cli.events import EventBus, JsonlLog
+from akira_cli.events import EventBus, EventType, JsonlLog
 from akira_cli.loop import AutonomousLoop
 from akira_cli.prompts import StepPrompts
 from akira_cli.reflection.service import build_reflection
@@ -134,7 +134,10 @@ def run_session(
     bus = EventBus(state.task_id)
     bus.iteration = state.iteration
     log = JsonlLog(workspace.log_path(state.task_id))
-    bus.subscribe(log)
+    if config.autonomous_loop.log_every_iteration:
+        bus.subscribe(log)
+    else:
+        bus.subscribe(lambda event: None if event.type == EventType.ITERATION_STARTED else log(event))
     display = make_display(state) if show else None
     if display is not None:
         bus.subscribe(display)
