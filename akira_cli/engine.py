@@ -84,6 +84,7 @@ class StepEngine:
         attempt = self.conclude(step, request, result, retries, time.monotonic() - started)
         if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
+        self.note_replan(record, attempt)
         record.attempts.append(attempt)
         self.state.context.last_prompt = tail(prompt, 4000)
         self.state.context.last_response = tail(result.response or result.output, 4000)
@@ -100,6 +101,23 @@ class StepEngine:
     def workdir(self) -> Path:
         folder = self.config.agent.workdir
         return (self.workspace.root / folder).resolve() if folder else self.workspace.root
+
+    def note_replan(self, record: StepRecord, attempt: Attempt) -> None:
+        """After a failure the next attempt is a re-plan; log how it differs from the last one."""
+        previous = record.window()[-1] if record.window() else None
+        if previous is None or previous.outcome != "failure":
+            return
+        differences = [f"approach: {previous.approach} -> {attempt.approach}"]
+        differences += [f"new action: {a}" for a in attempt.actions if a not in previous.actions][:5]
+        differences += [f"dropped action: {a}" for a in previous.actions if a not in attempt.actions][:5]
+        self.bus.emit(
+            EventType.REPLANNED,
+            record.step_id,
+            attempt=attempt.number,
+            differences=differences,
+            reflections=record.reflections[-3:],
+            guidance=bool(record.guidance),
+        )
 
     def note_reinjection(self, step: Step) -> None:
         """Fresh-context agents get the continuation context in every prompt; this records when
@@ -188,6 +206,15 @@ class StepEngine:
         for failed in self.state.failed_steps:
             failed.recovered = failed.recovered or failed.step_id == record.step_id
         self.reflection.after_success(self.state, record, attempt)
+        self.loop_completed(record, "success")
+
+    def loop_completed(self, record: StepRecord, outcome: str) -> None:
+        self.bus.emit(
+            EventType.REFLECTION_LOOP_COMPLETED,
+            record.step_id,
+            iterations=len(record.window()),
+            outcome=outcome,
+        )
 
     def failed(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
         self.state.total_failures += 1
@@ -212,6 +239,7 @@ class StepEngine:
         window = record.window()
         if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
             self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
+            self.loop_completed(record, "persistent_failure")
             raise PersistentFailure(
                 f"step {step.id} failed twice in a row with the same error: "
                 f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
@@ -219,4 +247,5 @@ class StepEngine:
         retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
         allowed = self.config.reflection.max_iterations if retry else 1
         if len(window) >= allowed:
+            self.loop_completed(record, "exhausted")
             raise StepExhausted(f"step {step.id} failed {len(window)} attempt(s) without passing its checks")

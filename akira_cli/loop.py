@@ -137,6 +137,7 @@ class AutonomousLoop:
             self.checkpoint()
         if attempt.outcome == "success":
             self.tick(path, step)
+            self.bus.emit(EventType.METRICS, step.id, **self.state.metrics.model_dump())
             self.bus.emit(
                 EventType.STEP_COMPLETED,
                 step.id,

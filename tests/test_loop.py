@@ -107,6 +107,8 @@ def test_same_error_twice_is_a_persistent_failure_with_an_escalation(akira: Akir
     ):
         assert part in escalation
     assert EventType.PERSISTENT_FAILURE in types(akira)
+    done = [e.data for e in akira.events() if e.type == EventType.REFLECTION_LOOP_COMPLETED]
+    assert done == [{"iterations": 2, "outcome": "persistent_failure"}]
 
 
 def test_guidance_from_the_escalation_file_reaches_the_next_attempt(akira: Akira) -> None:
@@ -344,6 +346,13 @@ def test_events_cover_the_loop(akira: Akira, capsys: pytest.CaptureFixture[str])
         EventType.REFLECTION_LOOP_COMPLETED,
     ):
         assert kind in seen, kind
+    events = akira.events()
+    replanned = next(e for e in events if e.type == EventType.REPLANNED)
+    assert replanned.step_id == "2" and "approach: Run -> Fallback 1" in replanned.data["differences"]
+    outcomes = [e.data["outcome"] for e in events if e.type == EventType.REFLECTION_LOOP_COMPLETED]
+    assert outcomes == ["success"] * 4
+    metrics = [e for e in events if e.type == EventType.METRICS][-1]
+    assert metrics.data["iterations_per_step"]["2"] == 2
     task_id = akira.task_id()
     capsys.readouterr()
     logs = akira.run("loop", "logs", "--task-id", task_id, "--json", capsys=capsys)

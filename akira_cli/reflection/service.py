@@ -135,12 +135,6 @@ class ReflectionService:
             self.bus.emit(EventType.WARNING, record.step_id, message=f"lesson failed: {exc}"[:300])
             record.post_action = HeuristicLessons().lesson(record, attempt)
         self.bus.emit(EventType.POST_ACTION_REFLECTION, record.step_id, **record.post_action.model_dump())
-        self.bus.emit(
-            EventType.REFLECTION_LOOP_COMPLETED,
-            record.step_id,
-            iterations=len(record.window()),
-            outcome="success",
-        )
 
 
 def build_reflection(
