@@ -77,6 +77,12 @@ class TaskFileDeleted(LoopStop):
     condition = "task_file_deleted"
 
 
+class TaskFileInvalid(LoopStop):
+    """A person's edit left the task file unparseable; the loop waits for a fix."""
+
+    condition = "manual_intervention"
+
+
 class ForceStopped(LoopStop):
     """`loop stop --force` or a signal interrupted the running step."""
 

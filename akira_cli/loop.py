@@ -23,6 +23,7 @@ from akira_cli.errors import (
     LoopFailed,
     LoopStop,
     TaskCompleted,
+    TaskFileInvalid,
     TaskMovedToDone,
 )
 from akira_cli.events import EventBus, EventType
@@ -110,10 +111,16 @@ class AutonomousLoop:
             self.guard.check_hook(self.state)
             if self.forced.is_set():
                 raise ForceStopped("stopped by a signal")
-            task = self.tasks.load(path)
+            task = self.load(path)
             step = self.next_step(task)
             self.guard.check_limits(self.state)
             self.iterate(path, task, step)
+
+    def load(self, path: Path) -> TaskFile:
+        try:
+            return self.tasks.load(path)
+        except TaskFileError as exc:
+            raise TaskFileInvalid(f"{exc} (the loop continues once the file parses again)") from None
 
     def iterate(self, path: Path, task: TaskFile, step: Step) -> None:
         self.state.iteration += 1
@@ -183,6 +190,7 @@ class AutonomousLoop:
         if number == 1:
             self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
         self.mark(path, step.id, "-")
+        self.store.save(self.state)  # the disk shows the step in progress while it runs
 
     def tick(self, path: Path, step: Step) -> None:
         task = self.mark(path, step.id, "x")
@@ -199,9 +207,10 @@ class AutonomousLoop:
                 return None
             try:
                 task = self.tasks.mark(current, step_id, box)
-            except (TaskFileError, FileNotFoundError):
-                if current.exists():
-                    raise
+            except (TaskFileError, FileNotFoundError) as exc:
+                if current.exists():  # a person's edit broke the file: the next boundary pauses
+                    self.bus.emit(EventType.WARNING, step_id, message=f"checkbox not written: {exc}")
+                    return None
                 continue  # moved between finding it and writing it: look again
             self.state.task_file_identity = self.locator.remember(current)
             return task
@@ -213,7 +222,7 @@ class AutonomousLoop:
         if path is None:
             return
         self.state.task_file_identity = self.locator.remember(path)
-        task: TaskFile | None = self.tasks.load(path)
+        task: TaskFile | None = self.load(path)
         for step_id in self.state.completed_ids():
             step = task.get(step_id) if task else None
             if step is not None and not step.ticked:
@@ -323,7 +332,13 @@ class AutonomousLoop:
     def resumable(self) -> bool:
         path = self.locator.locate(Path(self.state.task_path))
         hook_free = active_hook(self.workspace, self.state.task_id) is None
-        return hook_free and path is not None and self.workspace.area_of(path) != "Needs_Action"
+        if not hook_free or path is None or self.workspace.area_of(path) == "Needs_Action":
+            return False
+        try:
+            self.tasks.load(path)
+        except TaskFileError:
+            return False
+        return True
 
     def stop_wanted(self) -> bool:
         """Checked at safe boundaries inside a step: a forced stop, or a hook a person dropped."""

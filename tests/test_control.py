@@ -95,6 +95,19 @@ def test_moving_the_task_to_done_completes_it_as_declared_by_a_person(akira: Aki
     assert "declared done by a person" in report
 
 
+def test_a_malformed_edit_pauses_until_the_file_parses_again(akira: Akira) -> None:
+    task = akira.write_task("edited", SLOW_STEPS)
+    process = akira.spawn("loop", "start", "--task", "Specs/edited/tasks.md")
+    task_id = started(akira)
+    good = task.read_text()
+    task.write_text(good.replace("- [ ] 8. step 8\n", "- [ ] 8. step 8\n  - Timeout: soon\n"))
+    akira.wait_for(lambda: akira.state(task_id).status == "paused", what="paused")
+    assert "tasks.md:" in akira.state(task_id).stop_reason and "Timeout" in akira.state(task_id).stop_reason
+    task.write_text(task.read_text().replace("  - Timeout: soon\n", ""))
+    assert process.wait(timeout=30) == 0
+    assert ledger(akira) == [str(n) for n in range(1, 9)]
+
+
 def test_a_deleted_task_file_pauses_and_is_never_done(akira: Akira) -> None:
     task = akira.write_task("gone", SLOW_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/gone/tasks.md", "--no-wait")
