@@ -53,10 +53,13 @@ class LiveDisplay:
         self.console = console or Console()
         self.started = time.monotonic()
         self.last = ""
+        self.total = 0
         self.live = Live(self.render(), console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
 
     def __call__(self, event: Event) -> None:
+        if event.type == EventType.LOOP_STARTED:
+            self.total = int(event.data.get("steps_total") or 0)
         if event.type in SHOWN:
             self.last = event.line()
         self.live.update(self.render())
@@ -77,11 +80,10 @@ class LiveDisplay:
         return table
 
     def eta(self, elapsed: float, done: int) -> str:
-        remaining = self.state.metrics.iterations_per_step
-        if not done:
+        """Time per completed step so far, times the steps still open."""
+        if not done or not self.total:
             return "?"
-        pending = max(len(remaining) - done, 0) + 1
-        return f"~{elapsed / done * pending:.0f}s"
+        return f"~{elapsed / done * max(self.total - done, 0):.0f}s"
 
     def close(self) -> None:
         self.live.update(self.render())

@@ -178,7 +178,15 @@ class AutonomousLoop:
             pid=os.getpid(),
             iteration=self.state.iteration,
             max_iterations=self.state.max_iterations,
+            steps_total=self.steps_total(),
         )
+
+    def steps_total(self) -> int:
+        path = Path(self.state.task_path)
+        try:
+            return len(self.tasks.load(path).leaves(self.state.include_optional))
+        except (AkiraError, OSError):
+            return 0
 
     def begin_step(self, path: Path, step: Step) -> None:
         record = self.state.record(step.id, step.title)
