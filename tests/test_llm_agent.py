@@ -34,6 +34,8 @@ KINDS = {
     "# Reasoning: validate execution": "validate_execution",
     "# Reasoning: convergence": "converge",
     "# Reasoning: refine plan": "refine",
+    "# Reasoning: validate refinement": "validate_fragment",
+    "# Reasoning: synthesize answer": "synthesize",
 }
 SIMPLE = {
     "reasoning_depth": 1,
@@ -58,6 +60,7 @@ ANSWERS: dict[str, Any] = {
     "validate_execution": {"issues": []},
     "converge": {"completeness": 1.0, "coherence": 0.95, "consistency": 0.95, "rationale": "done"},
     "refine": {"deltas": []},
+    "validate_fragment": {"issues": []},
     "profile_update": SIMPLE,
 }
 HEALTH = "def status() -> int:\n    return 200\n"
@@ -208,8 +211,10 @@ def test_natural_language_step_is_planned_executed_with_tools_and_verified(
         "run_command",
         "finish",
     ]
+    assert request["messages"][0]["content"].startswith("You are akira's coding agent.")
     user = request["messages"][1]["content"]
     assert "You are executing step 1 of 1." in user
+    assert "## The akira step this plan serves\n" in user and "$context" not in user
     assert "Add a /health endpoint that returns 200" in user and "import health" in user
     listing = model.tool_messages()[0].splitlines()
     assert "Specs/feature/tasks.md" in listing and "health.py" not in listing

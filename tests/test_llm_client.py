@@ -123,6 +123,22 @@ def test_unknown_model_lists_the_available_ones() -> None:
     assert h.waits == []
 
 
+def test_ping_checks_the_configured_model_in_one_request() -> None:
+    with FakeOpenAI(models=["a", "b"]) as server:
+        Harness(server.base_url, llm={"model": "b"}).client.ping()
+        h = Harness(server.base_url, llm={"model": "nope"})
+        with pytest.raises(LLMError) as caught:
+            h.client.ping()
+        Harness(server.base_url, llm={"model": None}).client.ping()
+    assert not isinstance(caught.value, LLMTransientError)
+    assert one_line(caught.value) == (
+        f"LLM model 'nope' not found at {server.base_url}; set llm.model or AKIRA_MODEL to one of: a, b"
+    )
+    assert [r.path for r in server.requests] == ["/v1/models"] * 3 and h.waits == []
+    with FakeOpenAI(models=[]) as empty:
+        Harness(empty.base_url, llm={"model": "anything"}).client.ping()
+
+
 def test_bad_key_fails_at_once_without_showing_it() -> None:
     with FakeOpenAI(api_key="sk-right") as server:
         h = Harness(server.base_url, llm={"api_key": SECRET})

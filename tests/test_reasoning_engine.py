@@ -34,6 +34,8 @@ KINDS = {
     "# Reasoning: validate execution": "validate_execution",
     "# Reasoning: convergence": "converge",
     "# Reasoning: refine plan": "refine",
+    "# Reasoning: validate refinement": "validate_fragment",
+    "# Reasoning: synthesize answer": "synthesize",
     "# Reasoning: execute step": "step",
 }
 SIMPLE = {
@@ -71,14 +73,19 @@ def outcome(output: str, clarity: str = "CLEAR") -> dict[str, Any]:
 class Script:
     """Scripted answers per prompt kind; a list is consumed in order and its last item repeats.
 
+    Refined steps pass their validation (`validate_fragment`) unless a test says otherwise.
+
     Steps are answered by their description (`steps={"description": answer-or-list}`).
     """
 
     def __init__(self, steps: dict[str, Answer | list[Answer]] | None = None, **kinds: Any) -> None:
+        kinds.setdefault("validate_fragment", NO_ISSUES)
         self.kinds = {kind: _as_list(answer) for kind, answer in kinds.items()}
         self.steps = {desc: _as_list(answer) for desc, answer in (steps or {}).items()}
         self.log: list[str] = []
         self.prompts: list[tuple[str, str]] = []
+        self.unscripted: list[str] = []
+        """Kinds asked for that the script has no answer for (the test then fails)."""
         self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Reply:
@@ -87,7 +94,10 @@ class Script:
         with self._lock:
             self.log.append(kind)
             self.prompts.append((kind, prompt))
-            queue = self.steps[_goal(prompt)] if kind == "step" else self.kinds[kind]
+            queue = self.steps.get(_goal(prompt)) if kind == "step" else self.kinds.get(kind)
+            if queue is None:
+                self.unscripted.append(kind)
+                return error(400)
             answer = queue.pop(0) if len(queue) > 1 else queue[0]
         if callable(answer):
             answer = answer(body)
@@ -133,6 +143,7 @@ class Harness:
     def run(self, script: Script, task: str = "task", **kwargs: Any) -> ReasoningResult:
         self.server.set_responder(script)
         result = self.engine(**kwargs).run(task)
+        assert script.unscripted == [], f"no scripted answer for {script.unscripted}"
         assert_phase_order(self.events)
         json.dumps(result.to_dict())
         return result
@@ -259,14 +270,16 @@ def test_complex_task_takes_several_passes_with_parallel_steps(harness: Harness)
     assert result.label == "converged"
     assert [p.executed_step_ids for p in result.passes] == [["s1"], ["s2", "s3"], ["s4"]]
     assert result.answer == "api+OAuth2+PostgreSQL"
-    assert result.calls == 16
+    assert result.calls == 17  # 16 + the check of the refined s4 before it was accepted
     assert result.ttl.passes == 6 and "passes: 8 capped to 6" in result.ttl.cap_hits
     assert any("cap applied" in e.data["message"] for e in harness.of("warning"))
     assert result.follow_up_questions == ["Which cloud provider?"]
     assert [a.type for a in result.plan_refinements] == ["step_modify"]
     # Phase B refined the plan before anything ran
-    assert script.log[:4] == ["profile", "plan", "validate_plan", "refine"]
-    assert script.log[4] == "step"
+    assert script.log[:5] == ["profile", "plan", "validate_plan", "refine", "validate_fragment"]
+    assert script.log[5] == "step"
+    assert "Write the architecture summary" in script.prompts_of("validate_fragment")[0]
+    assert result.plan_refinement_validation is not None
     steps = script.prompts_of("step")
     auth = next(p for p in steps if "Design authentication" in p)
     assert "You are executing step 2 of 4." in auth
@@ -395,8 +408,10 @@ def test_limits_mark_fragments_for_manual_intervention_and_keep_work(harness: Ha
             ]
         },
         steps={"Start": outcome("started"), "part 2": outcome("p2"), "Finish": outcome("finished")},
+        synthesize={"answer": "started; part 2 done"},
     )
     result = harness.run(script)
+    assert result.answer == "started; part 2 done" and result.synthesized  # TTL ran out on two ends
     manual = {m.step_id: m.reason for m in result.manual_intervention}
     assert manual == {"n2": "nesting depth 3 exceeds the limit of 2"}
     actions = result.passes[0].refinements
@@ -478,9 +493,11 @@ def test_pass_ttl_from_the_profile_ends_the_run(harness: Harness) -> None:
         converge=LOW,
         refine=lambda _b: {"deltas": [{"op": "ADD", "step_id": f"t{next(counter)}", "description": "Try"}]},
         steps={"Try": outcome("attempt")},
+        synthesize={"answer": "attempted twice"},
     )
     result = harness.run(script)
     assert result.label == "ttl_expired" and len(result.passes) == result.ttl.passes == 2
+    assert result.answer == "attempted twice" and result.passes[-1].answer == "attempt\n\nattempt"
     assert result.passes[-1].completed and result.passes[-1].refinements == []
 
 
@@ -589,6 +606,7 @@ def test_host_checks_precede_the_llm_and_planner_wins_conflicts(harness: Harness
         validate_execution=NO_ISSUES,
         converge=GOOD,
         steps={"Read the docs": outcome("docs"), "Read notes.md": outcome("notes")},
+        synthesize={"answer": "docs and notes"},
     )
     result = harness.run(script, tools=["read_file"])
     report = result.plan_validation
@@ -672,3 +690,160 @@ def test_total_refinement_limit_stops_refining_and_marks_fragments(fake_openai: 
     assert "refinement_limit_reached" in result.reason_codes
     assert result.label == "non_converged" and len(result.passes) == 2
     assert result.plan is not None and result.plan.get("t1").step_output == "e"  # type: ignore[union-attr]
+
+
+# -- FR-028: invalidating executed steps, FR-033: validating refined fragments --------------------
+
+
+def test_a_rewrite_that_contradicts_an_executed_step_invalidates_it_fr028(harness: Harness) -> None:
+    script = Script(
+        profile=COMPLEX,
+        plan={"steps": [step("s1", "Pick a database"), step("s2", "Design the schema", ["s1"])]},
+        validate_plan=NO_ISSUES,
+        validate_execution=NO_ISSUES,
+        converge=[LOW, LOW, GOOD],
+        refine=[
+            {
+                "deltas": [
+                    {"op": "MODIFY", "step_id": "s2", "description": "Design a PostgreSQL schema"},
+                    {"op": "ADD", "step_id": "s3", "description": "Confirm PostgreSQL", "replaces": "s1"},
+                ],
+                "invalidate": [
+                    {"step_id": "s1", "reason": "the schema now targets PostgreSQL; s1 chose MySQL"},
+                    {"step_id": "s2", "reason": "not executed yet"},
+                ],
+            },
+            {"deltas": [{"op": "MODIFY", "step_id": "s1", "description": "Pick PostgreSQL"}]},
+            NO_DELTAS,
+        ],
+        steps={
+            "Pick a database": outcome("MySQL"),
+            "Confirm PostgreSQL": outcome("PostgreSQL 16"),
+            "Design a PostgreSQL schema": outcome("users(id uuid primary key)"),
+        },
+    )
+    result = harness.run(script, "design storage")
+    assert result.label == "converged" and result.answer == "users(id uuid primary key)"
+    assert [p.executed_step_ids for p in result.passes] == [["s1"], ["s3"], ["s2"]]
+    first = result.passes[0]
+    assert first.invalidated_step_ids == ["s1"]
+    marks = [(a.target, a.accepted) for a in first.refinements if a.type == "step_mark_invalid"]
+    assert marks == [("s1", True), ("s2", False)]
+    assert result.plan is not None
+    s1, s2 = result.plan.get("s1"), result.plan.get("s2")
+    assert s1 is not None and s2 is not None
+    # invalid, with its reason, but as it ran: description and output untouched, never re-run
+    assert (s1.status, s1.description, s1.step_output) == ("invalid", "Pick a database", "MySQL")
+    assert s1.invalidation == "the schema now targets PostgreSQL; s1 chose MySQL"
+    assert script.prompts_of("step").count(script.prompts_of("step")[0]) == 1
+    assert s2.dependencies == ["s3"]
+    later = result.passes[1].refinements[0]
+    assert not later.accepted and "invalidated after it ran" in (later.rejection or "")
+    logged = [e for e in harness.of("refinement") if e.data.get("action") == "step_mark_invalid"]
+    assert [(e.step_id, e.data["accepted"]) for e in logged] == [("s1", True), ("s2", False)]
+    assert logged[0].data["reason"] == s1.invalidation
+    assert f"invalidated: s1: {s1.invalidation}" in result.describe()
+    # the second refinement saw s1 as replaced, so it is not listed as still needing one
+    assert '"invalidated_steps_not_replaced": []' in script.prompts_of("refine")[1]
+
+
+def test_refined_fragments_are_validated_before_acceptance_fr033(fake_openai: FakeOpenAI) -> None:
+    harness = Harness(fake_openai, max_refinements_per_fragment=1)
+    high = {"type": "specificity", "severity": "high", "description": "what is 'stuff'?", "location": "t2"}
+    low = {"type": "relevance", "severity": "low", "description": "could be shorter", "location": "t1"}
+    script = Script(
+        profile=COMPLEX,
+        plan={"steps": [step("s1", "Start")]},
+        validate_plan=NO_ISSUES,
+        validate_execution=NO_ISSUES,
+        converge=LOW,
+        refine=[
+            {
+                "deltas": [
+                    {"op": "ADD", "step_id": "t1", "description": "Measure", "dependencies": ["s1"]},
+                    {"op": "ADD", "step_id": "t2", "description": "Do stuff", "dependencies": ["s1"]},
+                    {"op": "ADD", "step_id": "t3", "description": "Report stuff", "dependencies": ["t2"]},
+                ]
+            },
+            {"deltas": [{"op": "ADD", "step_id": "t2", "description": "Do stuff", "dependencies": ["s1"]}]},
+        ],
+        validate_fragment={"issues": [high, low]},
+        steps={"Start": outcome("started"), "Measure": outcome("3 ms")},
+    )
+    result = harness.run(script)
+    first = result.passes[0]
+    assert [(a.target, a.accepted) for a in first.refinements] == [
+        ("t1", True),
+        ("t2", False),
+        ("t3", False),
+    ]
+    assert first.refinements[1].rejection == "refined step failed validation: what is 'stuff'?"
+    assert "builds on 't2'" in (first.refinements[2].rejection or "")
+    report = first.refinement_validation
+    assert report is not None and report.artifact_type == "fragment"
+    assert [i.location for i in report.issues] == ["t2", "t1"]
+    assert result.plan is not None and result.plan.ids() == {"s1", "t1"}
+    # one validation call for the three changed steps, judging only them
+    assert script.log.count("validate_fragment") == 1
+    fragment_prompt = script.prompts_of("validate_fragment")[0]
+    changed = fragment_prompt.split("## Changed steps")[1].split("## Plan")[0]
+    assert all(f'"id": "{sid}"' in changed for sid in ("t1", "t2", "t3")) and '"id": "s1"' not in changed
+    assert any("refinement of t2 rejected" in e.data["message"] for e in harness.of("warning"))
+    # the rejected attempt counted: the fragment's limit (1) stops the second try without a call
+    second = result.passes[1].refinements
+    assert not second[0].accepted and "limit of 1 for this fragment" in (second[0].rejection or "")
+    assert any(m.step_id == "t2" for m in result.manual_intervention)
+    assert script.log.count("validate_fragment") == 1
+    assert result.label == "non_converged" and result.answer == "3 ms"
+
+
+# -- the final answer and API failure classes ------------------------------------------------------
+
+
+def test_several_terminal_steps_are_merged_into_one_answer(harness: Harness) -> None:
+    script = Script(
+        profile=SIMPLE,
+        plan={"steps": [step("s1", "Design authentication"), step("s2", "Design storage")]},
+        validate_plan=NO_ISSUES,
+        validate_execution=NO_ISSUES,
+        converge=GOOD,
+        steps={"Design authentication": outcome("OAuth2"), "Design storage": outcome("PostgreSQL")},
+        synthesize={"answer": "Use OAuth2 for sign-in and PostgreSQL for data."},
+    )
+    result = harness.run(script, "design the backend")
+    assert result.answer == "Use OAuth2 for sign-in and PostgreSQL for data." and result.synthesized
+    assert result.passes[0].answer == "OAuth2\n\nPostgreSQL"
+    assert result.passes[0].answer_step_ids == ["s1", "s2"]
+    assert script.log[-1] == "synthesize" and result.calls == 8
+    prompt = script.prompts_of("synthesize")[0]
+    assert "[s1] Design authentication\nOAuth2" in prompt and "[s2] Design storage\nPostgreSQL" in prompt
+    assert result.report().endswith("answer (synthesized from the final steps):\n" + result.answer)
+
+
+def test_a_failed_synthesis_keeps_the_step_outputs(harness: Harness) -> None:
+    script = Script(
+        profile=SIMPLE,
+        plan={"steps": [step("s1", "A"), step("s2", "B")]},
+        validate_plan=NO_ISSUES,
+        validate_execution=NO_ISSUES,
+        converge=GOOD,
+        steps={"A": outcome("a"), "B": outcome("b")},
+        synthesize=text("no json here"),
+    )
+    result = harness.run(script)
+    assert result.label == "converged" and result.answer == "a\n\nb" and not result.synthesized
+    assert "synthesis_unavailable" in result.reason_codes
+    no_merge = Script(**{**script.kinds, "steps": script.steps})  # type: ignore[arg-type]
+    harness.server.set_responder(no_merge)
+    assert harness.engine(synthesize=False).run("t").answer == "a\n\nb"
+    assert "synthesize" not in no_merge.log
+
+
+@pytest.mark.parametrize(("status", "transient"), [(503, True), (400, False)])
+def test_the_result_says_whether_an_api_failure_was_transient(
+    harness: Harness, status: int, transient: bool
+) -> None:
+    script = Script(profile=SIMPLE, plan=error(status))
+    result = harness.run(script)
+    assert result.label == "failed" and "llm_failure" in result.reason_codes
+    assert result.error_transient is transient

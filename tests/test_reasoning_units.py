@@ -9,7 +9,7 @@ import pytest
 from akira_cli.config import ReasoningSettings
 from akira_cli.reasoning import prompts
 from akira_cli.reasoning.convergence import ConvergenceReply, assess
-from akira_cli.reasoning.models import Delta, Plan, PlanStep, TaskProfile, TTLAllocation
+from akira_cli.reasoning.models import Delta, Invalidation, Plan, PlanStep, TaskProfile, TTLAllocation
 from akira_cli.reasoning.planner import DeltaApplier, repair_conflicts
 from akira_cli.reasoning.profile import ttl_for
 from akira_cli.reasoning.validation import structural_issues
@@ -141,6 +141,80 @@ def test_modify_of_a_blocked_step_makes_it_pending_again() -> None:
     DeltaApplier(ttl()).apply_all(plan, [Delta(op="MODIFY", step_id="s1", description="b")], [])
     assert plan.steps[0].status == "pending"
     assert plan.steps[0].step_output == "?"
+
+
+def test_only_executed_steps_are_invalidated_and_they_stay_as_they_ran_fr028() -> None:
+    plan = plan_of(
+        {"id": "s1", "description": "pick a db", "status": "complete", "step_output": "MySQL"},
+        {"id": "s2", "description": "schema", "dependencies": ["s1"]},
+        {"id": "s3", "description": "broke", "status": "failed", "error": "boom"},
+    )
+    applier = DeltaApplier(ttl())
+    actions = applier.apply_all(
+        plan,
+        [
+            Delta(op="ADD", step_id="s4", description="pick PostgreSQL", replaces="s1"),
+            Delta(op="MODIFY", step_id="s1", description="pick PostgreSQL"),
+            Delta(op="ADD", step_id="s5", description="x", replaces="s2"),
+        ],
+        ["t"],
+        invalidate=[
+            Invalidation(step_id="s1", reason="the schema now targets PostgreSQL"),
+            Invalidation(step_id="s3"),
+            Invalidation(step_id="s2", reason="pending"),
+            Invalidation(step_id="nope"),
+        ],
+    )
+    assert [(a.type, a.target, a.accepted) for a in actions] == [
+        ("step_mark_invalid", "s1", True),
+        ("step_mark_invalid", "s3", True),
+        ("step_mark_invalid", "s2", False),
+        ("step_mark_invalid", "nope", False),
+        ("step_add", "s4", True),
+        ("step_modify", "s1", False),
+        ("step_add", "s5", False),
+    ]
+    assert "only executed steps can be invalidated" in (actions[2].rejection or "")
+    assert "invalidated after it ran" in (actions[5].rejection or "")
+    assert "only those can be replaced" in (actions[6].rejection or "")
+    s1, s3 = plan.get("s1"), plan.get("s3")
+    assert s1 is not None and s3 is not None
+    assert (s1.status, s1.description, s1.step_output) == ("invalid", "pick a db", "MySQL")
+    assert s1.invalidation == "the schema now targets PostgreSQL" and s1.executed
+    assert (s3.status, s3.error, s3.invalidation) == ("invalid", "boom", "(the planner gave no reason)")
+    # the pending step that needed s1 now waits for its replacement; s1 never runs again
+    assert plan.get("s2").dependencies == ["s4"]  # type: ignore[union-attr]
+    assert plan.get("s4").replaces == "s1"  # type: ignore[union-attr]
+    assert [s.id for s in plan.ready()] == ["s4"]
+    assert applier.total == 1, "an invalidation rewrites nothing and costs no attempt"
+
+
+def test_a_vetoed_delta_counts_and_takes_what_builds_on_it_along_fr033() -> None:
+    plan = plan_of({"id": "s1", "description": "a"})
+    applier = DeltaApplier(ttl(max_refinements_per_fragment=1))
+    deltas = [
+        Delta(op="ADD", step_id="t1", description="vague"),
+        Delta(op="ADD", step_id="t2", description="uses t1", dependencies=["t1"]),
+        Delta(op="MODIFY", step_id="s1", description="b"),
+    ]
+    actions = applier.apply_all(plan, deltas, [], vetoed={0: "refined step failed validation: vague"})
+    assert [(a.target, a.accepted) for a in actions] == [("t1", False), ("t2", False), ("s1", True)]
+    assert actions[0].rejection == "refined step failed validation: vague"
+    assert "builds on 't1'" in (actions[1].rejection or "")
+    assert plan.ids() == {"s1"} and applier.total == 2
+    again = applier.apply(plan, Delta(op="ADD", step_id="t1", description="concrete"))
+    assert not again.accepted and "limit of 1 for this fragment" in (again.rejection or "")
+
+
+def test_terminal_steps_make_the_answer() -> None:
+    plan = plan_of(
+        {"id": "a", "description": "a", "status": "complete", "step_output": "A"},
+        {"id": "b", "description": "b", "status": "complete", "step_output": "B", "dependencies": ["a"]},
+        {"id": "c", "description": "c", "status": "complete", "step_output": "C"},
+        {"id": "d", "description": "d", "status": "invalid", "step_output": "D", "invalidation": "x"},
+    )
+    assert [s.id for s in plan.terminal_steps()] == ["b", "c"]
+    assert plan.answer() == "B\n\nC"
 
 
 def test_nesting_limit_marks_the_fragment_and_keeps_the_plan() -> None:
@@ -285,11 +359,14 @@ def test_pending_steps_rule_out_convergence_whatever_the_scores() -> None:
         "converge",
         "refine",
         "step",
+        "validate_fragment",
+        "synthesize",
     ],
 )
 def test_every_prompt_template_renders(name: str) -> None:
     keys = """task context profile observations tools max_depth plan host_issues answer report
-        custom triggers step_index total_steps incoming_context description handoff_to_next"""
+        custom triggers step_index total_steps incoming_context description handoff_to_next
+        fragment outputs"""
     values = dict.fromkeys(keys.split(), "x")
     assert prompts.render(name, **values).startswith("# Reasoning: ")
 

@@ -4,7 +4,7 @@ Each attempt is one `ReasoningEngine` run (SPEC.md section 9) over the step's ti
 with the akira step prompt (progress, checks, the retry context of failed attempts) as context.
 The engine profiles, plans, validates and refines; each plan step is then carried out by
 `ToolStepExecutor`, a chat conversation in which the model uses the workspace tools until it calls
-`finish(summary)`.
+`finish(summary)`. Its prompts are the `llm_agent_*.md` templates.
 
 When is an attempt ok? When the run converged, or, short of that, when it was not a failure and
 every step of its last pass completed by calling `finish` (the work was done even if the judge
@@ -16,18 +16,18 @@ openai and the reasoning engine load only when an `llm` agent is built, not on e
 from __future__ import annotations
 
 import json
-import re
 import threading
 from typing import TYPE_CHECKING, Any
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
 from akira_cli.agents.tools import Toolbox, ToolResult, clip
 from akira_cli.errors import AkiraError
+from akira_cli.templates import render
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from akira_cli.llm.client import ChatResult, LLMClient, LLMError
+    from akira_cli.llm.client import LLMClient
     from akira_cli.reasoning import PlanStep, ReasoningResult, StepOutcome, ToolCallRecord
     from akira_cli.reasoning.models import Clarity
 
@@ -37,27 +37,6 @@ MAX_TOOL_ROUNDS = 12
 RECORDED_CHARS = 300
 """Characters of each tool argument and output kept in the plan (the judges read it)."""
 MAX_ACTIONS = 40
-
-SYSTEM_PROMPT = """\
-You are akira's coding agent. You work in a software workspace only through the tools you are
-given; paths are relative to the workspace root and nothing outside it can be reached.
-Look before you change things (list_files, read_file); write_file writes a whole file.
-Do only the step you are given. When it is done, call finish(summary) with what you did and
-what the next step needs. If the step cannot be done, call finish with a summary that starts
-with "BLOCKED:" and says why; if only part of it could be done, start with "PARTIALLY_CLEAR:"."""
-
-USER_PROMPT = """\
-{step_prompt}
-
-Do this step with the tools. Instead of replying with JSON, call finish(summary) when it is done.
-
-## The akira step this plan serves
-{context}"""
-
-NUDGE = "Use the tools to do the step, then call finish(summary)."
-
-_TRANSIENT_WORDING = re.compile(r"\(after \d+ attempt\(s\)\)$")
-"""How `LLMClient` ends an `LLMTransientError` message (see `_transient`)."""
 
 
 class _Interrupted(Exception):
@@ -86,16 +65,17 @@ class ToolStepExecutor:
         self.actions: list[str] = []
         self.finished: set[str] = set()
         """Plan steps that ended by calling `finish`."""
-        self.error: LLMError | None = None
-        """The last API failure a step conversation hit, with its class."""
         self._lock = threading.Lock()
 
     def execute(self, step: PlanStep, prompt: str) -> StepOutcome:
         from akira_cli.reasoning import StepOutcome  # lazy: openai loads only when used
 
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": USER_PROMPT.format(step_prompt=prompt, context=self.context)},
+            {"role": "system", "content": _prompt("llm_agent_system.md")},
+            {
+                "role": "user",
+                "content": _prompt("llm_agent_step.md", step_prompt=prompt, context=self.context),
+            },
         ]
         records: list[ToolCallRecord] = []
         last_text, nudged = "", False
@@ -103,14 +83,14 @@ class ToolStepExecutor:
             self._check_stop()
             if self.ttl_expired():
                 return _unfinished(f"time budget spent; {last_text}", records)
-            reply = self._chat(messages, step)
+            reply = self.client.chat(messages, tools=self.toolbox.specs(), purpose=f"llm.step.{step.id}")
             messages.append(reply.as_message())
             if not reply.tool_calls:
                 last_text = (reply.content or "").strip()
                 if nudged or not last_text:
                     return StepOutcome(step_output=last_text or "(no reply)", clarity_state="PARTIALLY_CLEAR")
                 nudged = True
-                messages.append({"role": "user", "content": NUDGE})
+                messages.append({"role": "user", "content": _prompt("llm_agent_nudge.md")})
                 continue
             for index, call in enumerate(reply.tool_calls):
                 if index:
@@ -125,15 +105,6 @@ class ToolStepExecutor:
                     return StepOutcome(step_output=summary, clarity_state=clarity, tool_calls=records)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result.output})
         return _unfinished(f"no finish after {self.max_rounds} tool rounds; {last_text}", records)
-
-    def _chat(self, messages: list[dict[str, Any]], step: PlanStep) -> ChatResult:
-        from akira_cli.llm.client import LLMError
-
-        try:
-            return self.client.chat(messages, tools=self.toolbox.specs(), purpose=f"llm.step.{step.id}")
-        except LLMError as exc:
-            self.error = exc
-            raise
 
     def _check_stop(self) -> None:
         if self.should_stop() or self.toolbox.interrupted:
@@ -172,6 +143,7 @@ class LLMAgent:
             bus=self.context.bus,
             tools=toolbox.names(),
             time_budget_s=request.step.timeout,
+            synthesize=False,  # the step summaries are records; the checks judge the work
         )
         executor = ToolStepExecutor(
             self.client,
@@ -194,7 +166,7 @@ def conclude(result: ReasoningResult, executor: ToolStepExecutor) -> AgentResult
     base = AgentResult(False, APPROACH, _actions(executor), output=output, response=result.answer)
     if result.label == "failed":
         base.error = one_line(result.error or f"reasoning failed ({', '.join(result.reason_codes)})")
-        base.transient = _transient(result, executor)
+        base.transient = result.error_transient
         return base
     base.ok = result.converged or _last_pass_finished(result, executor)
     if not base.ok:
@@ -210,22 +182,6 @@ def _last_pass_finished(result: ReasoningResult, executor: ToolStepExecutor) -> 
     return bool(steps) and all(
         step is not None and step.status == "complete" and step.id in executor.finished for step in steps
     )
-
-
-def _transient(result: ReasoningResult, executor: ToolStepExecutor) -> bool:
-    """Whether the API failure that ended the run was transient.
-
-    The engine keeps only the message of an API failure it caught, so a failure in a step
-    conversation is classified by its exception, and one in planning or judging by the client's
-    wording for `LLMTransientError` ("... (after N attempt(s))")."""
-    from akira_cli.llm.client import LLMTransientError
-
-    if "llm_failure" not in result.reason_codes:
-        return False
-    error = executor.error
-    if error is not None and str(error) == result.error:
-        return isinstance(error, LLMTransientError)
-    return bool(_TRANSIENT_WORDING.search(result.error or ""))
 
 
 def task_text(request: AgentRequest) -> str:
@@ -253,6 +209,11 @@ def describe_call(name: str, arguments: str) -> str:
         return f"{name} (bad arguments)"
     detail = args.get("command") if name == "run_command" else args.get("path", "")
     return clip(f"{name} {detail}".strip() if isinstance(detail, str) else name, 120)
+
+
+def _prompt(name: str, **values: str) -> str:
+    """An `llm_agent_*.md` template, filled in (`$name` placeholders)."""
+    return render(name, **values).strip()
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -17,7 +17,12 @@ def reason(
     config: ConfigOption = None,
     root: RootOption = None,
 ) -> int:
-    """Profile, plan, validate, refine and execute TEXT in passes until it converges."""
+    """Profile, plan, validate, refine and execute TEXT in passes until it converges.
+
+    Prints the result (converged, or the TTL expired and it is not), the task profile, the
+    passes, the scores and reason codes, then the answer. Exit 0 when there is an answer, even
+    a non-converged one; 1 when the LLM endpoint cannot be used or failed during the run.
+    """
     from akira_cli.llm.client import LLMClient
     from akira_cli.reasoning.engine import ReasoningEngine
 
@@ -28,6 +33,6 @@ def reason(
     result = ReasoningEngine(client, cfg.reasoning, bus=bus).run(text)
     if json_out:
         typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
-    typer.echo("\n".join(result.describe()))
-    return 0
+    else:
+        typer.echo(result.report())
+    return 1 if result.label == "failed" else 0

@@ -175,8 +175,14 @@ class LLMClient:
         return self._model
 
     def ping(self) -> None:
-        """Checks the endpoint and the key with GET /models; a refused connection fails at once."""
-        self._call(lambda: self._sdk.models.list(), "ping", retry_refused=False)
+        """Checks the endpoint, the key and a configured `llm.model` with one GET /models.
+
+        A refused connection fails at once. A server that lists no models at all is given the
+        benefit of the doubt (some proxies list nothing yet serve every model)."""
+        page = self._call(lambda: self._sdk.models.list(), "ping", retry_refused=False)
+        available = _model_ids(page)
+        if self._model is not None and available and self._model not in available:
+            raise LLMError(self._model_not_found(available))
 
     def chat(
         self,
@@ -287,8 +293,7 @@ class LLMClient:
             )
 
     def _list_models(self) -> list[str]:
-        page = self._call(lambda: self._sdk.models.list(), "models")
-        return [str(m.id) for m in getattr(page, "data", None) or []]
+        return _model_ids(self._call(lambda: self._sdk.models.list(), "models"))
 
     # -- retries ------------------------------------------------------------------------------
 
@@ -374,9 +379,10 @@ class LLMClient:
             f"LLM endpoint {self.base_url} refused the request (HTTP {status}): {detail}{hint}"
         ) from None
 
-    def _model_not_found(self) -> str:
+    def _model_not_found(self, listed: list[str] | None = None) -> str:
         try:
-            available = ", ".join(self._list_models()) or "(none listed)"
+            models = listed if listed is not None else self._list_models()
+            available = ", ".join(models) or "(none listed)"
         except LLMError:
             available = "(could not list them)"
         return (
@@ -438,6 +444,10 @@ def _parse_completion(completion: Any) -> ChatResult:
         ),
         finish_reason=getattr(choice, "finish_reason", None),
     )
+
+
+def _model_ids(page: Any) -> list[str]:
+    return [str(m.id) for m in getattr(page, "data", None) or []]
 
 
 def _is_chat(exc: openai.APIStatusError) -> bool:

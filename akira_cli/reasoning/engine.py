@@ -7,6 +7,11 @@ replies; the decisions to continue, refine, adapt or stop are all taken here (FR
 TTL is counted in execution passes (see `profile.ttl_for`). An optional wall-clock budget is
 checked at phase boundaries and at safe step boundaries: before a step starts, never inside one,
 so a running tool is never interrupted (FR-019, FR-020).
+
+A refinement is tried on a copy of the plan first; the steps it would add or change are then
+validated (host checks, one LLM call) and a delta whose step gets a high-severity issue is
+refused before the real plan changes (FR-033). A converged or pass-TTL-expired run that ends in
+several terminal steps gets one more call that merges their outputs (see `synthesis`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import Any, Literal
 
 from akira_cli.config import ReasoningSettings
 from akira_cli.events import EventBus, EventType
-from akira_cli.llm.client import LLMClient, LLMError, LLMSchemaError
+from akira_cli.llm.client import LLMClient, LLMError, LLMSchemaError, LLMTransientError
+from akira_cli.reasoning import synthesis
 from akira_cli.reasoning.convergence import ConvergenceEngine, thresholds
 from akira_cli.reasoning.executor import LLMStepExecutor, StepExecutor, step_prompt
 from akira_cli.reasoning.models import (
@@ -38,7 +44,13 @@ from akira_cli.reasoning.models import (
     ValidationIssue,
     ValidationReport,
 )
-from akira_cli.reasoning.planner import DeltaApplier, Planner, build_plan, repair_conflicts
+from akira_cli.reasoning.planner import (
+    DeltaApplier,
+    Planner,
+    RefinementReply,
+    build_plan,
+    repair_conflicts,
+)
 from akira_cli.reasoning.profile import infer_profile, reassess_profile, ttl_for
 from akira_cli.reasoning.validation import SemanticValidator
 
@@ -46,11 +58,16 @@ from akira_cli.reasoning.validation import SemanticValidator
 class _Stop(Exception):
     """Ends a run with a label and the reason codes the stop adds."""
 
-    def __init__(self, label: Label, *codes: str, error: str | None = None) -> None:
+    def __init__(self, label: Label, *codes: str, error: str | None = None, transient: bool = False) -> None:
         super().__init__(label)
         self.label: Label = label
         self.codes = list(codes)
         self.error = error
+        self.transient = transient
+
+    @classmethod
+    def llm_failure(cls, exc: LLMError, code: str = "llm_failure") -> _Stop:
+        return cls("failed", code, error=str(exc), transient=isinstance(exc, LLMTransientError))
 
 
 @dataclass
@@ -64,11 +81,13 @@ class _Run:
     applier: DeltaApplier | None = None
     plan_validation: ValidationReport | None = None
     plan_refinements: list[RefinementAction] = field(default_factory=list)
+    plan_refinement_validation: ValidationReport | None = None
     passes: list[PassRecord] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
     conflicts: list[RepairConflict] = field(default_factory=list)
     updates: list[ProfileUpdate] = field(default_factory=list)
     stop: _Stop = field(default_factory=lambda: _Stop("failed", "not_run"))
+    synthesized: str | None = None
 
 
 class ReasoningEngine:
@@ -84,7 +103,10 @@ class ReasoningEngine:
         executor: StepExecutor | None = None,
         clock: Callable[[], float] = time.monotonic,
         time_budget_s: float | None = None,
+        synthesize: bool = True,
     ) -> None:
+        """`synthesize=False` keeps the terminal steps' outputs as the answer, saving a call
+        where nobody reads it as prose (the `llm` agent's work is judged by its checks)."""
         self.client = client
         self.settings = settings
         self.bus = bus or EventBus()
@@ -92,6 +114,7 @@ class ReasoningEngine:
         self.executor = executor or LLMStepExecutor(client)
         self.clock = clock
         self.time_budget_s = time_budget_s
+        self.synthesize = synthesize
         self.planner = Planner(client, self.tools)
         self.validator = SemanticValidator(client, self.tools)
         self.convergence = ConvergenceEngine(client, settings)
@@ -113,6 +136,7 @@ class ReasoningEngine:
                 self._execution_pass(run)
         except _Stop as stop:
             run.stop = stop
+        self._synthesize(run)
         return self._result(run, usage_before)
 
     # -- Phase A ------------------------------------------------------------------------------
@@ -152,11 +176,12 @@ class ReasoningEngine:
                 self._phase("B", stage="refine")
                 triggers = {"validation_issues": _dump(report.issues)}
                 ids = [issue.issue_id for issue in report.issues]
-                run.plan_refinements, _ = self._refine(run, triggers, report.issues, ids)
+                refined = self._refine(run, triggers, report.issues, ids)
+                run.plan_refinements, _, run.plan_refinement_validation = refined
         except LLMSchemaError as exc:
             raise _Stop("failed", "plan_unusable", error=str(exc)) from None
         except LLMError as exc:
-            raise _Stop("failed", "llm_failure", error=str(exc)) from None
+            raise _Stop.llm_failure(exc) from None
 
     # -- Phase C ------------------------------------------------------------------------------
 
@@ -181,7 +206,7 @@ class ReasoningEngine:
             self._adapt(run, record)
         except LLMError as exc:
             record.error = str(exc)
-            raise _Stop("failed", "llm_failure", error=str(exc)) from None
+            raise _Stop.llm_failure(exc) from None
         finally:
             self._close_pass(record)
 
@@ -229,6 +254,7 @@ class ReasoningEngine:
     def _evaluate(self, run: _Run, record: PassRecord) -> None:
         plan = _plan(run)
         record.answer = plan.answer()
+        record.answer_step_ids = [step.id for step in plan.terminal_steps()]
         record.validation = self._validate(run, plan, answer=record.answer)
         try:
             assessment = self.convergence.evaluate(run.task, plan, record.answer, record.validation)
@@ -254,8 +280,10 @@ class ReasoningEngine:
         """Refinement triggers: validation issues, BLOCKED steps, failed steps, convergence."""
         plan = _plan(run)
         issues = record.validation.issues if record.validation else []
-        blocked = [step for step in plan.steps if step.status == "invalid"]
+        blocked = [step for step in plan.steps if step.status == "invalid" and not step.invalidation]
         failed = [s for s in plan.steps if s.id in record.executed_step_ids and s.status == "failed"]
+        replaced = {step.replaces for step in plan.steps}
+        invalidated = [s for s in plan.steps if s.invalidation and s.id not in replaced]
         convergence = record.convergence or ConvergenceAssessment(
             converged=False, reason_codes=[], scores={}, thresholds={}
         )
@@ -263,10 +291,16 @@ class ReasoningEngine:
             "validation_issues": _dump(issues),
             "blocked_steps": [{"id": s.id, "step_output": s.step_output} for s in blocked],
             "failed_steps": [{"id": s.id, "error": s.error} for s in failed],
+            "invalidated_steps_not_replaced": [{"id": s.id, "reason": s.invalidation} for s in invalidated],
             "convergence": convergence.model_dump(include={"reason_codes", "scores", "detected_issues"}),
         }
         ids = [issue.issue_id for issue in issues] + [step.id for step in blocked]
-        record.refinements, record.conflicts = self._refine(run, triggers, issues, ids)
+        record.refinements, record.conflicts, record.refinement_validation = self._refine(
+            run, triggers, issues, ids
+        )
+        record.invalidated_step_ids = [
+            a.target for a in record.refinements if a.type == "step_mark_invalid" and a.accepted
+        ]
 
     def _refine(
         self,
@@ -274,8 +308,10 @@ class ReasoningEngine:
         triggers: dict[str, Any],
         issues: Sequence[ValidationIssue],
         trigger_ids: list[str],
-    ) -> tuple[list[RefinementAction], list[RepairConflict]]:
-        """Planner deltas through the guarded applier; schema trouble keeps the plan as is."""
+    ) -> tuple[list[RefinementAction], list[RepairConflict], ValidationReport | None]:
+        """Planner deltas, validated on a trial copy, then applied through the guarded applier.
+
+        Schema trouble keeps the plan as it is."""
         plan, applier = _plan(run), _applier(run)
         if applier.exhausted:
             reason = f"refinement limit of {applier.ttl.max_refinements_total} in all reached"
@@ -283,14 +319,17 @@ class ReasoningEngine:
                 if plan.get(step_id) is not None:
                     applier.mark(step_id, reason)
             self._emit(EventType.WARNING, message=f"{reason}; plan kept as is")
-            return [], []
+            return [], [], None
         try:
             reply = self.planner.refine(run.task, plan, triggers)
         except LLMSchemaError as exc:
             self._emit(EventType.WARNING, message=f"refinement skipped, plan kept: {exc}")
-            return [], []
+            return [], [], None
         run.questions += reply.follow_up_questions
-        actions = applier.apply_all(plan, reply.deltas, trigger_ids)
+        report, vetoed = self._validate_refinement(run, reply, trigger_ids)
+        actions = applier.apply_all(
+            plan, reply.deltas, trigger_ids, invalidate=reply.invalidate, vetoed=vetoed
+        )
         for action in actions:
             data = action.model_dump(exclude={"type"})
             self._emit(EventType.REFINEMENT, action.target, action=action.type, **data)
@@ -298,7 +337,37 @@ class ReasoningEngine:
         for conflict in conflicts:
             self._emit(EventType.REFINEMENT, conflict.target, conflict=conflict.model_dump())
         run.conflicts += conflicts
-        return actions, conflicts
+        return actions, conflicts, report
+
+    def _validate_refinement(
+        self, run: _Run, reply: RefinementReply, trigger_ids: list[str]
+    ) -> tuple[ValidationReport | None, dict[int, str]]:
+        """Applies the reply to a copy of the plan and validates the steps it adds or changes.
+
+        Returns the report and, by delta index, why a delta is vetoed: its step got a
+        high-severity issue. One LLM call at most; none when no step would change."""
+        trial = _plan(run).model_copy(deep=True)
+        actions = (
+            _applier(run).copy().apply_all(trial, reply.deltas, trigger_ids, invalidate=reply.invalidate)
+        )
+        changed = {
+            index: action.target
+            for index, action in enumerate(actions[len(reply.invalidate) :])
+            if action.accepted and reply.deltas[index].op != "REMOVE"
+        }
+        if not changed:
+            return None, {}
+        report = self.validator.validate_fragment(run.task, trial, list(dict.fromkeys(changed.values())))
+        self._emit(EventType.VALIDATION, **report.model_dump())
+        vetoed = {}
+        for index, target in changed.items():
+            high = [i for i in report.issues if i.location == target and i.severity == "high"]
+            if high:
+                vetoed[index] = "refined step failed validation: " + "; ".join(i.description for i in high)
+                self._emit(
+                    EventType.WARNING, target, message=f"refinement of {target} rejected: {vetoed[index]}"
+                )
+        return report, vetoed
 
     # -- Phase D ------------------------------------------------------------------------------
 
@@ -373,15 +442,38 @@ class ReasoningEngine:
     def _emit(self, type_: str, step_id: str | None = None, **data: Any) -> None:
         self.bus.emit(type_, step_id, **data)
 
+    def _synthesize(self, run: _Run) -> None:
+        """One call merging the answer's terminal steps, when there are several (`synthesis`).
+
+        Only for a converged run or one whose pass TTL expired: after an API failure another call
+        is pointless, and a spent wall-clock budget allows none. A failed merge keeps the
+        outputs as they are."""
+        last, stop = _last_completed(run), run.stop
+        if not self.synthesize or last is None or run.plan is None:
+            return
+        if stop.label not in {"converged", "ttl_expired"} or "time_budget_spent" in stop.codes:
+            return
+        steps = [step for sid in last.answer_step_ids if (step := run.plan.get(sid)) is not None]
+        if len(steps) < 2:
+            return
+        self._phase("end", stage="synthesize", steps=[step.id for step in steps])
+        try:
+            answer = synthesis.synthesize(self.client, run.task, steps)
+        except LLMError as exc:
+            stop.codes.append("synthesis_unavailable")
+            self._emit(EventType.WARNING, message=f"answer kept as the step outputs: {exc}")
+            return
+        run.synthesized = answer or None
+
     def _result(self, run: _Run, before: tuple[int, int, int]) -> ReasoningResult:
         stop = run.stop
         calls, prompt_tokens, completion_tokens = (
             now - then for now, then in zip(_usage(self.client), before, strict=True)
         )
-        completed = [p for p in run.passes if p.completed and p.convergence is not None]
-        last = completed[-1] if completed else None
+        last = _last_completed(run)
         partial = last is None and stop.label != "converged"
         answer = last.answer if last else (run.plan.answer() if run.plan else "")
+        answer = run.synthesized or answer
         codes = list(last.convergence.reason_codes) if last and last.convergence else []
         codes += stop.codes + (["partial_result"] if partial and run.passes else [])
         if run.applier is not None and run.applier.exhausted:
@@ -389,6 +481,7 @@ class ReasoningEngine:
         result = ReasoningResult(
             task=run.task,
             answer=answer,
+            synthesized=run.synthesized is not None,
             converged=stop.label == "converged",
             label=stop.label,
             profile=run.profile,
@@ -397,6 +490,7 @@ class ReasoningEngine:
             plan=run.plan,
             plan_validation=run.plan_validation,
             plan_refinements=run.plan_refinements,
+            plan_refinement_validation=run.plan_refinement_validation,
             passes=run.passes,
             scores=dict(last.convergence.scores) if last and last.convergence else {},
             reason_codes=list(dict.fromkeys(codes)),
@@ -408,6 +502,7 @@ class ReasoningEngine:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             error=stop.error,
+            error_transient=stop.transient,
         )
         self._phase("end", label=result.label, converged=result.converged, passes=len(run.passes))
         return result
@@ -416,6 +511,12 @@ class ReasoningEngine:
 def _usage(client: LLMClient) -> tuple[int, int, int]:
     usage = client.usage
     return usage.calls, usage.prompt_tokens, usage.completion_tokens
+
+
+def _last_completed(run: _Run) -> PassRecord | None:
+    """The last pass that was evaluated: the one a result reports."""
+    completed = [p for p in run.passes if p.completed and p.convergence is not None]
+    return completed[-1] if completed else None
 
 
 def _plan(run: _Run) -> Plan:

@@ -112,10 +112,15 @@ class PlanStep(Record):
     clarity_state: Clarity | None = None
     executed_tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     error: str | None = None
+    invalidation: str | None = None
+    """Why a refinement invalidated this step after it ran (FR-028). Its status is then
+    `invalid`, but it stays executed: its content and output are kept as they were."""
+    replaces: str | None = None
+    """The invalidated step this one was added to stand in for."""
 
     @property
     def executed(self) -> bool:
-        return self.status in EXECUTED
+        return self.status in EXECUTED or self.invalidation is not None
 
 
 class Plan(Record):
@@ -144,11 +149,15 @@ class Plan(Record):
             if step.status == "pending" and all(dep in done for dep in step.dependencies)
         ]
 
-    def answer(self) -> str:
-        """The outputs of the completed steps no other completed step builds on."""
+    def terminal_steps(self) -> list[PlanStep]:
+        """The completed steps no other completed step builds on: together, the answer."""
         complete = [step for step in self.steps if step.status == "complete"]
         used = {dep for step in complete for dep in step.dependencies}
-        outputs = [step.step_output or "" for step in complete if step.id not in used]
+        return [step for step in complete if step.id not in used]
+
+    def answer(self) -> str:
+        """The outputs of the terminal steps, in plan order."""
+        outputs = [step.step_output or "" for step in self.terminal_steps()]
         return "\n\n".join(text for text in outputs if text)
 
 
@@ -166,6 +175,9 @@ class Delta(Reply):
     handoff_to_next: str | None = None
     parent_id: str | None = None
     """ADD only: nest the new step under this one."""
+    replaces: str | None = None
+    """ADD only: the invalidated step the new one stands in for; the pending steps that needed
+    it depend on the new step instead (an invalidated step never runs again)."""
     reason: str = ""
 
     @field_validator("op", mode="before")
@@ -176,6 +188,13 @@ class Delta(Reply):
     def changes(self) -> dict[str, Any]:
         keep = {"op", "step_id", "reason"}
         return {k: v for k, v in self.model_dump(exclude_none=True).items() if k not in keep}
+
+
+class Invalidation(Reply):
+    """The planner's report that its rewrite conflicts with an executed step (FR-028)."""
+
+    step_id: str
+    reason: str = ""
 
 
 class ValidationIssue(Record):
@@ -195,7 +214,8 @@ class ValidationIssue(Record):
 
 class ValidationReport(Record):
     validation_id: str
-    artifact_type: Literal["plan", "execution"]
+    artifact_type: Literal["plan", "execution", "fragment"]
+    """`fragment`: the steps a refinement changed, checked before the change is accepted."""
     issues: list[ValidationIssue] = Field(default_factory=list)
     error: str | None = None
     """Set when the LLM judgement could not be had; the host checks still ran."""
@@ -271,9 +291,14 @@ class PassRecord(Record):
     validation: ValidationReport | None = None
     convergence: ConvergenceAssessment | None = None
     refinements: list[RefinementAction] = Field(default_factory=list)
+    refinement_validation: ValidationReport | None = None
+    """The check of the refined fragments before they were accepted (FR-033)."""
+    invalidated_step_ids: list[str] = Field(default_factory=list)
     conflicts: list[RepairConflict] = Field(default_factory=list)
     profile_update: ProfileUpdate | None = None
     answer: str = ""
+    answer_step_ids: list[str] = Field(default_factory=list)
+    """The terminal steps whose outputs make up `answer`."""
     ttl_remaining: int = 0
     started_at: float = 0.0
     ended_at: float = 0.0
@@ -293,6 +318,8 @@ class ManualIntervention(Record):
 class ReasoningResult(Record):
     task: str
     answer: str
+    synthesized: bool = False
+    """True when one extra call merged the outputs of several terminal steps into `answer`."""
     converged: bool
     label: Label
     profile: TaskProfile
@@ -301,6 +328,7 @@ class ReasoningResult(Record):
     plan: Plan | None = None
     plan_validation: ValidationReport | None = None
     plan_refinements: list[RefinementAction] = Field(default_factory=list)
+    plan_refinement_validation: ValidationReport | None = None
     passes: list[PassRecord] = Field(default_factory=list)
     scores: dict[str, float] = Field(default_factory=dict)
     reason_codes: list[str] = Field(default_factory=list)
@@ -312,6 +340,9 @@ class ReasoningResult(Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
+    error_transient: bool = False
+    """The API failure in `error` survived the client's retries (`LLMTransientError`): trying
+    again later may work. False for a permanent failure (bad key, unknown model)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -323,11 +354,12 @@ class ReasoningResult(Record):
         return self.model_dump(mode="json")
 
     def describe(self) -> list[str]:
-        """The metadata lines `akira reason` prints under the answer."""
+        """The labelled metadata lines printed with the answer."""
         p = self.profile
         passes = f"{len(self.passes)} pass{'es' if len(self.passes) != 1 else ''}"
+        status = self.label if self.converged else f"{self.label} (not converged)"
         lines = [
-            f"result: {self.label} after {passes} (TTL {self.ttl.passes})",
+            f"result: {status} after {passes} (TTL {self.ttl.passes})",
             f"profile ({self.profile_source}): depth {p.reasoning_depth}, "
             f"sufficiency {p.information_sufficiency:.2f}, tools {p.expected_tool_usage}, "
             f"breadth {p.output_breadth}, confidence {p.confidence_requirement}",
@@ -337,8 +369,16 @@ class ReasoningResult(Record):
         lines.append("reason codes: " + (", ".join(self.reason_codes) or "none"))
         lines += [f"cap applied: {hit}" for hit in self.ttl.cap_hits]
         lines += [f"needs a person: {m.step_id}: {m.reason}" for m in self.manual_intervention]
+        steps = self.plan.steps if self.plan else []
+        lines += [f"invalidated: {s.id}: {s.invalidation}" for s in steps if s.invalidation]
         lines += [f"question: {q}" for q in self.follow_up_questions]
         if self.error:
             lines.append(f"error: {self.error}")
         lines.append(f"LLM calls: {self.calls}, tokens: {self.total_tokens}")
         return lines
+
+    def report(self) -> str:
+        """What `akira reason` prints: the labelled lines, then the answer."""
+        source = " (synthesized from the final steps)" if self.synthesized else ""
+        answer = self.answer or "(no answer: no step completed)"
+        return "\n".join([*self.describe(), "", f"answer{source}:", answer])

@@ -3,12 +3,19 @@
 The model proposes; `DeltaApplier` decides. It keeps step ids stable, refuses any change to an
 executed step (FR-017, FR-029), enforces the nesting and refinement limits (FR-030, FR-031,
 FR-035) by marking the fragment for manual intervention, and refuses a delta that would create
-a dependency cycle (the structural half of validating a fragment before acceptance, FR-033).
+a dependency cycle (the structural half of validating a fragment before acceptance, FR-033; the
+engine adds the semantic half and passes its vetoes back in as `vetoed`).
+
+When the model reports that its rewrite conflicts with an executed step (`invalidate`, FR-028),
+the applier marks that step `invalid` and records why; its content stays as it was. Only
+executed steps can be invalidated, and doing so costs no refinement attempt (nothing is
+rewritten). An invalidated step never runs again: an ADD with `replaces` stands in for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
@@ -18,6 +25,7 @@ from akira_cli.reasoning import prompts
 from akira_cli.reasoning.models import (
     ActionType,
     Delta,
+    Invalidation,
     ManualIntervention,
     Plan,
     PlannedToolCall,
@@ -52,6 +60,8 @@ class PlanDraft(Reply):
 
 class RefinementReply(Reply):
     deltas: list[Delta] = Field(default_factory=list)
+    invalidate: list[Invalidation] = Field(default_factory=list)
+    """Executed steps the deltas contradict (FR-028); the host marks them `invalid`."""
     follow_up_questions: list[str] = Field(default_factory=list)
 
 
@@ -123,14 +133,66 @@ class DeltaApplier:
     def exhausted(self) -> bool:
         return self.total >= self.ttl.max_refinements_total
 
+    def copy(self) -> DeltaApplier:
+        """An independent copy, for a trial run of a refinement."""
+        return copy.deepcopy(self)
+
     def apply_all(
-        self, plan: Plan, deltas: Sequence[Delta], triggered_by: list[str]
+        self,
+        plan: Plan,
+        deltas: Sequence[Delta],
+        triggered_by: list[str],
+        *,
+        invalidate: Sequence[Invalidation] = (),
+        vetoed: Mapping[int, str] | None = None,
     ) -> list[RefinementAction]:
-        actions = [self.apply(plan, delta) for delta in deltas]
+        """Invalidations first (so that an ADD can replace the step), then the deltas in order.
+
+        `vetoed` maps a delta's index to why its fragment failed validation: that delta is
+        refused and still counts as an attempt on its fragment, and a later delta that builds
+        on a step it would have added is refused with it.
+        """
+        vetoed = vetoed or {}
+        actions = [self.invalidate(plan, item) for item in invalidate]
+        dropped: set[str] = set()
+        for index, delta in enumerate(deltas):
+            if index in vetoed:
+                actions.append(self._veto(delta, vetoed[index]))
+                if delta.op == "ADD":
+                    dropped.add(delta.step_id)
+            elif builds_on := _builds_on(delta, dropped):
+                actions.append(_refused(delta, f"builds on '{builds_on}', whose change was rejected"))
+            else:
+                actions.append(self.apply(plan, delta))
         for action in actions:
             action.triggered_by = triggered_by
         plan.renumber()
         return actions
+
+    def invalidate(self, plan: Plan, item: Invalidation) -> RefinementAction:
+        """Marks an executed step `invalid` (FR-028); anything else is refused."""
+        reason = item.reason.strip() or "(the planner gave no reason)"
+        action = RefinementAction(type="step_mark_invalid", target=item.step_id, reason=reason)
+        step = plan.get(item.step_id)
+        refusal = None
+        if step is None:
+            refusal = f"no step '{item.step_id}' in the plan"
+        elif step.invalidation is not None:
+            refusal = f"step '{step.id}' is already invalid"
+        elif step.status not in {"complete", "failed"}:
+            refusal = f"step '{step.id}' is {step.status}; only executed steps can be invalidated"
+        if refusal is not None:
+            action.accepted, action.rejection = False, refusal
+            return action
+        assert step is not None
+        step.status, step.invalidation = "invalid", reason
+        return action
+
+    def _veto(self, delta: Delta, reason: str) -> RefinementAction:
+        fragment = fragment_of(delta)
+        self.total += 1
+        self.per_fragment[fragment] = self.per_fragment.get(fragment, 0) + 1
+        return _refused(delta, reason)
 
     def apply(self, plan: Plan, delta: Delta, *, count: bool = True) -> RefinementAction:
         action = RefinementAction(
@@ -139,7 +201,7 @@ class DeltaApplier:
             changes=delta.changes(),
             reason=delta.reason,
         )
-        fragment = (delta.parent_id or delta.step_id) if delta.op == "ADD" else delta.step_id
+        fragment = fragment_of(delta)
         refusal = self._refusal(plan, delta, fragment, count)
         if refusal is None:
             refusal = _guarded_change(plan, delta, action, self.ttl.max_nesting_depth)
@@ -176,6 +238,27 @@ class DeltaApplier:
         self.manual.setdefault(step_id, reason)
 
 
+def fragment_of(delta: Delta) -> str:
+    """The fragment a delta refines: a nested ADD refines its parent, the rest their target."""
+    return (delta.parent_id or delta.step_id) if delta.op == "ADD" else delta.step_id
+
+
+def _builds_on(delta: Delta, dropped: set[str]) -> str | None:
+    needs = [*(delta.dependencies or []), delta.parent_id, delta.step_id if delta.op != "ADD" else None]
+    return next((step_id for step_id in needs if step_id and step_id in dropped), None)
+
+
+def _refused(delta: Delta, reason: str) -> RefinementAction:
+    return RefinementAction(
+        type=_action_type(delta),
+        target=delta.step_id,
+        changes=delta.changes(),
+        reason=delta.reason,
+        accepted=False,
+        rejection=reason,
+    )
+
+
 def _action_type(delta: Delta) -> ActionType:
     if delta.op == "ADD":
         return "subplan_create" if delta.parent_id else "step_add"
@@ -202,6 +285,8 @@ def _change(plan: Plan, delta: Delta) -> str | None:
     target = plan.get(delta.step_id)
     if target is None:
         return f"no step '{delta.step_id}' in the plan"
+    if target.invalidation is not None:
+        return f"step '{target.id}' was invalidated after it ran; executed steps are immutable"
     if target.status in {"complete", "failed", "running"}:
         return f"step '{target.id}' is {target.status}; executed steps are immutable"
     if delta.op == "REMOVE":
@@ -211,7 +296,7 @@ def _change(plan: Plan, delta: Delta) -> str | None:
                 step.dependencies.remove(target.id)
         return None
     for field, value in delta.changes().items():
-        if field != "parent_id":
+        if field not in {"parent_id", "replaces"}:
             setattr(target, field, value)
     if target.status in {"invalid", "incomplete"}:
         target.status, target.clarity_state = "pending", None
@@ -227,15 +312,27 @@ def _add(plan: Plan, delta: Delta, action: RefinementAction, max_depth: int) -> 
         return f"{NESTING} {depth} exceeds the limit of {max_depth}"
     if not delta.description:
         return "an added step needs a description"
+    replaced = plan.get(delta.replaces) if delta.replaces else None
+    if delta.replaces and (replaced is None or replaced.invalidation is None):
+        return f"step '{delta.replaces}' is not an invalidated step; only those can be replaced"
     step_id = _free_id(plan, delta.step_id)
     action.target = step_id
-    fields = delta.changes()
-    step = PlanStep(id=step_id, depth=depth, **fields)
+    step = PlanStep(id=step_id, depth=depth, **delta.changes())
+    if replaced is not None:
+        _stand_in(plan, step, replaced.id)
     position = _insert_position(plan, parent)
     plan.steps.insert(position, step)
     if parent is not None and not parent.executed and parent.status != "running":
         parent.dependencies.append(step_id)
     return None
+
+
+def _stand_in(plan: Plan, step: PlanStep, replaced: str) -> None:
+    """The steps still to run that needed `replaced` depend on `step` instead."""
+    step.dependencies = [dep for dep in step.dependencies if dep != replaced]
+    for other in plan.steps:
+        if not other.executed and replaced in other.dependencies:
+            other.dependencies = [step.id if dep == replaced else dep for dep in other.dependencies]
 
 
 def _free_id(plan: Plan, wanted: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -157,29 +157,47 @@ class SemanticValidator:
 
     def validate(self, task: str, plan: Plan, *, answer: str | None = None) -> ValidationReport:
         """Host checks, then one LLM call. API failures propagate; schema failures are noted."""
-        artifact = "plan" if answer is None else "execution"
-        report = ValidationReport(
-            validation_id=f"val-{next(self._ids)}",
-            artifact_type=artifact,
-            issues=structural_issues(plan, self.tools),
-        )
+        artifact: Literal["plan", "execution"] = "plan" if answer is None else "execution"
+        report = self._report(artifact, structural_issues(plan, self.tools))
+        self._judge(report, f"validate_{artifact}", task=task, plan=plan, answer=answer or "")
+        return report
+
+    def validate_fragment(self, task: str, plan: Plan, step_ids: Sequence[str]) -> ValidationReport:
+        """The steps a refinement changed, before the change is accepted (FR-033).
+
+        The host checks run on those steps first; one LLM call then judges the ones that passed
+        them, with the rest of the plan as context. No call when every step already failed."""
+        changed = set(step_ids)
+        host = [issue for issue in structural_issues(plan, self.tools) if issue.location in changed]
+        report = self._report("fragment", host)
+        failed = {issue.location for issue in host}
+        fragment = [step for step in plan.steps if step.id in changed - failed]
+        if fragment:
+            self._judge(report, "validate_fragment", task=task, plan=plan, fragment=fragment)
+        return report
+
+    def _report(
+        self, artifact: Literal["plan", "execution", "fragment"], host: list[ValidationIssue]
+    ) -> ValidationReport:
+        return ValidationReport(validation_id=f"val-{next(self._ids)}", artifact_type=artifact, issues=host)
+
+    def _judge(self, report: ValidationReport, template: str, **values: Any) -> None:
+        """Adds the model's issues to `report`; a reply that stays off-schema is noted instead."""
         messages = prompts.messages(
-            f"validate_{artifact}",
-            task=task,
-            plan=plan,
-            answer=answer or "",
+            template,
             tools=", ".join(self.tools) or "none",
             host_issues=report.issues or "none",
+            **values,
         )
+        artifact = report.artifact_type
         try:
             reply = self.client.structured(
                 messages, ValidationReply, purpose=f"reasoning.validate.{artifact}"
             )
         except LLMSchemaError as exc:
             report.error = f"semantic validation unavailable: {exc}"
-            return report
+            return
         report.issues += [
             ValidationIssue(issue_id=f"{report.validation_id}-{n}", **draft.model_dump())
             for n, draft in enumerate(reply.issues, start=1)
         ]
-        return report
