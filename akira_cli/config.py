@@ -121,7 +121,6 @@ class ReasoningSettings(Section):
     consistency_threshold: float = Field(0.90, ge=0, le=1)
     custom_criteria: dict[str, float] = Field(default_factory=dict)
     max_parallel_steps: int = Field(4, ge=1)
-    json_repair_attempts: int = Field(2, ge=0)
 
 
 class BudgetSettings(Section):

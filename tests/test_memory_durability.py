@@ -27,7 +27,9 @@ def test_reflections_survive_kill_9(akira: Akira) -> None:
     memory = akira.root / ".state" / "memory" / "reflections.jsonl"
     rng = random.Random(7)
     kills = 0
-    process = akira.spawn("loop", "start", "--task", "Specs/mem/tasks.md", "--no-wait")
+    process = akira.spawn(
+        "loop", "start", "--task", "Specs/mem/tasks.md", "--no-wait", "--max-iterations", "400"
+    )
     while True:
         time.sleep(rng.uniform(0.05, 0.3))
         if process.poll() is not None:
@@ -42,7 +44,9 @@ def test_reflections_survive_kill_9(akira: Akira) -> None:
         if akira.state_files():
             process = akira.spawn("loop", "resume", "--task-id", akira.task_id(), "--no-wait")
         else:  # killed before the state file was first written
-            process = akira.spawn("loop", "start", "--task", "Specs/mem/tasks.md", "--no-wait")
+            process = akira.spawn(
+                "loop", "start", "--task", "Specs/mem/tasks.md", "--no-wait", "--max-iterations", "400"
+            )
     assert process.returncode == 0, process.stderr.read() if process.stderr else ""
     assert kills >= 3
     reflections = [Reflection.model_validate_json(line) for line in memory.read_text().splitlines()]
