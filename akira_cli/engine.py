@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
+from akira_cli.changes import changed, snapshot
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.errors import ForceStopped, PersistentFailure, StepExhausted
@@ -36,14 +37,6 @@ class Reflection(Protocol):
 
 class PromptBuilder(Protocol):
     def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str: ...
-
-
-class NoReflection:
-    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
-        return None
-
-    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
-        return None
 
 
 @dataclass
@@ -78,10 +71,11 @@ class StepEngine:
             self.should_stop,
         )
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
-        started, spent = time.monotonic(), self.state.usage.model_copy()
+        started, spent, files = time.monotonic(), self.state.usage.model_copy(), snapshot(self.workdir)
         result, retries = self.execute(agent, request)
         result.usage = self.state.usage.since(spent)  # every LLM call goes through the shared client
         attempt = self.conclude(step, request, result, retries, time.monotonic() - started)
+        attempt.files_changed = changed(files, snapshot(self.workdir))
         if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
         self.note_replan(record, attempt)

@@ -258,6 +258,7 @@ def test_checks_decide_completion_and_project_checks_run_after_every_step(akira:
     )
     assert akira.run("loop", "start", "--task", "Specs/checked/tasks.md").code == 0
     first, second = akira.state().steps["1"].attempts
+    assert first.files_changed == ["store.py"] and second.files_changed == ["project.ok"]
     assert first.evaluation is not None and not first.evaluation.complete
     assert [c.name for c in first.evaluation.failures()] == ["check `project ok`"]
     assert first.evaluation.confidence == pytest.approx(4 / 5)

@@ -1,0 +1,56 @@
+"""Which files an attempt changed: a bounded mtime/size snapshot of the work folder, before and after.
+
+Tool caches, virtualenvs, VCS data and akira's own state are skipped; a tree too large to
+snapshot cheaply records nothing rather than slowing every iteration down.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SKIPPED = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        ".tox",
+        ".state",
+        ".hooks",
+    }
+)
+MAX_FILES = 20_000
+Snapshot = dict[str, tuple[int, int]]
+
+
+def snapshot(root: Path) -> Snapshot | None:
+    """Relative path -> (mtime_ns, size) for every file, or None past MAX_FILES."""
+    found: Snapshot = {}
+    folders = [root]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED:
+                        folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    stat = entry.stat(follow_symlinks=False)
+                    found[os.path.relpath(entry.path, root)] = (stat.st_mtime_ns, stat.st_size)
+                    if len(found) > MAX_FILES:
+                        return None
+    return found
+
+
+def changed(before: Snapshot | None, after: Snapshot | None, limit: int = 200) -> list[str]:
+    """Files added, removed or modified between two snapshots (sorted, at most `limit`)."""
+    if before is None or after is None:
+        return []
+    paths = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+    return sorted(paths)[:limit]
