@@ -33,16 +33,17 @@ Snapshot = dict[str, tuple[int, int]]
 def snapshot(root: Path) -> Snapshot | None:
     """Relative path -> (mtime_ns, size) for every file, or None past MAX_FILES."""
     found: Snapshot = {}
-    folders = [root]
+    prefix = len(str(root)) + 1
+    folders = [str(root)]
     while folders:
         with os.scandir(folders.pop()) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name not in SKIPPED:
-                        folders.append(Path(entry.path))
+                        folders.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
                     stat = entry.stat(follow_symlinks=False)
-                    found[os.path.relpath(entry.path, root)] = (stat.st_mtime_ns, stat.st_size)
+                    found[entry.path[prefix:]] = (stat.st_mtime_ns, stat.st_size)
                     if len(found) > MAX_FILES:
                         return None
     return found

@@ -80,6 +80,9 @@ class StepEngine:
             attempt.outcome = "interrupted"
         self.note_replan(record, attempt)
         record.attempts.append(attempt)
+        if attempt.outcome != "interrupted":
+            per_step = self.state.metrics.iterations_per_step
+            per_step[step.id] = per_step.get(step.id, 0) + 1
         self.state.context.last_prompt = tail(prompt, 4000)
         self.state.context.last_response = tail(result.response or result.output, 4000)
         if attempt.outcome == "interrupted":

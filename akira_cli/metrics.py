@@ -11,10 +11,6 @@ def update_metrics(state: LoopState) -> None:
     metrics.success_rate = round(state.success_rate, 4)
     durations = [step.duration_seconds for step in completed]
     metrics.average_step_duration = round(sum(durations) / len(durations), 3) if durations else 0.0
-    metrics.iterations_per_step = {
-        step_id: len([a for a in record.attempts if a.outcome != "interrupted"])
-        for step_id, record in state.steps.items()
-    }
     first = sum(1 for step in completed if step.attempts == 1)
     metrics.first_attempt_success_rate = round(first / len(completed), 4) if completed else 0.0
     tried = len(state.steps)

@@ -6,7 +6,6 @@ files at a boundary, so a missed event costs latency, never correctness.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from pathlib import Path
@@ -56,9 +55,9 @@ class WorkspaceWatcher:
 
     def stop(self) -> None:
         if self._observer is not None:
-            self._observer.stop()
-            with contextlib.suppress(RuntimeError):
-                self._observer.join(timeout=0.05)  # daemon threads; no need to wait out a read
+            # watchdog's stop() joins each emitter, which sits out its read timeout (~0.5 s);
+            # nothing here needs to wait for that, and the threads are daemons.
+            threading.Thread(target=self._observer.stop, daemon=True).start()
             self._observer = None
 
     def record_move(self, src: str, dest: str) -> None:

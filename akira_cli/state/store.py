@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +74,7 @@ class StateStore:
         self.archive_dir = state_dir / "archive"
         self.backup_dir = state_dir / "backups"
         self.corrupt_dir = state_dir / "corrupt"
+        self._encoded: dict[str, tuple[tuple[object, ...], str]] = {}
 
     def path(self, task_id: str) -> Path:
         return self.dir / f"{PREFIX}{task_id}.json"
@@ -88,7 +90,32 @@ class StateStore:
 
     def save(self, state: LoopState) -> None:
         state.updated_at = utcnow()
-        atomic_write(self.path(state.task_id), state.model_dump_json().encode())
+        atomic_write(self.path(state.task_id), self.encode(state))
+
+    def encode(self, state: LoopState) -> bytes:
+        """The same JSON as `state.model_dump_json()` (steps last), without re-encoding history.
+
+        A step's record only grows (attempts, reflections, a lesson, guidance, a new window), so
+        its JSON is cached under those sizes; without this every save re-encodes every attempt
+        ever made, which makes a long run quadratic.
+        """
+        head = state.model_dump_json(exclude={"steps"})
+        parts = []
+        for step_id, record in state.steps.items():
+            key = (
+                len(record.attempts),
+                record.window_start,
+                len(record.reflections),
+                record.guidance,
+                record.post_action is not None,
+            )
+            cached = self._encoded.get(step_id)
+            if cached is None or cached[0] != key:
+                cached = (key, record.model_dump_json())
+                self._encoded[step_id] = cached
+            parts.append(f"{json.dumps(step_id)}:{cached[1]}")
+        steps = ",".join(parts)
+        return f'{head[:-1]},"steps":{{{steps}}}}}'.encode()
 
     def load(self, task_id: str) -> LoopState:
         for path in (self.path(task_id), self.archived_path(task_id)):

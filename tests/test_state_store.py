@@ -1,0 +1,61 @@
+"""The state store: encoding, atomic saves, quarantine, backups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from akira_cli.state.models import Attempt, LoopState, PostActionReflection
+from akira_cli.state.store import StateStore
+
+
+def state_with_history() -> LoopState:
+    state = LoopState(task_id="task_20260101_000000", task_path="/w/Specs/x/tasks.md")
+    for n in range(1, 4):
+        record = state.record(str(n), f"step {n}")
+        record.attempts.append(
+            Attempt(
+                step_id=str(n), number=1, iteration=n, approach="Run", actions=["true"], outcome="success"
+            )
+        )
+    return state
+
+
+def test_cached_encoding_matches_pydantic_and_follows_every_change(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = state_with_history()
+
+    def same() -> None:
+        assert json.loads(store.encode(state)) == json.loads(state.model_dump_json())
+        assert LoopState.model_validate_json(store.encode(state)) == state
+
+    same()
+    record = state.steps["2"]
+    record.attempts.append(Attempt(step_id="2", number=2, iteration=4, approach="Fallback 1"))
+    same()
+    record.reflections.append("ref-1")
+    record.post_action = PostActionReflection(what_worked="it ran")
+    record.guidance = "try harder"
+    record.window_start = 2
+    same()
+    state.record("9", "new").attempts.append(Attempt(step_id="9", number=1, iteration=5, approach="Run"))
+    state.iteration = 5
+    same()
+
+
+def test_save_is_atomic_and_loadable(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = state_with_history()
+    store.save(state)
+    assert store.load(state.task_id) == state
+    assert [p.name for p in tmp_path.iterdir()] == [f"autonomous_loop_{state.task_id}.json"]
+
+
+def test_backups_keep_the_last_five(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = state_with_history()
+    for iteration in range(1, 9):
+        state.iteration = iteration
+        store.backup(state)
+    kept = sorted(int(p.suffixes[-2][1:]) for p in (tmp_path / "backups").iterdir())
+    assert kept == [4, 5, 6, 7, 8]
