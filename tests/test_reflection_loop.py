@@ -281,3 +281,29 @@ def test_the_api_key_never_leaks(akira: Akira, server_key: str) -> None:
     if server_key != SECRET:
         assert "rejected the API key" in results[0].err and akira.state().status == "failed"
     assert scan_for_secret(akira.root, *results) == []
+
+
+def test_transient_exit_codes_of_the_agent_cost_no_iteration(akira: Akira) -> None:
+    agent = akira.root / "flaky_agent.sh"
+    agent.write_text("test -f tried || { touch tried; exit 75; }\ntouch done_1\n")
+    akira.write_config(f"agent:\n  kind: command\n  command: bash {agent}\n  transient_exit_codes: [75]\n")
+    akira.write_task("flaky", "- [ ] 1. Do it\n  - Exists: `done_1`\n")
+    assert akira.run("loop", "start", "--task", "Specs/flaky/tasks.md").code == 0
+    state = akira.state()
+    assert state.iteration == 1 and state.total_failures == 0 and not state.reflections
+    assert state.steps["1"].attempts[0].transient_retries == 1
+
+
+def test_an_error_inside_the_evaluation_means_incomplete() -> None:
+    from akira_cli.checks import evaluate
+    from akira_cli.state.models import CheckResult
+
+    class Broken:
+        name = "broken"
+
+        def run(self) -> CheckResult:
+            raise RuntimeError("disk on fire")
+
+    evaluation = evaluate([Broken()], 0.8)
+    assert not evaluation.complete and evaluation.confidence == 0
+    assert evaluation.error == "evaluation error: RuntimeError: disk on fire"
