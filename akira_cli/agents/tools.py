@@ -175,6 +175,8 @@ class Toolbox:
         content = _text(args, "content", allow_empty=True)
         if path.is_dir():
             raise ToolError(f"'{self.show(path)}' is a folder; give a file path")
+        if self.show(path).split("/")[0] == ".state":
+            raise ToolError("'.state/' is akira's own bookkeeping; write your work elsewhere")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content, encoding="utf-8")
