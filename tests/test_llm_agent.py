@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import Akira
+from test_reasoning_engine import KINDS
 
 from akira_cli.agents.llm import ToolStepExecutor
 from akira_cli.agents.tools import Toolbox
@@ -26,17 +27,6 @@ from akira_cli.reasoning import PlanStep
 from akira_cli.runner import CommandRunner
 from akira_cli.testing.fake_openai import FakeOpenAI, Reply, error, json_reply, text, tool_call, tool_calls
 
-KINDS = {
-    "# Reasoning: task profile": "profile",
-    "# Reasoning: profile reassessment": "profile_update",
-    "# Reasoning: plan": "plan",
-    "# Reasoning: validate plan": "validate_plan",
-    "# Reasoning: validate execution": "validate_execution",
-    "# Reasoning: convergence": "converge",
-    "# Reasoning: refine plan": "refine",
-    "# Reasoning: validate refinement": "validate_fragment",
-    "# Reasoning: synthesize answer": "synthesize",
-}
 SIMPLE = {
     "reasoning_depth": 1,
     "information_sufficiency": 0.9,
