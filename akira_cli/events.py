@@ -24,7 +24,6 @@ class EventType(StrEnum):
     LOOP_PAUSED = "loop_paused"
     LOOP_RESUMED = "loop_resumed"
     LOOP_COMPLETED = "loop_completed"
-    LOOP_FINISHED = "loop_finished"
     STOP_CONDITION = "stop_condition"
     ITERATION_STARTED = "iteration_started"
     STEP_STARTED = "step_started"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from rich.console import Group
@@ -91,7 +90,3 @@ def dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> Group:
     if len(parts) == 1:
         parts.append(Text("no loops yet; start one with 'akira loop start --task PATH'"))
     return Group(*parts)
-
-
-def started(state: LoopState) -> datetime:
-    return datetime.fromisoformat(state.started_at.replace("Z", "+00:00"))

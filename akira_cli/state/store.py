@@ -156,10 +156,6 @@ class StateStore:
         fsync_dir(self.dir)
         return target
 
-    def unarchive(self, task_id: str) -> None:
-        if self.archived_path(task_id).exists() and not self.path(task_id).exists():
-            os.replace(self.archived_path(task_id), self.path(task_id))
-
     def task_ids(self) -> list[str]:
         ids = {p.stem[len(PREFIX) :] for p in self._files()}
         return sorted(ids)

@@ -6,8 +6,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-BOX_STATUS = {" ": "pending", "x": "done", "X": "done", "-": "in_progress", "~": "queued"}
-
 
 class Step(BaseModel):
     id: str
@@ -36,10 +34,6 @@ class Step(BaseModel):
     @property
     def ticked(self) -> bool:
         return self.box in ("x", "X")
-
-    @property
-    def is_parent(self) -> bool:
-        return bool(self.children)
 
     @property
     def has_checks(self) -> bool:
