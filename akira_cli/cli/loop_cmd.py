@@ -43,6 +43,7 @@ from akira_cli.tasks.parser import parse_task_file
 from akira_cli.workspace import Workspace
 
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
+STARTING_GRACE_SECONDS = 5.0
 AgentKind = Literal["auto", "script", "command", "llm"]
 NoWait = Annotated[bool, typer.Option("--no-wait", help="Exit 3 when paused instead of waiting.")]
 
@@ -370,4 +371,12 @@ def logs(
 
 
 def _live(store: StateStore, task_id: str) -> bool:
-    return store.lock(task_id).is_held()
+    """A process holds the task, or one was just started (--detach) and has not locked it yet."""
+    if store.lock(task_id).is_held():
+        return True
+    path = store.path(task_id)
+    try:
+        fresh = time.time() - path.stat().st_mtime < STARTING_GRACE_SECONDS
+    except OSError:
+        return False
+    return fresh and store.load(task_id).status == "running"
