@@ -311,7 +311,9 @@ def test_step_without_run_and_no_agent_fails_clearly(
     result = akira.run("loop", "start", "--task", "Specs/noagent/tasks.md", capsys=capsys)
     assert result.code == 1
     assert "set llm.base_url" in result.err and "agent.command" in result.err
-    assert akira.state().status == "failed"
+    assert not akira.state_files()  # refused before any state was written
+    result = akira.run("loop", "start", "--task", "Specs/example/tasks.md", "--agent", "llm", capsys=capsys)
+    assert result.code == 1 and "needs an LLM endpoint" in result.err and not akira.state_files()
 
 
 def test_missing_verify_command_escalates_with_command_not_found(akira: Akira) -> None:

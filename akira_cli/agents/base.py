@@ -78,6 +78,22 @@ def register_agent(name: str) -> Callable[[AgentFactory], AgentFactory]:
     return decorate
 
 
+def preflight(kind: str, steps: list[Step], config: Config) -> None:
+    """Refuses up front, before any state is written, a run no agent could carry out."""
+    for step in steps:
+        chosen = choose_kind(kind, step, config)
+        if chosen == "llm" and not config.llm.base_url:
+            raise AkiraError(
+                "the llm agent needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL "
+                "(config/autonomous_loop.yaml or the environment, e.g. http://127.0.0.1:11434/v1)"
+            )
+        if chosen == "command" and not config.agent.command:
+            raise AkiraError(
+                "the command agent needs agent.command in config/autonomous_loop.yaml, "
+                'e.g. command: "claude -p"'
+            )
+
+
 def choose_kind(kind: str, step: Step, config: Config) -> str:
     """`auto`: script when the step has Run:, else llm when configured, else command."""
     if kind != "auto":

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 import typer
 from rich.console import Console
 
+from akira_cli.agents.base import preflight
 from akira_cli.cli.common import (
     ConfigOption,
     JsonOption,
@@ -75,7 +76,9 @@ def start(
         if not (path / "tasks.md").is_file():
             raise AkiraError(f"{path} is a folder without tasks.md; pass the tasks.md file")
         path = path / "tasks.md"
-    parse_task_file(path)
+    task_file = parse_task_file(path)
+    pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
+    preflight(cfg.agent.kind, pending, cfg)
     store = store_for(workspace)
     refuse_unfinished(store, path)
     now = datetime.now(UTC)

@@ -66,8 +66,9 @@ def dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> Group:
         if not members:
             continue
         table = Table(title=f"{group} ({len(members)})", title_justify="left", expand=False)
-        for column in ("task", "status", "iteration", "success", "current step", "duration"):
-            table.add_column(column)
+        table.add_column("task", no_wrap=True, min_width=22)
+        for column in ("status", "iteration", "success", "step", "duration"):
+            table.add_column(column, no_wrap=column != "step")
         for row in members:
             table.add_row(
                 f"{row['task_id']}\n{row['feature']}",
