@@ -348,6 +348,16 @@ class AutonomousLoop:
             return False
         return True
 
+    def pause(self, seconds: float) -> bool:
+        """Waits out a backoff; True as soon as a stop is wanted. File events only wake it to
+        check, so an unrelated change in the workspace never cuts the wait short."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.stop_wanted():
+                return True
+            self.watcher.wait(left)
+        return self.stop_wanted()
+
     def stop_wanted(self) -> bool:
         """Checked at safe boundaries inside a step: a forced stop, or a hook a person dropped."""
         return self.forced.is_set() or active_hook(self.workspace, self.state.task_id) is not None

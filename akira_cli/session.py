@@ -85,13 +85,6 @@ def build_loop(
     client = llm_client(config, state, bus)
     context = AgentContext(config, workspace, runner, bus, state.task_id, client)
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
-    stop_flag = watcher.changed
-    holder: list[AutonomousLoop] = []
-
-    def pause(seconds: float) -> bool:
-        stop_flag.wait(seconds)
-        return bool(holder) and holder[0].stop_wanted()
-
     engine = StepEngine(
         state,
         config,
@@ -101,8 +94,8 @@ def build_loop(
         pool,
         StepPrompts(workspace, config),
         build_reflection(workspace, config, bus, client),
-        pause,
-        lambda: bool(holder) and holder[0].stop_wanted(),
+        pause=lambda _: False,  # both replaced by the loop's own below
+        should_stop=lambda: False,
         judge=llm_judge(config, client),
     )
     loop = AutonomousLoop(
@@ -116,7 +109,7 @@ def build_loop(
         TaskLocator(workspace, watcher, state.task_file_identity),
         wait=wait,
     )
-    holder.append(loop)
+    engine.pause, engine.should_stop = loop.pause, loop.stop_wanted
     return loop
 
 

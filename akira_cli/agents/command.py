@@ -11,7 +11,6 @@ from pathlib import Path
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
 from akira_cli.errors import AkiraError
-from akira_cli.failures import is_transient_output
 from akira_cli.runner import CommandRunner, tail
 
 
@@ -39,7 +38,8 @@ class CommandAgent:
             "AKIRA_PROMPT_FILE": str(prompt_file),
         }
         result = self.runner.run(command, request.timeout, stdin=request.prompt, env=env)
-        transient = not result.timed_out and is_transient_output("", result.exit_code, self.transient_codes)
+        # Only the exit codes say "transient": an agent's chatter may well mention 429 or a lock.
+        transient = not result.timed_out and result.exit_code in self.transient_codes
         error = "" if result.ok else f"{result.describe()}\n{tail(result.output, 2000)}".strip()
         return AgentResult(
             ok=result.ok,

@@ -81,7 +81,7 @@ def start(
     preflight(cfg.agent.kind, pending, cfg)
     store = store_for(workspace)
     refuse_unfinished(store, path)
-    now = datetime.now(UTC)
+    now, stat = datetime.now(UTC), path.stat()
     state = LoopState(
         task_id=workspace.new_task_id(now, set(store.task_ids())),
         task_path=str(path),
@@ -91,7 +91,7 @@ def start(
         include_optional=include_optional,
         agent_kind=agent,
         config_file=str(config.resolve()) if config else None,
-        task_file_identity=(path.stat().st_dev, path.stat().st_ino),
+        task_file_identity=(stat.st_dev, stat.st_ino),
     )
     store.save(state)
     if detach:
