@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from akira_cli import redaction
 from akira_cli.errors import AkiraError
 
 CONFIG_RELPATH = Path("config/autonomous_loop.yaml")
@@ -189,17 +190,26 @@ def load_config(
             _set_dotted(merged, dotted, value)
     _apply_env(merged, os.environ if environ is None else environ)
     try:
-        return Config.model_validate(merged)
+        config = Config.model_validate(merged)
     except ValidationError as exc:
         where = sources[-1] if sources else "command line"
         raise AkiraError(_explain(exc, where)) from None
+    if config.llm.api_key is not None:
+        redaction.register([config.llm.api_key.get_secret_value()])
+    return config
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    from akira_cli import safeyaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safeyaml.load(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise AkiraError(f"{path}: cannot read config ({exc.strerror}); check permissions") from None
+    except UnicodeDecodeError:
+        raise AkiraError(f"{path}: config is not UTF-8 text; save it as YAML in UTF-8") from None
+    except safeyaml.BoundsError as exc:
+        raise AkiraError(f"{path}: config refused: {exc}; keep it a plain YAML mapping") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""

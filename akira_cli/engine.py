@@ -69,6 +69,7 @@ class StepEngine:
             self.workdir,
             step.timeout or self.config.agent.command_timeout_seconds,
             self.should_stop,
+            Path(self.state.task_path),
         )
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         started, spent, files = time.monotonic(), self.state.usage.model_copy(), snapshot(self.workdir)

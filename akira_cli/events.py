@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from akira_cli.redaction import redact_bytes
+
 
 def utcnow() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -113,7 +115,7 @@ class JsonlLog:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def __call__(self, event: Event) -> None:
-        os.write(self._fd, (event.model_dump_json() + "\n").encode())
+        os.write(self._fd, redact_bytes((event.model_dump_json() + "\n").encode()))
 
     def close(self) -> None:
         os.close(self._fd)

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from akira_cli.redaction import redact_bytes
+
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Temp file in the same folder, fsync, os.replace, then fsync of the folder."""
+    """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = redact_bytes(data)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -32,3 +37,15 @@ def fsync_dir(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file; a FIFO, device or folder is an OSError, never
+    a hang (the open does not block and nothing but a regular file is read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)

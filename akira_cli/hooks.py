@@ -7,23 +7,28 @@ from pathlib import Path
 
 import yaml
 
+from akira_cli import safeyaml
 from akira_cli.events import utcnow
+from akira_cli.fileio import atomic_write, read_bounded
 from akira_cli.state.models import LoopState
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace
 
+FRONT_MATTER_BYTES = 16_000
+
 
 def front_matter(path: Path) -> dict[str, object]:
+    """A hook's front matter; anything odd (binary, huge, an alias bomb) reads as none."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_bounded(path, FRONT_MATTER_BYTES).decode("utf-8", "replace")
+    except OSError:
         return {}
     if not text.startswith("---"):
         return {}
     head = text[3:].split("\n---", 1)[0]
     try:
-        data = yaml.safe_load(head)
-    except yaml.YAMLError:
+        data = safeyaml.load(head, max_bytes=FRONT_MATTER_BYTES)
+    except (yaml.YAMLError, safeyaml.BoundsError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -36,7 +41,7 @@ def active_hook(workspace: Workspace, task_id: str) -> Path | None:
     shared = workspace.hook_path()
     if shared.exists():
         named = front_matter(shared).get("task_id")
-        if not named or str(named) == task_id:
+        if not named or (isinstance(named, str | int) and str(named) == task_id):
             return shared
     return None
 
@@ -45,7 +50,8 @@ def write_hook(workspace: Workspace, state: LoopState, reason: str = "manual") -
     step = state.current_step
     path = workspace.hook_path(state.task_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
+    atomic_write(
+        path,
         render(
             "stop_hook.md",
             task_id=state.task_id,
@@ -56,8 +62,7 @@ def write_hook(workspace: Workspace, state: LoopState, reason: str = "manual") -
             max_iterations=state.max_iterations,
             current_step=f"{step.step_id} - {step.description}" if step else "none",
             success_rate=f"{state.success_rate:.0%}",
-        ),
-        encoding="utf-8",
+        ).encode(),
     )
     return path
 

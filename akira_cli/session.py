@@ -20,6 +20,7 @@ from akira_cli.errors import AkiraError
 from akira_cli.events import EventBus, EventType, JsonlLog
 from akira_cli.loop import AutonomousLoop
 from akira_cli.prompts import StepPrompts
+from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner
 from akira_cli.state.models import LoopState
@@ -150,5 +151,5 @@ def run_session(
         watcher.stop()
         log.close()
         lock.release()
-    print(f"akira: {state.task_id} {state.status}: {stop.message}", file=sys.stderr)
+    print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}", file=sys.stderr)
     return stop.exit_code

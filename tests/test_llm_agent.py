@@ -456,7 +456,7 @@ def test_toolbox_confines_reads_writes_and_listings(box: tuple[Toolbox, list[Eve
     assert toolbox.call("write_file", '{"path": "a"}').error  # content missing
     assert toolbox.call("list_files", "[1]").error
     state_write = toolbox.call("write_file", '{"path": ".state/autonomous_loop_x.json", "content": "{}"}')
-    assert state_write.error and "akira's own bookkeeping" in state_write.output
+    assert state_write.error and "akira's control plane" in state_write.output
     assert not (toolbox.root / ".state").exists()
 
 

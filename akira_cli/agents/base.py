@@ -30,6 +30,8 @@ class AgentRequest:
     workdir: Path
     timeout: float
     should_stop: Callable[[], bool] = lambda: False
+    task_path: Path | None = None
+    """The running task file: part of the control plane the agent may not write."""
 
 
 @dataclass

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
 from akira_cli.errors import AkiraError
+from akira_cli.redaction import redact_bytes
 from akira_cli.runner import CommandRunner, tail
 
 
@@ -29,7 +30,7 @@ class CommandAgent:
     def run(self, request: AgentRequest) -> AgentResult:
         prompt_file = self.prompts / f"{request.task_id}_{request.step.id}_{request.attempt}.md"
         prompt_file.parent.mkdir(parents=True, exist_ok=True)
-        prompt_file.write_text(request.prompt, encoding="utf-8")
+        prompt_file.write_bytes(redact_bytes(request.prompt.encode()))
         command = self.command.replace("{prompt_file}", shlex.quote(str(prompt_file)))
         env = {
             "AKIRA_TASK_ID": request.task_id,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
 from akira_cli.agents.tools import Toolbox, ToolResult, clip
+from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import AkiraError
 from akira_cli.templates import render
 
@@ -135,6 +136,7 @@ class LLMAgent:
             bus=self.context.bus,
             step_id=request.step.id,
             command_timeout=request.timeout,
+            control=ControlPlane(self.context.workspace.root, lambda: request.task_path),
         )
         # A step's explicit `Timeout:` also bounds the whole run (checked between tool calls).
         engine = ReasoningEngine(

@@ -1,7 +1,8 @@
 """The `llm` agent's workspace tools, exposed as OpenAI function tools.
 
-Every path is confined to the workspace root: `..` escapes, absolute paths elsewhere and symlinks
-that resolve outside are refused before anything is read, written or run. Such refusals, unknown
+Every path is confined to the workspace root by `confine.Confined` (opened component by component
+with no-follow semantics, so there is no window between a check and the use), and writes to the
+control plane are refused (`control_plane.ControlPlane`). Such refusals, unknown
 tool names and malformed arguments are the model's mistakes, so they go back to the model as tool
 errors (`ToolResult(error=True)`) instead of being raised. Every call is logged as a `tool_call`
 event, and every output is cut to `max_output_chars`.
@@ -15,16 +16,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from akira_cli.agents.confine import Confined, ConfinementError
+from akira_cli.control_plane import ControlPlane
 from akira_cli.events import EventBus, EventType
 from akira_cli.runner import CommandRunner
 
+T = TypeVar("T")
 TOOL_NAMES = ("read_file", "write_file", "list_files", "run_command", "finish")
 ARGUMENTS_IN_EVENT = 200
 """Characters of the raw arguments kept in a `tool_call` event (file contents can be large)."""
-SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".state", ".mypy_cache"})
-"""Noise `list_files` does not descend into (they are still listed)."""
 MAX_LISTED = 2000
 
 
@@ -109,8 +111,11 @@ class Toolbox:
         bus: EventBus,
         step_id: str,
         command_timeout: float = 600.0,
+        control: ControlPlane | None = None,
     ) -> None:
         self.root = root.resolve()
+        self.files = Confined(self.root)
+        self.control = control or ControlPlane(self.root)
         self.runner = runner
         self.allow_run_command = allow_run_command
         self.max_output_chars = max_output_chars
@@ -161,44 +166,33 @@ class Toolbox:
     # -- the tools ------------------------------------------------------------------------------
 
     def _read_file(self, args: dict[str, Any]) -> ToolResult:
-        path = self.resolve(_text(args, "path"))
-        if not path.is_file():
-            raise ToolError(f"'{self.show(path)}' is not a file; use list_files to see what exists")
-        try:
-            content = path.read_bytes().decode("utf-8", "replace")
-        except OSError as exc:
-            raise ToolError(f"cannot read '{self.show(path)}': {exc.strerror}") from None
-        return ToolResult(clip(content, self.max_output_chars))
+        _, data = self._confined(lambda: self.files.read(_text(args, "path")))
+        return ToolResult(clip(data.decode("utf-8", "replace"), self.max_output_chars))
 
     def _write_file(self, args: dict[str, Any]) -> ToolResult:
-        path = self.resolve(_text(args, "path"))
+        raw = _text(args, "path")
         content = _text(args, "content", allow_empty=True)
-        if path.is_dir():
-            raise ToolError(f"'{self.show(path)}' is a folder; give a file path")
-        if self.show(path).split("/")[0] == ".state":
-            raise ToolError("'.state/' is akira's own bookkeeping; write your work elsewhere")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-        except OSError as exc:
-            raise ToolError(f"cannot write '{self.show(path)}': {exc.strerror}") from None
-        return ToolResult(f"wrote {len(content)} characters to {self.show(path)}")
+        relative = self._confined(lambda: self.files.write(raw, content.encode(), refuse=self._refusal))
+        return ToolResult(f"wrote {len(content)} characters to {relative}")
+
+    def _refusal(self, relative: str, existing: os.stat_result | None) -> str | None:
+        return self.control.refusal(self.root / relative, existing)
 
     def _list_files(self, args: dict[str, Any]) -> ToolResult:
-        folder = self.resolve(_text(args, "path", allow_empty=True) or ".")
-        if not folder.is_dir():
-            raise ToolError(f"'{self.show(folder)}' is not a folder")
-        entries: list[str] = []
-        for current, dirs, files in os.walk(folder):
-            here = Path(current)
-            dirs.sort()
-            entries += [self.show(here / d) + "/" for d in dirs]
-            entries += [self.show(here / f) for f in sorted(files)]
-            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
-            if len(entries) >= MAX_LISTED:
-                entries.append(f"[… stopped after {MAX_LISTED} entries]")
-                break
-        return ToolResult(clip("\n".join(sorted(entries)) or "(empty folder)", self.max_output_chars))
+        raw = _text(args, "path", allow_empty=True) or "."
+        entries = self._confined(lambda: list(self.files.listing(raw, MAX_LISTED + 1)))
+        if len(entries) > MAX_LISTED:
+            entries = [*entries[:MAX_LISTED], f"[… stopped after {MAX_LISTED} entries]"]
+        return ToolResult(clip("\n".join(entries) or "(empty folder)", self.max_output_chars))
+
+    def _confined(self, operation: Callable[[], T]) -> T:
+        """Runs a file operation; a refused path or an OS error goes back to the model."""
+        try:
+            return operation()
+        except ConfinementError as exc:
+            raise ToolError(str(exc)) from None
+        except (OSError, ValueError) as exc:
+            raise ToolError(f"{getattr(exc, 'strerror', None) or exc}") from None
 
     def _run_command(self, args: dict[str, Any]) -> ToolResult:
         command = _text(args, "command")
@@ -215,27 +209,6 @@ class Toolbox:
     def _finish(self, args: dict[str, Any]) -> ToolResult:
         summary = _text(args, "summary", allow_empty=True).strip() or "(no summary)"
         return ToolResult(summary, finished=True)
-
-    # -- paths ----------------------------------------------------------------------------------
-
-    def resolve(self, raw: str) -> Path:
-        """The real path `raw` names, refused unless it stays inside the root (symlinks followed)."""
-        candidate = Path(raw).expanduser()
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
-        try:
-            resolved = candidate.resolve()
-        except (OSError, RuntimeError) as exc:  # a symlink loop
-            raise ToolError(f"cannot resolve '{raw}': {exc}") from None
-        if resolved != self.root and self.root not in resolved.parents:
-            raise ToolError(
-                f"'{raw}' is outside the workspace ({self.root}); "
-                "use a path relative to the workspace root, without '..'"
-            )
-        return resolved
-
-    def show(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix() or "."
 
 
 def _arguments(arguments_json: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from akira_cli import redaction
 from akira_cli.cli import config_cmd, init_cmd, loop_cmd, reason_cmd
 from akira_cli.cli.common import exits
 from akira_cli.errors import AkiraError
@@ -25,12 +26,13 @@ app.command("reason")(exits(reason_cmd.reason))
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; bad input ends as one line on stderr and exit 1, never a traceback."""
+    redaction.register_environment()
     try:
         app(args=argv, prog_name="akira")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except AkiraError as exc:
-        print(f"akira: error: {exc}", file=sys.stderr)
+        print(f"akira: error: {redaction.redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("akira: interrupted", file=sys.stderr)

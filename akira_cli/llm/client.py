@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
+from akira_cli import redaction
 from akira_cli.config import BudgetSettings, LLMSettings, ResourceLimits
 from akira_cli.errors import AkiraError, BudgetExceeded
 from akira_cli.events import EventBus, EventType
@@ -113,13 +114,12 @@ class _Failure:
 
 class _Redactor:
     def __init__(self, secret: str | None) -> None:
-        self._secret = secret if secret and secret != NO_KEY else None
+        if secret and secret != NO_KEY:
+            redaction.register([secret])
 
     def __call__(self, text: str, limit: int = 300) -> str:
-        """One line, the key masked, bounded in length."""
-        if self._secret:
-            text = text.replace(self._secret, "****")
-        text = " ".join(text.split())
+        """One line, every known secret masked, bounded in length."""
+        text = " ".join(redaction.redact(text).split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

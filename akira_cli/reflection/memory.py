@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from akira_cli.events import utcnow
+from akira_cli.redaction import redact_bytes
 
 Category = Literal[
     "root_cause", "misconception", "environment", "approach_error", "edge_case", "verification"
@@ -51,7 +52,7 @@ class ReflectionMemory:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.write(fd, (reflection.model_dump_json() + "\n").encode())
+            os.write(fd, redact_bytes((reflection.model_dump_json() + "\n").encode()))
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -1,0 +1,65 @@
+"""Secrets never reach the disk (SPEC 11): every value that config or the environment marks as
+secret is replaced by `***` in everything akira writes, agent output and model replies included.
+
+The set of secrets is process-wide: one akira process works one task, and every writer (the
+state store, the event log, reflections, reports, prompt files) goes through `redact_bytes`.
+Values shorter than `MIN_SECRET` are not redacted: masking "x" would garble every word with an x.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+MASK = "***"
+MIN_SECRET = 8
+SECRET_NAME_RE = re.compile(r".*_(API_KEY|TOKEN|SECRET)$")
+
+_secrets: tuple[str, ...] = ()
+_encoded: tuple[tuple[bytes, bytes], ...] = ()
+
+
+def secret_values(environ: Mapping[str, str], extra: Iterable[str | None] = ()) -> list[str]:
+    """The values that count as secret: `*_API_KEY`, `*_TOKEN`, `*_SECRET` and `extra`."""
+    found = [value for name, value in environ.items() if SECRET_NAME_RE.fullmatch(name.upper())]
+    return [value for value in [*found, *extra] if value and value.strip()]
+
+
+def register(values: Iterable[str]) -> list[str]:
+    """Adds secrets to mask; returns the ones too short to mask (for a warning at start)."""
+    global _secrets, _encoded
+    short = [value for value in values if len(value) < MIN_SECRET]
+    known = set(_secrets) | {value for value in values if len(value) >= MIN_SECRET}
+    _secrets = tuple(sorted(known, key=len, reverse=True))  # longest first: no partial masks
+    forms: dict[bytes, bytes] = {}
+    for value in _secrets:
+        forms[value.encode()] = MASK.encode()
+        escaped = json.dumps(value)[1:-1]  # as it appears inside a JSON string
+        forms[escaped.encode()] = MASK.encode()
+    _encoded = tuple(forms.items())
+    return short
+
+
+def register_environment(extra: Iterable[str | None] = ()) -> list[str]:
+    return register(secret_values(os.environ, extra))
+
+
+def clear() -> None:
+    global _secrets, _encoded
+    _secrets, _encoded = (), ()
+
+
+def redact(text: str) -> str:
+    for value in _secrets:
+        if value in text:
+            text = text.replace(value, MASK)
+    return text
+
+
+def redact_bytes(data: bytes) -> bytes:
+    for value, mask in _encoded:
+        if value in data:
+            data = data.replace(value, mask)
+    return data
