@@ -11,6 +11,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from akira_cli.orphans import ChildLedger
 
 OUTPUT_LIMIT = 64_000
 
@@ -45,9 +49,13 @@ def tail(text: str, limit: int) -> str:
 class CommandRunner:
     """One command at a time; `kill()` from another thread ends the running one's process group."""
 
-    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, cwd: Path, env: dict[str, str] | None = None, ledger: ChildLedger | None = None
+    ) -> None:
         self.cwd = cwd
         self.env = env
+        self.ledger = ledger
+        """Where the running groups are listed, so that a later run can kill what a crash left."""
         self._current: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.killed = False
@@ -73,6 +81,10 @@ class CommandRunner:
         )
         with self._lock:
             self._current = process
+            if self.killed:  # a forced stop came while the command was starting
+                self._kill_group(process)
+        if self.ledger is not None:
+            self.ledger.started(process.pid)
         try:
             if stdin is None:
                 out, timed_out = self._collect(process, timeout)
@@ -81,6 +93,8 @@ class CommandRunner:
         finally:
             with self._lock:
                 self._current = None
+            if self.ledger is not None:
+                self.ledger.ended(process.pid)
         text = tail(out.decode("utf-8", "replace"), OUTPUT_LIMIT)
         interrupted = self.killed and not timed_out and process.returncode != 0
         return CommandResult(

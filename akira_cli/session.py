@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from akira_cli.agents import REGISTRY, Agent, AgentContext
@@ -18,16 +17,18 @@ from akira_cli.display import make_display
 from akira_cli.engine import StepEngine
 from akira_cli.errors import AkiraError
 from akira_cli.events import EventBus, EventType, JsonlLog
+from akira_cli.fileio import describe_os_error
 from akira_cli.loop import AutonomousLoop
+from akira_cli.orphans import ChildLedger
 from akira_cli.prompts import StepPrompts
 from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner
 from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore
+from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.model import Step
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
     from akira_cli.llm.client import LLMClient
@@ -69,6 +70,13 @@ def llm_judge(config: Config, client: LLMClient | None) -> Judge | None:
     return LLMJudge(client)
 
 
+def agent_workdir(workspace: Workspace, config: Config) -> Path:
+    workdir = (workspace.root / config.agent.workdir) if config.agent.workdir else workspace.root
+    if not workdir.is_dir():
+        raise AkiraError(f"agent.workdir {workdir} does not exist; create it or fix the config")
+    return workdir
+
+
 def build_loop(
     workspace: Workspace,
     config: Config,
@@ -79,10 +87,8 @@ def build_loop(
     *,
     wait: bool,
 ) -> AutonomousLoop:
-    workdir = (workspace.root / config.agent.workdir) if config.agent.workdir else workspace.root
-    if not workdir.is_dir():
-        raise AkiraError(f"agent.workdir {workdir} does not exist; create it or fix the config")
-    runner = CommandRunner(workdir)
+    workdir = agent_workdir(workspace, config)
+    runner = CommandRunner(workdir, ledger=ChildLedger(store.children_path(state.task_id)))
     client = llm_client(config, state, bus)
     context = AgentContext(config, workspace, runner, bus, state.task_id, client)
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
@@ -122,34 +128,42 @@ def run_session(
     *,
     wait: bool,
     show: bool = True,
+    lock: TaskLock | None = None,
 ) -> int:
-    lock = store.lock(state.task_id)
-    lock.acquire(f"task {state.task_id} ({Path(state.task_path).name})")
-    bus = EventBus(state.task_id)
-    bus.iteration = state.iteration
-    log = JsonlLog(workspace.log_path(state.task_id))
-    if config.autonomous_loop.log_every_iteration:
-        bus.subscribe(log)
-    else:
-        bus.subscribe(lambda event: None if event.type == EventType.ITERATION_STARTED else log(event))
-    display = make_display(state) if show else None
-    if display is not None:
-        bus.subscribe(display)
-    watcher = WorkspaceWatcher(workspace)
-    watcher.start()
-    restore: list[tuple[signal.Signals, Callable[[int, FrameType | None], object] | int | None]] = []
-    try:
-        loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            restore.append((signum, signal.signal(signum, lambda *_: loop.force_stop())))
-        stop = loop.run()
-    finally:
-        for signum, handler in restore:
-            signal.signal(signum, handler)
+    """Runs the loop under the task's lock (taken here unless the caller holds it already).
+    Whatever happens, the lock is released, the watcher stopped and no command left running."""
+    with contextlib.ExitStack() as stack:
+        if lock is None:
+            lock = store.lock(state.task_id)
+            lock.acquire(f"task {state.task_id} ({Path(state.task_path).name})")
+        stack.callback(lock.release)
+        orphans = ChildLedger(store.children_path(state.task_id)).reap()
+        bus = EventBus(state.task_id)
+        bus.iteration = state.iteration
+        log = JsonlLog(workspace.log_path(state.task_id))
+        stack.callback(log.close)
+        if config.autonomous_loop.log_every_iteration:
+            bus.subscribe(log)
+        else:
+            bus.subscribe(lambda event: None if event.type == EventType.ITERATION_STARTED else log(event))
+        if orphans:
+            bus.emit(EventType.WARNING, message=f"killed process groups left by an earlier run: {orphans}")
+        display = make_display(state) if show else None
         if display is not None:
-            display.close()
-        watcher.stop()
-        log.close()
-        lock.release()
+            bus.subscribe(display)
+            stack.callback(display.close)
+        watcher = WorkspaceWatcher(workspace)
+        watcher.start()
+        stack.callback(watcher.stop)
+        loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait)
+        stack.callback(loop.engine.runner.kill)  # a command still running in a worker thread
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            previous = signal.signal(signum, lambda *_: loop.force_stop())
+            stack.callback(signal.signal, signum, previous)
+        try:
+            stop = loop.run()
+        except OSError as exc:
+            resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
+            raise AkiraError(describe_os_error(exc, f"run '{resume}'; the saved state is intact")) from None
     print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}", file=sys.stderr)
     return stop.exit_code

@@ -91,3 +91,18 @@ class Workspace:
     def ensure_layout(self) -> None:
         for folder in LAYOUT:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
+
+
+def command_line(workspace: Workspace, *args: str) -> str:
+    """An akira command a person can paste as it is: quoted, with --root unless the workspace
+    is the current folder."""
+    import shlex
+
+    words = ["akira", *args]
+    try:
+        here = Path.cwd().resolve() == workspace.root
+    except OSError:
+        here = False
+    if not here:
+        words += ["--root", str(workspace.root)]
+    return shlex.join(words)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
@@ -151,8 +150,11 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
+GATED_STEPS = "- [ ] 1. step 1\n  - Run: `echo 1 >> ledger; until test -f release; do sleep 0.05; done`\n"
+
+
 def test_a_second_live_process_is_refused_naming_the_pid(akira: Akira) -> None:
-    akira.write_task("busy", SLOW_STEPS)
+    akira.write_task("busy", GATED_STEPS)  # runs until the test releases it, however slow the machine
     process = akira.spawn("loop", "start", "--task", "Specs/busy/tasks.md")
     task_id = started(akira)
     again = akira.cli("loop", "start", "--task", "Specs/busy/tasks.md")
@@ -161,8 +163,8 @@ def test_a_second_live_process_is_refused_naming_the_pid(akira: Akira) -> None:
     assert resumed.code == 1 and f"process {process.pid}" in resumed.err
     status = akira.cli("loop", "status", "--task-id", task_id, "--json")
     assert '"status": "running"' in status.out
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=10) == 3
+    (akira.root / "release").touch()
+    assert process.wait(timeout=60) == 0
 
 
 def test_start_on_an_unfinished_loop_names_the_resume_command(akira: Akira) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,11 +10,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from filelock import Timeout
 from rich.console import Console
 
 from akira_cli.agents.base import preflight
@@ -31,15 +34,15 @@ from akira_cli.cli.common import (
 )
 from akira_cli.cli.status_view import dashboard, effective_status, summary
 from akira_cli.conditions import TaskLocator
-from akira_cli.config import load_config
+from akira_cli.config import Config, load_config
 from akira_cli.control import ResumeRequest, apply_resume, write_request
 from akira_cli.errors import AkiraError
 from akira_cli.events import read_events
 from akira_cli.hooks import remove_hooks, write_hook
 from akira_cli.reports import take_guidance
-from akira_cli.session import run_session
+from akira_cli.session import agent_workdir, run_session
 from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore
+from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.parser import parse_task_file
 from akira_cli.workspace import Workspace
 
@@ -79,8 +82,39 @@ def start(
     task_file = parse_task_file(path)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
+    agent_workdir(workspace, cfg)
     store = store_for(workspace)
-    refuse_unfinished(store, path)
+    with start_lock(store):
+        refuse_unfinished(store, path)
+        state, lock = new_loop(workspace, store, path, cfg, include_optional, agent, config, detach)
+    if detach:
+        return spawn_detached(workspace, state, no_wait)
+    typer.echo(f"akira: started {state.task_id} on {workspace.relative(path)}", err=True)
+    return run_session(workspace, cfg, store, state, wait=not no_wait, lock=lock)
+
+
+@contextlib.contextmanager
+def start_lock(store: StateStore) -> Iterator[None]:
+    try:
+        with store.start_lock():
+            yield
+    except Timeout:
+        raise AkiraError(
+            f"another 'akira loop start' in {store.dir.parent} did not finish within a minute; try again"
+        ) from None
+
+
+def new_loop(
+    workspace: Workspace,
+    store: StateStore,
+    path: Path,
+    cfg: Config,
+    include_optional: bool,
+    agent: str | None,
+    config: Path | None,
+    detach: bool,
+) -> tuple[LoopState, TaskLock | None]:
+    """The new loop's state, saved, with its lock taken (a detached child takes its own)."""
     now, stat = datetime.now(UTC), path.stat()
     state = LoopState(
         task_id=workspace.new_task_id(now, set(store.task_ids())),
@@ -95,14 +129,15 @@ def start(
     )
     store.save(state)
     if detach:
-        return spawn_detached(workspace, state, no_wait)
-    typer.echo(f"akira: started {state.task_id} on {workspace.relative(path)}", err=True)
-    return run_session(workspace, cfg, store, state, wait=not no_wait)
+        return state, None
+    lock = store.lock(state.task_id)
+    lock.acquire(f"task {state.task_id} ({path.name})")
+    return state, lock
 
 
 def refuse_unfinished(store: StateStore, path: Path) -> None:
     for _, state in store.scan():
-        if state is None or state.status == "completed":
+        if state is None or state.status in ("completed", "cancelled"):
             continue
         if not same_file(Path(state.task_path), path):
             continue

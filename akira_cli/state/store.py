@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write, fsync_dir
+from akira_cli.orphans import alive, start_time
 from akira_cli.state.models import LoopState
 
 PREFIX = "autonomous_loop_"
@@ -25,7 +26,12 @@ def _iteration(path: Path) -> int:
 
 
 class TaskLock:
-    """A `filelock` lock next to the state file; its holder's PID sits in a sidecar file."""
+    """A `filelock` lock next to the state file; its holder's PID sits in a sidecar file.
+
+    Only a process that runs the task takes the lock. Readers (`status`, `logs`, `progress`, the
+    checks before a resume) look at the sidecar and ask the OS whether that process still
+    lives; they never touch the lock, so they can never make a real start or resume fail.
+    """
 
     def __init__(self, lock_path: Path) -> None:
         self.lock_path = lock_path
@@ -42,7 +48,8 @@ class TaskLock:
                 f"{what} is already being run by process {pid}; "
                 f"use 'akira loop stop' or wait for it to finish"
             ) from None
-        self.pid_path.write_text(str(os.getpid()))
+        pid = os.getpid()
+        self.pid_path.write_text(f"{pid} {start_time(pid)}\n")
 
     def release(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -50,22 +57,19 @@ class TaskLock:
         self._lock.release()
 
     def holder(self) -> int | None:
+        """The PID of the live process that holds the lock, or None."""
         try:
-            return int(self.pid_path.read_text().strip())
-        except (OSError, ValueError):
+            fields = self.pid_path.read_text().split()
+            pid = int(fields[0])
+        except (OSError, ValueError, IndexError, UnicodeDecodeError):
             return None
+        started = fields[1] if len(fields) > 1 else ""
+        if pid <= 0 or not alive(pid) or (started and start_time(pid) not in ("", started)):
+            return None  # dead, or the pid now belongs to another process
+        return pid
 
     def is_held(self) -> bool:
-        """True when a live process holds the lock (probed without waiting)."""
-        if not self.lock_path.exists():
-            return False
-        probe = FileLock(str(self.lock_path))
-        try:
-            probe.acquire(timeout=0)
-        except Timeout:
-            return True
-        probe.release()
-        return False
+        return self.holder() is not None
 
 
 class StateStore:
@@ -81,6 +85,15 @@ class StateStore:
 
     def archived_path(self, task_id: str) -> Path:
         return self.archive_dir / f"{PREFIX}{task_id}.json"
+
+    def start_lock(self) -> FileLock:
+        """Held while a `loop start` looks for an unfinished loop, picks an id and takes the
+        task's lock, so two starts on one file cannot both run and ids never clash."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.dir / "start.lock"), timeout=60)
+
+    def children_path(self, task_id: str) -> Path:
+        return self.dir / f"{PREFIX}{task_id}.pgid"
 
     def lock(self, task_id: str) -> TaskLock:
         return TaskLock(self.dir / f"{PREFIX}{task_id}.lock")

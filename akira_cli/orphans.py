@@ -1,0 +1,91 @@
+"""No orphans (SPEC 11): every command akira starts runs in its own process group, and the group
+ids of the running ones are kept in `.state/autonomous_loop_<id>.pgid`. After a `kill -9` of
+akira the next run of the task kills the groups still listed there before any step runs, so a
+step never runs twice at once.
+
+The file is written without fsync on purpose: a `kill -9` does not lose the page cache, and a
+machine crash takes the children with it. Each line is `pgid start_time`; the start time (from
+/proc, where there is one) keeps a reused pid from ever being mistaken for the old group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from pathlib import Path
+
+
+def start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot, or '' where /proc has none."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return data.rsplit(")", 1)[-1].split()[19]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ChildLedger:
+    """The process groups of the commands running now, on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._groups: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def started(self, pgid: int) -> None:
+        with self._lock:
+            self._groups[pgid] = start_time(pgid)
+            self._write()
+
+    def ended(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.pop(pgid, None)
+            self._write()
+
+    def _write(self) -> None:
+        if not self._groups:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            return
+        lines = "".join(f"{pgid} {started}\n" for pgid, started in self._groups.items())
+        tmp = self.path.with_suffix(".pgid.tmp")
+        tmp.write_text(lines)
+        os.replace(tmp, self.path)
+
+    def reap(self) -> list[int]:
+        """Kills the groups a dead akira left running; returns their ids."""
+        try:
+            lines = self.path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            return []
+        killed = []
+        for line in lines:
+            fields = line.split()
+            if not fields or not fields[0].isdigit():
+                continue
+            pgid, started = int(fields[0]), fields[1] if len(fields) > 1 else ""
+            if pgid <= 1 or pgid == os.getpgrp():
+                continue
+            now = start_time(pgid)
+            if alive(pgid) and started and now and now != started:
+                continue  # the pid was reused: the old group is gone (a live group keeps its id)
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed.append(pgid)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        return killed

@@ -1,0 +1,115 @@
+"""No orphans, one live process per task, unique ids (SPEC 11). Real processes, real signals,
+real kill -9; every wait is for a condition with a generous deadline."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import Akira
+
+from akira_cli.state.store import StateStore, TaskLock
+
+
+def alive(pid: int) -> bool:
+    """A live process (a zombie nobody reaped yet counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.timeout(120)
+def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_again(akira: Akira) -> None:
+    pids = akira.root / "pids"
+    task = akira.write_task("long", "- [ ] 1. long\n  - Run: `echo $$ >> pids; sleep 100`\n  - Timeout: 200\n")
+    first = akira.spawn("loop", "start", "--task", str(task))
+    akira.wait_for(lambda: pids.read_text().strip() != "", 60, "the first command")
+    first.kill()
+    first.communicate(timeout=30)
+    old = int(pids.read_text().split()[0])
+    assert alive(old)  # nothing can kill it from inside a process that got SIGKILL
+    second = akira.spawn("loop", "resume", "--task-id", akira.task_id())
+    akira.wait_for(lambda: len(pids.read_text().split()) == 2, 60, "the step to run again")
+    assert not alive(old)  # the leftover group died before the step ran a second time
+    new = int(pids.read_text().split()[1])
+    second.send_signal(signal.SIGHUP)  # the terminal closes
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 3, err
+    akira.wait_for(lambda: not alive(new), 30, "the command to die with akira")
+    state = akira.state()
+    assert state.status == "paused"
+    assert [a.outcome for a in state.steps["1"].attempts][-1] == "interrupted"
+    assert not (akira.root / ".state" / f"autonomous_loop_{state.task_id}.pgid").exists()
+
+
+@pytest.mark.timeout(120)
+def test_two_starts_on_one_file_at_the_same_moment_run_it_once(akira: Akira) -> None:
+    for race in range(4):
+        task = akira.write_task(f"r{race}", f"- [ ] 1. once\n  - Run: `echo x >> r{race}.runs; sleep 0.5`\n")
+        both = [akira.spawn("loop", "start", "--task", str(task)) for _ in range(2)]
+        results = [(p.wait(timeout=60), p.communicate()[1]) for p in both]
+        assert sorted(code for code, _ in results) == [0, 1], results
+        refused = next(err for code, err in results if code == 1)
+        assert "process" in refused or "akira loop resume" in refused
+        assert (akira.root / f"r{race}.runs").read_text() == "x\n"
+    ids = [p.stem for p in akira.state_files()]
+    assert len(ids) == len(set(ids)) == 4
+
+
+@pytest.mark.timeout(60)
+def test_readers_never_touch_the_lock_so_a_real_acquire_never_fails(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    stop = threading.Event()
+
+    def read() -> None:
+        reader = store.lock("task_1")
+        while not stop.is_set():
+            reader.is_held()
+            reader.holder()
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    try:
+        for _ in range(300):
+            lock = TaskLock(tmp_path / "autonomous_loop_task_1.lock")
+            lock.acquire("task 1")  # raises if a reader held the lock at this moment
+            assert store.lock("task_1").holder() == os.getpid()
+            lock.release()
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(10)
+    assert not store.lock("task_1").is_held()
+
+
+def test_a_pid_file_of_a_dead_process_is_not_a_holder(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    lock = StateStore(tmp_path).lock("task_1")
+    lock.pid_path.write_text(dead.stdout.decode())
+    assert lock.holder() is None and not lock.is_held()
+    lock.pid_path.write_text(f"{os.getpid()} 1\n")  # our pid, but another process's start time
+    assert lock.holder() is None
+
+
+def test_status_of_a_live_loop_shows_its_holder(akira: Akira) -> None:
+    task = akira.write_task("s", "- [ ] 1. wait\n  - Run: `touch started; sleep 30`\n")
+    process = akira.spawn("loop", "start", "--task", str(task))
+    try:
+        akira.wait_for(lambda: (akira.root / "started").exists(), 60, "the step to start")
+        status = json.loads(akira.cli("loop", "status", "--task-id", akira.task_id(), "--json").out)
+        assert status["status"] == "running"
+        again = akira.cli("loop", "start", "--task", str(task))
+        assert again.code == 1 and str(process.pid) in again.err
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    assert process.returncode == 3
