@@ -93,6 +93,9 @@ class LLMSettings(Section):
     """Transient retries for each request (connection errors, timeouts, 408/409/429/5xx)."""
     retry_after_cap_seconds: float = Field(900, ge=0)
     """The longest Retry-After wait honoured, even beyond the SDK's own limit."""
+    max_tokens: int = Field(4096, ge=16)
+    """The most tokens one reply may have (judge, reflection and profile replies get less). A
+    reply cut there is a failed attempt, never retried as it was: small models loop."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
 
@@ -218,7 +221,20 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise AkiraError(f"{path}: config must be a mapping of sections, e.g. 'autonomous_loop:'")
+    _refuse_nul(data, path, [])
     return data
+
+
+def _refuse_nul(value: Any, path: Path, keys: list[str]) -> None:
+    """A NUL byte in a value would end up in a path or a command line; refuse it by name."""
+    if isinstance(value, str) and "\x00" in value:
+        raise AkiraError(f"{path}: '{'.'.join(keys)}' holds a NUL byte; remove it")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_nul(item, path, [*keys, str(key)])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_nul(item, path, [*keys, str(index)])
 
 
 def _validate_layer(data: dict[str, Any], path: Path) -> None:

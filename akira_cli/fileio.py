@@ -23,6 +23,10 @@ def atomic_write(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -49,3 +53,26 @@ def read_bounded(path: Path, limit: int) -> bytes:
         return os.read(fd, limit)
     finally:
         os.close(fd)
+
+
+FIXES = {
+    errno.ENOSPC: "free some disk space",
+    errno.EDQUOT: "free some disk space (the disk quota is used up)",
+    errno.EROFS: "the file system is read-only; remount it writable or use another --root",
+    errno.EACCES: "make it readable and writable for this user",
+    errno.EPERM: "make it readable and writable for this user",
+    errno.ENOTDIR: "a file stands where a folder is expected; move that file away",
+    errno.EEXIST: "a file stands where a folder is expected; move that file away",
+    errno.EISDIR: "a folder stands where a file is expected; move that folder away",
+    errno.ENAMETOOLONG: "use a shorter path",
+    errno.EFBIG: "the file is over the size limit; free space or raise the limit",
+}
+
+
+def describe_os_error(exc: OSError, then: str = "") -> str:
+    """One line: what failed, where, and how to fix it. `then` is the command to run after."""
+    where = exc.filename or "a file"
+    what = exc.strerror or type(exc).__name__
+    fix = FIXES.get(exc.errno or 0, "check that path")
+    then = then or "run the command again (a loop's saved state is intact: 'akira loop resume' continues it)"
+    return f"{where}: {what}; {fix}, then {then}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -10,6 +11,7 @@ from akira_cli import redaction
 from akira_cli.cli import config_cmd, init_cmd, loop_cmd, reason_cmd
 from akira_cli.cli.common import exits
 from akira_cli.errors import AkiraError
+from akira_cli.fileio import describe_os_error
 
 app = typer.Typer(
     name="akira",
@@ -37,4 +39,28 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("akira: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
+        print(f"akira: error: {redaction.redact(describe_os_error(exc))}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # our bug: one line here, the traceback in a file for the report
+        where = save_traceback()
+        print(
+            f"akira: internal error: {type(exc).__name__}: {redaction.redact(str(exc))[:300]}; "
+            f"the state on disk is intact, 'akira loop resume' continues; details in {where}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+def save_traceback() -> str:
+    import tempfile
+    import traceback
+
+    try:
+        fd, path = tempfile.mkstemp(prefix="akira-crash-", suffix=".log")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(redaction.redact(traceback.format_exc()))
+        return path
+    except OSError:
+        return "no file (the disk refused it)"
