@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.config import ProjectCheck
-from akira_cli.errors import AkiraError, LoopStop
+from akira_cli.errors import LoopStop
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import CheckResult, Evaluation
 from akira_cli.tasks.model import Step
@@ -134,8 +134,8 @@ def evaluate(
         if not complete and not reasons:
             reasons = [f"confidence {confidence:.2f} is below the threshold {threshold:.2f}"]
         return Evaluation(complete=complete, confidence=confidence, checks=results, reasons=reasons)
-    except (AkiraError, LoopStop):
-        raise  # a bad key, a garbage LLM or a used-up budget is for a person, not a retry
-    except Exception as exc:
+    except LoopStop:
+        raise  # a used-up budget stops the loop; it is not a verdict on the step
+    except Exception as exc:  # an unreachable or confused judge included: incomplete, logged
         message = f"evaluation error: {type(exc).__name__}: {exc}"
         return Evaluation(complete=False, confidence=0.0, reasons=[message], error=message)

@@ -143,6 +143,16 @@ class TimeoutReached(LoopStop):
     report = "intervention"
 
 
+class NeedsPerson(LoopStop):
+    """Something a person must fix before the work can go on (an agent that cannot run, an LLM
+    endpoint that stays unreachable or refuses the key); nothing is lost, resume continues."""
+
+    condition = "needs_person"
+    status = "needs_action"
+    exit_code = 4
+    report = "intervention"
+
+
 class LoopFailed(LoopStop):
     """An unrecoverable error (for example the agent cannot be built)."""
 

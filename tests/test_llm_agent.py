@@ -234,7 +234,7 @@ def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
     assert phases(akira.events()) == ["A", "B", "C", "end", "A", "B", "C", "end"]
 
 
-def test_unreachable_endpoint_is_one_line_and_exit_1(
+def test_unreachable_endpoint_is_one_line_and_needs_a_person(
     akira: Akira, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with socket.socket() as probe:
@@ -243,11 +243,13 @@ def test_unreachable_endpoint_is_one_line_and_exit_1(
     akira.write_config(f"llm:\n  base_url: http://127.0.0.1:{port}/v1\n  model: m\n")
     akira.write_task("feature", "- [ ] 1. Add a health check\n")
     result = akira.run("loop", "start", "--task", "Specs/feature/tasks.md", capsys=capsys)
-    assert result.code == 1
+    assert result.code == 4  # a person can fix it: needs_action with a file saying why, never failed
     started, failed = result.err.strip().splitlines()  # the start notice, then one line: why
     assert started.startswith("akira: started ")
     assert "unreachable (connection refused)" in failed and "llm.base_url" in failed
-    assert akira.state().status == "failed"
+    state = akira.state()
+    assert state.status == "needs_action"
+    assert "unreachable" in (akira.root / "Needs_Action" / f"intervention_{state.task_id}.md").read_text()
 
 
 def test_a_rejected_key_is_one_line_without_the_key(akira: Akira, capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,7 +257,7 @@ def test_a_rejected_key_is_one_line_without_the_key(akira: Akira, capsys: pytest
         akira.write_config(f"llm:\n  base_url: {server.base_url}\n  api_key: wrong-key-123\n")
         akira.write_task("feature", "- [ ] 1. Add a health check\n")
         result = akira.run("loop", "start", "--task", "Specs/feature/tasks.md", capsys=capsys)
-    assert result.code == 1
+    assert result.code == 4 and akira.state().status == "needs_action"
     assert "OPENAI_API_KEY" in result.err and "wrong-key-123" not in result.err + result.out
 
 

@@ -200,7 +200,7 @@ def test_chat_without_tools(fake_openai: FakeOpenAI) -> None:
     assert result.finish_reason == "stop"
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (12, 4)
     (body,) = fake_openai.chat_requests
-    assert body == {"model": "fake-model", "messages": USER, "temperature": 0.0}
+    assert body == {"model": "fake-model", "messages": USER, "temperature": 0.0, "max_tokens": 4096}
     assert result.as_message() == {"role": "assistant", "content": "hello"}
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from akira_cli.cli.common import ConfigOption, JsonOption, RootOption, workspace_and_config
+from akira_cli.errors import LoopStop
 from akira_cli.events import EventBus
 
 
@@ -30,9 +31,16 @@ def reason(
     bus = EventBus("reason")
     client = LLMClient(cfg.llm, limits=cfg.resource_limits, budget=cfg.budget, bus=bus)
     client.ping()
-    result = ReasoningEngine(client, cfg.reasoning, bus=bus).run(text)
+    try:
+        result = ReasoningEngine(client, cfg.reasoning, bus=bus).run(text)
+    except LoopStop as stop:  # the token or cost budget ran out mid-run
+        typer.echo(f"akira: {stop.message}", err=True)
+        return stop.exit_code
     if json_out:
         typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
         typer.echo(result.report())
-    return 1 if result.label == "failed" else 0
+    if result.label == "failed":
+        typer.echo(f"akira: error: reasoning failed: {result.error or 'no usable answer'}", err=True)
+        return 1
+    return 0

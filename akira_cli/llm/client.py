@@ -50,6 +50,8 @@ BACKOFF_CAP = 30.0
 RATE_WINDOW = 60.0
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 FORMAT_MODES = ("json_schema", "json_object", "none")
+PURPOSE_TOKENS = {"judge": 512, "reflection": 1024, "reasoning.profile": 1024, "lesson": 512}
+"""Replies that are small by nature get a smaller bound than `llm.max_tokens`."""
 
 
 class ToolCall(BaseModel):
@@ -90,6 +92,10 @@ class LLMTransientError(LLMError):
 
 class LLMSchemaError(LLMError):
     """Structured output still broke its schema after the repair retries."""
+
+
+class LLMTruncated(LLMError):
+    """The reply was cut at `max_tokens`: a strategic failure, never retried as it was."""
 
 
 class _FormatRejected(LLMError):
@@ -235,25 +241,33 @@ class LLMClient:
             mode = FORMAT_MODES[self._format_mode]
             try:
                 return self._complete(conversation, _response_format(mode, schema), purpose)
-            except _FormatRejected:
+            except _FormatRejected as exc:
                 if self._format_mode + 1 >= len(FORMAT_MODES):
                     raise
                 self._format_mode += 1
+                self._emit(
+                    EventType.WARNING,
+                    message=f"{exc}; structured output falls back to "
+                    f"{FORMAT_MODES[self._format_mode]} for the rest of the run",
+                )
 
     def _complete(self, messages: list[dict[str, Any]], extra: dict[str, Any], purpose: str) -> ChatResult:
         self._check_budget()
         model = self.model
         started = time.monotonic()
+        limit = min(self.settings.max_tokens, PURPOSE_TOKENS.get(purpose, self.settings.max_tokens))
         result = self._call(
             lambda: _parse_completion(
                 self._sdk.chat.completions.create(
                     model=model,
                     messages=messages,  # type: ignore[arg-type]
                     temperature=self.settings.temperature,
+                    max_tokens=limit,
                     **extra,
                 )
             ),
             purpose,
+            format_probe="response_format" in extra and extra["response_format"].get("type") != "text",
         )
         result.usage.cost_usd = self._cost(model, result.usage)
         with self._lock:
@@ -267,6 +281,11 @@ class LLMClient:
             cost_usd=round(result.usage.cost_usd, 6),
             duration_seconds=round(time.monotonic() - started, 3),
         )
+        if result.finish_reason == "length":
+            raise LLMTruncated(
+                f"the LLM reply{f' for {purpose}' if purpose else ''} was cut at max_tokens ({limit}); "
+                "the model may be looping: raise llm.max_tokens or use a larger model"
+            )
         return result
 
     def _cost(self, model: str, usage: Usage) -> float:
@@ -297,14 +316,30 @@ class LLMClient:
 
     # -- retries ------------------------------------------------------------------------------
 
-    def _call(self, request: Callable[[], R], purpose: str, *, retry_refused: bool = True) -> R:
-        """Runs `request` with our retry policy."""
+    def _call(
+        self,
+        request: Callable[[], R],
+        purpose: str,
+        *,
+        retry_refused: bool = True,
+        format_probe: bool = False,
+    ) -> R:
+        """Runs `request` with our retry policy. With `format_probe` (the request carries a
+        `response_format`), an HTTP 400/422/500 is taken as the server refusing that format
+        (llama.cpp servers answer 500), and falls back at once instead of being retried."""
         attempt = 0
         while True:
             self._throttle()
             try:
                 return request()
-            except (openai.OpenAIError, ValueError, _Garbage) as exc:
+            except openai.APIStatusError as exc:
+                if format_probe and exc.status_code in (400, 422, 500):
+                    detail = self._redact(_server_message(exc), 160)
+                    raise _FormatRejected(
+                        f"LLM endpoint refused response_format (HTTP {exc.status_code}: {detail})"
+                    ) from None
+                failure = self._classify(exc)
+            except (openai.OpenAIError, ValueError, _Garbage, AttributeError, TypeError) as exc:
                 failure = self._classify(exc)
             if attempt >= self.settings.max_retries or (failure.refused and not retry_refused):
                 raise self._final(failure, attempt + 1)

@@ -141,12 +141,15 @@ class Plan(Record):
                 step.step_index, step.total_steps = index, len(self.steps)
 
     def ready(self) -> list[PlanStep]:
-        """Pending steps whose dependencies have all completed."""
+        """Pending steps whose dependencies have all completed. A dependency that names no step
+        of the plan (a model writes "none", or a description) is ignored here; the host
+        validation reports it as `missing_dependency`."""
+        ids = self.ids()
         done = {step.id for step in self.steps if step.status == "complete"}
         return [
             step
             for step in self.steps
-            if step.status == "pending" and all(dep in done for dep in step.dependencies)
+            if step.status == "pending" and all(dep in done or dep not in ids for dep in step.dependencies)
         ]
 
     def terminal_steps(self) -> list[PlanStep]:
