@@ -71,10 +71,15 @@ class ControlPlane:
                     info = os.lstat(entry)
                 except OSError:
                     continue
-                if not stat.S_ISDIR(info.st_mode):
+                if not stat.S_ISDIR(info.st_mode) and self._watched(name, entry):
                     relative = os.path.relpath(entry, self.root)
                     seen[relative] = (info.st_size, info.st_mtime_ns, info.st_ino)
         return seen
+
+    @staticmethod
+    def _watched(folder: str, entry: os.DirEntry[str] | Path) -> bool:
+        """In `.state/` only akira's records count; its lock, pid and pgid files churn."""
+        return not folder.startswith(".state") or str(entry).endswith((".json", ".jsonl"))
 
     @staticmethod
     def changed(before: dict[str, Fingerprint], after: dict[str, Fingerprint]) -> list[str]:

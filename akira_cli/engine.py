@@ -17,6 +17,7 @@ from akira_cli.agents.base import Agent, AgentRequest, AgentResult
 from akira_cli.changes import changed, snapshot
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
+from akira_cli.control_plane import ControlPlane, Fingerprint
 from akira_cli.errors import ForceStopped, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
@@ -73,7 +74,9 @@ class StepEngine:
         )
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         started, spent, files = time.monotonic(), self.state.usage.model_copy(), snapshot(self.workdir)
+        plane = self.control.snapshot()
         result, retries = self.execute(agent, request)
+        self.note_control_plane(step, plane)
         result.usage = self.state.usage.since(spent)  # every LLM call goes through the shared client
         attempt = self.conclude(step, request, result, retries, time.monotonic() - started)
         attempt.files_changed = changed(files, snapshot(self.workdir))
@@ -94,6 +97,23 @@ class StepEngine:
         else:
             self.failed(step, record, attempt)
         return attempt
+
+    @property
+    def control(self) -> ControlPlane:
+        return ControlPlane(self.workspace.root, lambda: Path(self.state.task_path))
+
+    def note_control_plane(self, step: Step, before: dict[str, Fingerprint]) -> None:
+        """What the agent changed in config/, .hooks/, .git/ or .state/: reported, never obeyed
+        (config was read at the start, the state in memory is akira's, hooks only pause)."""
+        changed = ControlPlane.changed(before, self.control.snapshot())
+        if changed:
+            self.bus.emit(EventType.CONTROL_PLANE_CHANGED, step.id, paths=changed[:20], count=len(changed))
+
+    def check_claim(self, step: Step) -> bool:
+        """A tick akira did not make: the step's own checks decide, the agent does not run."""
+        timeout = step.timeout or self.config.agent.command_timeout_seconds
+        checks = step_checks(step, [], self.runner, self.workdir, timeout)
+        return bool(checks) and evaluate(checks, 1.0).complete
 
     @property
     def workdir(self) -> Path:

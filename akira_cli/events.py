@@ -53,6 +53,8 @@ class EventType(StrEnum):
     VALIDATION = "validation"
     PROFILE_UPDATED = "profile_updated"
     WARNING = "warning"
+    LEDGER = "ledger"
+    CONTROL_PLANE_CHANGED = "control_plane_changed"
 
 
 class Event(BaseModel):

@@ -22,57 +22,24 @@ from akira_cli.errors import (
     ForceStopped,
     LoopFailed,
     LoopStop,
+    NeedsPerson,
+    StopRequested,
     TaskCompleted,
     TaskFileInvalid,
     TaskMovedToDone,
 )
 from akira_cli.events import EventBus, EventType
-from akira_cli.hooks import active_hook
+from akira_cli.hooks import active_hook, write_hook
+from akira_cli.ledger import Ledger
 from akira_cli.metrics import update_metrics
 from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import TaskFileError, parse_task_file
-from akira_cli.tasks.writeback import set_box
+from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.source import TaskSource, is_done
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace
-
-
-class TaskSource:
-    """Re-parses the task file before each iteration, unless it is unchanged since last time."""
-
-    def __init__(self) -> None:
-        self._key: tuple[int, int, int] | None = None
-        self._task: TaskFile | None = None
-
-    def load(self, path: Path) -> TaskFile:
-        stat = path.stat()
-        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        if key != self._key or self._task is None:
-            self._task, self._key = parse_task_file(path), key
-        return self._task
-
-    def _fresh(self, path: Path) -> bool:
-        stat = path.stat()
-        return self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-
-    def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
-        self._task = set_box(path, step_id, box, known=self._task if self._fresh(path) else None)
-        stat = path.stat()
-        self._key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        return self._task
-
-
-def is_done(task: TaskFile, step: Step, include_optional: bool) -> bool:
-    if not step.children:
-        return step.ticked
-    children = [task.get(child) for child in step.children]
-    return all(
-        is_done(task, child, include_optional)
-        for child in children
-        if child is not None and (include_optional or not child.optional)
-    )
 
 
 @dataclass
@@ -90,6 +57,7 @@ class AutonomousLoop:
     def __post_init__(self) -> None:
         self.guard = Guard(self.workspace, self.config, self.locator)
         self.tasks = TaskSource()
+        self.ledger = Ledger(self.state, self.bus, self.engine.check_claim)
         self.forced = threading.Event()
         self._mark = time.monotonic()
 
@@ -135,13 +103,15 @@ class AutonomousLoop:
                         description=step.title,
                         duration_seconds=attempt.duration_seconds,
                         attempts=attempt.number,
+                        verified=attempt.verified,
                     )
                 )
                 self.state.current_step = None
         except AkiraError as exc:
-            raise LoopFailed(str(exc)) from None
+            raise NeedsPerson(str(exc)) from None
         finally:
             self.checkpoint()
+        self.after_attempt(path, step)
         if attempt.outcome == "success":
             self.tick(path, step)
             self.bus.emit(EventType.METRICS, step.id, **self.state.metrics.model_dump())
@@ -152,11 +122,40 @@ class AutonomousLoop:
                 duration_seconds=attempt.duration_seconds,
             )
 
+    def after_attempt(self, path: Path, step: Step) -> None:
+        """Ticks the agent made are claims; directives it changed wait for a person."""
+        current = self.locator.locate(path)
+        if current is None:
+            return  # deleted or moved: the next boundary says so
+        task = self.load(current)
+        self.settle_ticks(current, task, during_attempt=True, running=step.id)
+        changed = self.ledger.changed_directives(self.tasks.load(current))
+        if changed:
+            reason = (
+                f"directives of step(s) {', '.join(changed[:10])} changed in "
+                f"{self.workspace.relative(current)} during an attempt; read them, then delete "
+                "this hook or run 'akira loop resume' to let them run"
+            )
+            hook = write_hook(self.workspace, self.state, reason)
+            self.bus.emit(EventType.LEDGER, step.id, action="directives_held", steps=changed[:20])
+            raise StopRequested(f"{reason} ({self.workspace.relative(hook)})")
+        self.checkpoint()
+
+    def settle_ticks(
+        self, path: Path, task: TaskFile, *, during_attempt: bool, running: str | None = None
+    ) -> None:
+        writes = self.ledger.reconcile(task, during_attempt=during_attempt, current=running)
+        for step_id, box in writes.items():
+            self.mark(path, step_id, box)
+
     def next_step(self, task: TaskFile) -> Step:
         optional = self.state.include_optional
+        completed = self.state.completed_ids()
         waiting = False
         for step in task.steps:  # document order, stopping at the first step that can run
-            if step.children or step.ticked or (not optional and task.is_optional(step)):
+            if step.children or step.ticked or step.id in completed:
+                continue
+            if (not optional and task.is_optional(step)) or task.under_ticked_parent(step):
                 continue
             waiting = True
             deps = [task.get(dep) for dep in step.depends or []]
@@ -225,16 +224,18 @@ class AutonomousLoop:
         return None
 
     def reconcile(self) -> None:
-        """Ticks steps the state records as completed (a crash can fall between save and tick)."""
+        """At a start, a resume or the end of a pause: the file as it is now is what a person
+        left. Ticks new since akira last looked are theirs; completed steps are ticked back
+        (a crash can fall between save and tick, a person can revert a box)."""
         path = self.locator.locate(Path(self.state.task_path))
         if path is None:
             return
         self.state.task_file_identity = self.locator.remember(path)
         task: TaskFile | None = self.load(path)
-        for step_id in self.state.completed_ids():
-            step = task.get(step_id) if task else None
-            if step is not None and not step.ticked:
-                task = self.mark(path, step_id, "x")
+        assert task is not None
+        self.ledger.trust(task)
+        self.settle_ticks(path, task, during_attempt=False)
+        task = self.tasks.load(path)
         for parent in reversed(task.steps if task else []):  # deepest parents first
             if task is None:
                 break

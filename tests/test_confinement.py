@@ -56,9 +56,15 @@ while not os.path.exists(stop):
         os.unlink(real)
         os.rename(parked, real)
     except OSError:
-        if os.path.isdir(parked) and not os.path.islink(real):
-            shutil.rmtree(real, ignore_errors=True)
-            os.rename(parked, real) if not os.path.exists(real) else None
+        try:  # a write made `real` a folder while the folder was parked: put things back
+            if os.path.isdir(parked) and not os.path.islink(real):
+                shutil.rmtree(real, ignore_errors=True)
+                os.rename(parked, real)
+            elif os.path.islink(real):
+                os.unlink(real)
+                os.rename(parked, real)
+        except OSError:
+            pass
 print(flips)
 """
 

@@ -190,7 +190,7 @@ def test_a_shared_hook_for_another_task_is_ignored(akira: Akira) -> None:
     assert akira.run("loop", "start", "--task", "Specs/other/tasks.md", "--no-wait").code == 0
 
 
-def test_reparse_picks_up_added_and_ticked_steps(akira: Akira) -> None:
+def test_steps_added_during_an_attempt_wait_for_a_person_ticks_are_claims(akira: Akira) -> None:
     task = akira.write_task(
         "edits",
         """
@@ -206,10 +206,14 @@ def test_reparse_picks_up_added_and_ticked_steps(akira: Akira) -> None:
         "printf -- '- [ ] 4. Added later\\n  - Run: \\x60touch added\\x60\\n' >> Specs/edits/tasks.md\n"
         "sed -i 's/- \\[ \\] 2\\./- [x] 2./' Specs/edits/tasks.md\n"
     )
-    assert akira.run("loop", "start", "--task", str(task)).code == 0
+    assert akira.run("loop", "start", "--task", str(task), "--no-wait").code == 3
+    assert not (akira.root / "added").exists()  # a new Run: line waits until a person has seen it
+    assert "step(s) 4" in akira.state().stop_reason
+    assert akira.run("loop", "resume", "--task-id", akira.task_id(), "--no-wait").code == 0
     assert (akira.root / "added").exists() and (akira.root / "three").exists()
     assert not (akira.root / "should-not-run").exists()
-    assert [s.step_id for s in akira.state().completed_steps] == ["1", "3", "4"]
+    done = [(s.step_id, s.done_by) for s in akira.state().completed_steps]
+    assert done == [("1", "akira"), ("2", "claim"), ("3", "akira"), ("4", "akira")]
 
 
 def test_transient_failure_is_retried_without_costing_an_iteration(akira: Akira) -> None:

@@ -37,6 +37,11 @@ class CompletedStep(Model):
     completed_at: str = Field(default_factory=utcnow)
     duration_seconds: float = 0.0
     attempts: int = 1
+    done_by: Literal["akira", "person", "claim"] = "akira"
+    """akira (after its evaluation), a person (a tick made while no attempt ran), or a claim (a
+    tick made during an attempt, decided by the step's checks)."""
+    verified: bool = True
+    """At least one deterministic check ran for the step and all passed."""
 
 
 class FailedStep(Model):
@@ -83,6 +88,12 @@ class Attempt(Model):
     files_changed: list[str] = Field(default_factory=list)
     transient_retries: int = 0
     usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def verified(self) -> bool:
+        """At least one deterministic check (not just the agent's word) ran, and all passed."""
+        checks = self.evaluation.checks if self.evaluation else []
+        return any(check.name != "agent result" for check in checks) and all(c.passed for c in checks)
 
     def summary(self) -> str:
         """The error's most telling line: what a retry prompt lists per failure."""

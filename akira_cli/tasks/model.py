@@ -57,6 +57,15 @@ class TaskFile(BaseModel):
             if not step.children and (include_optional or not self.is_optional(step))
         ]
 
+    def under_ticked_parent(self, step: Step) -> bool:
+        """A ticked parent is done, whatever its children say: the person ticked it."""
+        parent = self.get(step.parent_id) if step.parent_id else None
+        while parent is not None:
+            if parent.ticked:
+                return True
+            parent = self.get(parent.parent_id) if parent.parent_id else None
+        return False
+
     def is_optional(self, step: Step) -> bool:
         """A step is optional when it or one of its ancestors is marked optional."""
         current: Step | None = step

@@ -1,0 +1,100 @@
+"""The state is the ledger (SPEC 11).
+
+A step the state records as completed is never run again, whatever the task file says later: a
+reverted box is ticked back and logged. A box akira did not tick is a claim, and the state says
+who made it: while no attempt ran (at a start, a resume, after a pause) it is a person's
+decision, honoured as `done_by: person`; while an attempt ran (an agent that edits tasks.md, or a
+person at that moment) it is `done_by: claim`, decided by the step's own checks without running
+the agent (a refuted claim is set back to `[ ]`), or accepted unverified when it has none.
+
+The task file's directives are taken from akira's own view: the view trusted at the start, at
+a resume and after a pause a person saw. Directives that change during an attempt stop the loop
+with a hook for a person to read them before anything runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from akira_cli.events import EventBus, EventType
+from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.tasks.model import Step, TaskFile
+
+Directives = tuple[object, ...]
+NO_DIRECTIVES: Directives = ([], [], [], [], [], None, None)
+
+
+def directives(step: Step) -> Directives:
+    return (step.run, step.fallback, step.verify, step.exists, step.contains, step.timeout, step.depends)
+
+
+@dataclass
+class Ledger:
+    state: LoopState
+    bus: EventBus
+    check_claim: Callable[[Step], bool]
+    """Runs a step's own checks (never the agent); True when they all pass."""
+    known_ticks: set[str] = field(default_factory=set)
+    """The leaves ticked in the file as akira last saw it."""
+    trusted: dict[str, Directives] = field(default_factory=dict)
+
+    def trust(self, task: TaskFile) -> None:
+        """A person has seen the file as it is now (a start, a resume, the end of a pause)."""
+        self.trusted = {step.id: directives(step) for step in task.steps}
+
+    def reconcile(
+        self, task: TaskFile, *, during_attempt: bool, current: str | None = None
+    ) -> dict[str, str]:
+        """Brings the ledger and the file together; returns the boxes to write (id -> char)."""
+        writes: dict[str, str] = {}
+        completed = self.state.completed_ids()
+        for step in task.leaves(include_optional=True):
+            if step.id in completed:
+                if not step.ticked:
+                    writes[step.id] = "x"
+                    self.bus.emit(EventType.LEDGER, step.id, action="reticked", reason="box reverted")
+            elif step.ticked and step.id not in self.known_ticks:
+                if step.id == current:
+                    writes[step.id] = "-"  # the attempt's own evaluation decides this step
+                    self.bus.emit(EventType.LEDGER, step.id, action="claim_deferred", reason="step running")
+                else:
+                    self.tick_by_someone(step, during_attempt, writes)
+        self.known_ticks = {
+            step.id for step in task.leaves(include_optional=True) if step.ticked and step.id not in writes
+        } | {step_id for step_id, box in writes.items() if box == "x"}
+        return writes
+
+    def tick_by_someone(self, step: Step, during_attempt: bool, writes: dict[str, str]) -> None:
+        if not during_attempt:
+            self.complete(step, "person", verified=False)
+            return
+        if not step.has_checks:
+            self.complete(step, "claim", verified=False)
+            return
+        if self.check_claim(step):
+            self.complete(step, "claim", verified=True)
+            return
+        writes[step.id] = " "
+        self.bus.emit(EventType.LEDGER, step.id, action="claim_refuted", reason="its checks failed")
+
+    def complete(self, step: Step, done_by: Literal["person", "claim"], *, verified: bool) -> None:
+        self.state.completed_steps.append(
+            CompletedStep(
+                step_id=step.id,
+                description=step.title,
+                attempts=0,
+                done_by=done_by,
+                verified=verified,
+            )
+        )
+        self.bus.emit(EventType.LEDGER, step.id, action="accepted", done_by=done_by, verified=verified)
+
+    def changed_directives(self, task: TaskFile) -> list[str]:
+        """Steps whose directives differ from akira's trusted view (new steps with directives too)."""
+        changed = []
+        for step in task.steps:
+            if self.trusted.get(step.id, NO_DIRECTIVES) != directives(step):
+                changed.append(step.id)
+        return changed
