@@ -37,6 +37,12 @@ class TaskLocator:
         return self.identity
 
     def locate(self, path: Path) -> Path | None:
+        """The task file's path now; never a path outside the workspace (a state file's
+        task_path is data, not a place akira may touch)."""
+        found = self._find(path)
+        return found if found is not None and self.workspace.contains(found) else None
+
+    def _find(self, path: Path) -> Path | None:
         if path.is_file():
             return path
         moved = self.watcher.follow(path) if self.watcher else None

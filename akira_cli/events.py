@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from akira_cli.redaction import redact_bytes
+from akira_cli.redaction import redact, redact_bytes
 
 
 def utcnow() -> str:
@@ -69,7 +69,7 @@ class Event(BaseModel):
         """One readable line for `loop logs` and the plain display."""
         where = f" step {self.step_id}" if self.step_id else ""
         detail = " ".join(f"{k}={_short(v)}" for k, v in self.data.items())
-        return f"{self.ts} [{self.iteration}]{where} {self.type} {detail}".rstrip()
+        return redact(f"{self.ts} [{self.iteration}]{where} {self.type} {detail}".rstrip())
 
 
 def _short(value: Any, limit: int = 120) -> str:

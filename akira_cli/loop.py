@@ -310,6 +310,7 @@ class AutonomousLoop:
 
     def move_to_done(self, path: Path) -> Path:
         """Moves the feature folder (or a loose task file) to Done/<feature>/."""
+        self.workspace.require_inside(path)
         feature = self.state.feature or self.workspace.feature_of(path)
         target = self.workspace.done / feature
         if target.exists():

@@ -42,6 +42,18 @@ def register(values: Iterable[str]) -> list[str]:
     return short
 
 
+def too_short(environ: Mapping[str, str], config_key: str | None) -> list[str]:
+    """Names of secrets too short to mask, for the warning at start."""
+    names = [
+        name
+        for name, value in environ.items()
+        if SECRET_NAME_RE.fullmatch(name.upper()) and value.strip() and len(value) < MIN_SECRET
+    ]
+    if config_key and len(config_key) < MIN_SECRET:
+        names.append("llm.api_key")
+    return names
+
+
 def register_environment(extra: Iterable[str | None] = ()) -> list[str]:
     return register(secret_values(os.environ, extra))
 

@@ -68,6 +68,23 @@ class Workspace:
         head = relative.parts[0] if relative.parts else ""
         return head if head in ("Specs", "Done", "Needs_Action") else None
 
+    def contains(self, path: Path) -> bool:
+        """Whether `path` (symlinks resolved) lies inside the workspace."""
+        try:
+            return path.resolve().is_relative_to(self.root)
+        except (OSError, RuntimeError, ValueError):
+            return False
+
+    def require_inside(self, path: Path, what: str = "task file") -> Path:
+        """Refuses a path read from a file or given by a person that leads outside."""
+        if not self.contains(path):
+            raise AkiraError(
+                f"{path}: the {what} is outside the workspace {self.root} (by its path or a "
+                "symlink); akira never moves or deletes files outside it: move it inside, or "
+                "pass --root with the folder that holds it"
+            )
+        return path
+
     def relative(self, path: Path) -> str:
         try:
             return str(path.resolve().relative_to(self.root))

@@ -29,7 +29,9 @@ def alive(pid: int) -> bool:
 @pytest.mark.timeout(120)
 def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_again(akira: Akira) -> None:
     pids = akira.root / "pids"
-    task = akira.write_task("long", "- [ ] 1. long\n  - Run: `echo $$ >> pids; sleep 100`\n  - Timeout: 200\n")
+    task = akira.write_task(
+        "long", "- [ ] 1. long\n  - Run: `echo $$ >> pids; sleep 100`\n  - Timeout: 200\n"
+    )
     first = akira.spawn("loop", "start", "--task", str(task))
     akira.wait_for(lambda: pids.read_text().strip() != "", 60, "the first command")
     first.kill()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec
@@ -12,7 +13,7 @@ import typer
 
 from akira_cli.config import Config, load_config
 from akira_cli.errors import AkiraError
-from akira_cli.state.models import LoopState
+from akira_cli.state.models import TASK_ID_PATTERN, LoopState
 from akira_cli.state.store import StateStore
 from akira_cli.workspace import Workspace
 
@@ -58,7 +59,7 @@ def same_file(a: Path, b: Path) -> bool:
 
 def resolve_task(workspace: Workspace, store: StateStore, ref: str) -> str:
     """A task id, the task file's path (wherever it is now), or the feature folder's name."""
-    if store.exists(ref):
+    if re.fullmatch(TASK_ID_PATTERN, ref) and store.exists(ref):
         return ref
     path = find_path(workspace, ref)
     states = [state for _, state in store.scan() if state is not None]

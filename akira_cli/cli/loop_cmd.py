@@ -39,6 +39,7 @@ from akira_cli.control import ResumeRequest, apply_resume, write_request
 from akira_cli.errors import AkiraError
 from akira_cli.events import read_events
 from akira_cli.hooks import remove_hooks, write_hook
+from akira_cli.redaction import MIN_SECRET, too_short
 from akira_cli.reports import take_guidance
 from akira_cli.session import agent_workdir, run_session
 from akira_cli.state.models import LoopState
@@ -79,6 +80,8 @@ def start(
         if not (path / "tasks.md").is_file():
             raise AkiraError(f"{path} is a folder without tasks.md; pass the tasks.md file")
         path = path / "tasks.md"
+    workspace.require_inside(path)
+    warn_short_secrets(cfg)
     task_file = parse_task_file(path)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
@@ -133,6 +136,16 @@ def new_loop(
     lock = store.lock(state.task_id)
     lock.acquire(f"task {state.task_id} ({path.name})")
     return state, lock
+
+
+def warn_short_secrets(cfg: Config) -> None:
+    key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
+    for name in too_short(os.environ, key):
+        typer.echo(
+            f"akira: warning: {name} is shorter than {MIN_SECRET} characters, so it is not masked "
+            "in what akira writes (masking it would garble the text); use the real key",
+            err=True,
+        )
 
 
 def refuse_unfinished(store: StateStore, path: Path) -> None:
@@ -236,7 +249,7 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
     found = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
     if found is not None:
         state.task_path = str(found)
-    path = Path(state.task_path)
+    path = workspace.require_inside(Path(state.task_path))
     if not path.is_file():
         raise AkiraError(
             f"task file {path} not found; restore it (or move it back under Specs/) and resume again"

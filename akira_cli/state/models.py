@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from akira_cli.events import utcnow
 from akira_cli.failures import key_line
@@ -168,11 +168,16 @@ class Metrics(Model):
     reflection_tokens: int = 0
 
 
+TASK_ID_PATTERN = r"^task_\d{8}_\d{6}(_\d{1,6})?$"
+"""A task id read from a file names files under .state/: it can never hold a path."""
+
+
 class LoopState(Model):
     schema_version: int = SCHEMA_VERSION
-    task_id: str
+    task_id: str = Field(pattern=TASK_ID_PATTERN)
     task_path: str
     feature: str = ""
+    """One folder name (it names Done/<feature>/), never a path."""
     status: Status = "running"
     started_at: str = Field(default_factory=utcnow)
     updated_at: str = Field(default_factory=utcnow)
@@ -202,6 +207,13 @@ class LoopState(Model):
     """Work time summed over runs, for `timeout_seconds`."""
     systemic_issues: list[str] = Field(default_factory=list)
     pending_guidance: str | None = None
+
+    @field_validator("feature")
+    @classmethod
+    def _one_folder_name(cls, value: str) -> str:
+        if value in (".", "..") or any(char in value for char in "/\\\x00"):
+            raise ValueError("feature must be one folder name, not a path")
+        return value
 
     def record(self, step_id: str, description: str) -> StepRecord:
         if step_id not in self.steps:
