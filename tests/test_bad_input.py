@@ -29,9 +29,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
         (None, ("nope/tasks.md", "task file not found")),
         ("", ("empty",)),
         ("# Plan\n\nJust prose, no boxes.\n", ("no checkbox items",)),
-        ("- [ ] 1. A\n  - Timeout: soon\n", ("tasks.md:2", "Timeout")),
-        ("- [ ] 1. A\n  - Verfy: `true`\n", ("tasks.md:2", "did you mean 'Verify'")),
-        ("- [ ] 1. A\n  - Contains: `only-a-path`\n", ("tasks.md:2", "Contains")),
+        ("- [ ] 1. A\n  - Depends: 7\n", ("tasks.md:2", "unknown step '7'")),
+        ("- [ ] 1. A\n  - Depends: 2\n- [ ] 2. B\n  - Depends: 1\n", ("tasks.md:1", "cycle")),
     ],
 )
 def test_bad_task_files(akira: Akira, content: str | None, needles: tuple[str, ...]) -> None:
@@ -118,3 +117,16 @@ def test_status_json_and_dashboard(akira: Akira) -> None:
     assert progress["steps_done"] == 0 and progress["steps_total"] == 1
     state = json.loads(akira.cli("loop", "state", "--task-id", "Specs/stuck/tasks.md", "--json").out)
     assert state["status"] == "needs_action" and state["schema_version"] == 1
+
+
+def test_near_miss_directives_are_warned_about_once_and_never_run(akira: Akira) -> None:
+    task = akira.write_task(
+        "near",
+        "- [ ] 1. A\n  - Run: `touch a`\n  - Verfy: `touch pwned`\n"
+        "  - Verify: `touch pwned` when the API is up\n  - Timeout: soon\n",
+    )
+    result = akira.cli("loop", "start", "--task", str(task))
+    assert result.code == 0, result.err
+    warnings = [line for line in result.err.splitlines() if line.startswith("akira: warning:")]
+    assert len(warnings) == 2 and "tasks.md:3" in warnings[0] and "tasks.md:4" in warnings[1]
+    assert (akira.root / "a").exists() and not (akira.root / "pwned").exists()

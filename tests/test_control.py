@@ -99,10 +99,10 @@ def test_a_malformed_edit_pauses_until_the_file_parses_again(akira: Akira) -> No
     process = akira.spawn("loop", "start", "--task", "Specs/edited/tasks.md")
     task_id = started(akira)
     good = task.read_text()
-    task.write_text(good.replace("- [ ] 8. step 8\n", "- [ ] 8. step 8\n  - Timeout: soon\n"))
+    task.write_text(good.replace("- [ ] 8. step 8\n", "- [ ] 8. step 8\n  - Depends: 99\n"))
     akira.wait_for(lambda: akira.state(task_id).status == "paused", what="paused")
-    assert "tasks.md:" in akira.state(task_id).stop_reason and "Timeout" in akira.state(task_id).stop_reason
-    task.write_text(task.read_text().replace("  - Timeout: soon\n", ""))
+    assert "tasks.md:" in akira.state(task_id).stop_reason and "99" in akira.state(task_id).stop_reason
+    task.write_text(task.read_text().replace("  - Depends: 99\n", ""))
     assert process.wait(timeout=30) == 0
     assert ledger(akira) == [str(n) for n in range(1, 9)]
 

@@ -239,7 +239,7 @@ def test_a_command_timeout_is_a_strategic_failure(akira: Akira) -> None:
         - [ ] 1. Slow
           - Run: `sleep 5`
           - Fallback: `true`
-          - Timeout: 0.3
+          - Timeout: 1
     """,
     )
     assert akira.run("loop", "start", "--task", "Specs/slow/tasks.md").code == 0

@@ -30,6 +30,12 @@ class Step(BaseModel):
     contains: list[tuple[str, str]] = Field(default_factory=list)
     timeout: float | None = None
     depends: list[str] | None = None
+    parallel: bool = False
+    """spec-kit's `[P]`: may run in parallel with its neighbours (recorded, not acted on)."""
+    story: str | None = None
+    """spec-kit's `[US1]`: the user story the step belongs to (context for the agent)."""
+    heading: str | None = None
+    """The heading above the step (`## Phase 2: Payments API`): context for the agent."""
 
     @property
     def ticked(self) -> bool:
@@ -45,6 +51,8 @@ class TaskFile(BaseModel):
     title: str = ""
     steps: list[Step]
     """Every checkbox item in document order, parents included."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the parse read leniently (repeated numbers, near-miss directives), line by line."""
 
     def get(self, step_id: str) -> Step | None:
         return next((step for step in self.steps if step.id == step_id), None)

@@ -7,16 +7,15 @@ byte. Errors name the file, the line and the fix, on one line (SPEC section 2).
 from __future__ import annotations
 
 import difflib
-import math
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
+from akira_cli.tasks import directives
+from akira_cli.tasks.directives import DIRECTIVES, STEP_ID
 from akira_cli.tasks.model import Step, TaskFile
 
 BOM = b"\xef\xbb\xbf"
-DIRECTIVES = ("run", "fallback", "verify", "exists", "contains", "timeout", "depends")
 MISSPELLING_CUTOFF = 0.85
 """High enough that prose keys such as 'Note' or 'Exit' are never taken for a directive."""
 
@@ -26,14 +25,18 @@ LINE_RE = re.compile(
 )
 """Every line: its indentation, list marker, checkbox and the text after them."""
 BROKEN_BOX_RE = re.compile(r"\[[ \t]*[xX~-]?[ \t]*\](?!\()")
-STEP_ID_RE = re.compile(r"(?P<id>\d+(?:\.\d+)*)\.?(?:[ \t]+|$)")
+STEP_ID_RE = re.compile(
+    rf"(?P<bold>\*\*)?(?i:task[ \t]+)?(?P<id>{STEP_ID})"
+    r"(?:[.:)]|[ \t]+[-–—:])?(?(bold)\*\*)[.:]?(?=[ \t]|$)[ \t]*"
+)
+"""The written number of a step, in every form real files use: `1.`, `2.1`, `4.1.1.1:`, `**8.1**`,
+`**Task 3:**`, `Task 3.2 -`, `P2.1.`, `14a.`, `1)` and spec-kit's `T001`."""
+MARKER_RE = re.compile(r"\[(?P<marker>P|US\d+)\][ \t]*")
+"""spec-kit's markers after the id: `[P]` (may run in parallel), `[US1]` (its user story)."""
 HEADING_RE = re.compile(r"(?P<hashes>#{1,6})(?:[ \t]+(?P<text>.*?))?(?:[ \t]+#+)?[ \t]*$")
 FENCE_RE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 KEY_RE = re.compile(r"[_*]{0,2}(?P<key>[A-Za-z]+)[_*]{0,2}[ \t]*:[_*]{0,2}[ \t]*(?P<value>.*)")
 """A 'Key: value' line, as directives and '_Requirements: 1.1_' lines are written."""
-CODE_SPAN_RE = re.compile(r"(?P<ticks>`+)(?P<code>.*?[^`])(?P=ticks)(?!`)")
-REQUIREMENT_PREFIX_RE = re.compile(r"^req(?:uirement)?s?\.?[ \t]*(?=\d)", re.I)
-ID_LIST_SPLIT_RE = re.compile(r"[,;\s]+")
 
 
 class TaskFileError(AkiraError):
@@ -88,7 +91,6 @@ class _Parser:
         self.title = ""
         self.steps: list[Step] = []
         self.by_id: dict[str, Step] = {}
-        self.top_level_count = 0
         self.stack: list[tuple[int, Step]] = []
         self.continued: Step | None = None
         """The step whose last detail an unbulleted line right below would continue."""
@@ -97,15 +99,13 @@ class _Parser:
         self.fence = ""
         self.fence_since = 0
         self.hidden_checkbox_line = 0
-        self.directive_handlers: dict[str, Callable[[Step, str, str, int], None]] = {
-            "run": self._add_command,
-            "fallback": self._add_command,
-            "verify": self._add_command,
-            "exists": self._add_command,
-            "contains": self._add_contains,
-            "timeout": self._set_timeout,
-            "depends": self._add_depends,
-        }
+        self.latest: dict[str, Step] = {}
+        """The last step with each written number (a repeated number's later step wins)."""
+        self.heading: str | None = None
+        self.warnings: list[str] = []
+
+    def warn(self, line: int, message: str) -> None:
+        self.warnings.append(f"{self.path}:{line}: {message}")
 
     def error(self, line: int, problem: str, fix: str) -> TaskFileError:
         return TaskFileError(f"{self.path}:{line}: {problem}; {fix}")
@@ -186,8 +186,11 @@ class _Parser:
         heading = HEADING_RE.match(line)
         if heading is None:
             return
+        text = (heading["text"] or "").strip()
         if heading["hashes"] == "#" and not self.title:
-            self.title = (heading["text"] or "").strip()
+            self.title = text
+        else:
+            self.heading = text or None
         self.stack.clear()
         self.continued = None
 
@@ -197,22 +200,46 @@ class _Parser:
         self, number: int, box_offset: int, indent: int, box: str, optional: bool, rest: str
     ) -> None:
         numbered = STEP_ID_RE.match(rest)
-        explicit_id = numbered.group(1) if numbered else None
-        parent = self._parent_for(indent, explicit_id)
-        step_id = explicit_id or self._position_id(parent)
+        written = numbered["id"] if numbered else None
+        title = rest[numbered.end() :] if numbered else rest
+        parallel, story = False, None
+        while marker := MARKER_RE.match(title):
+            parallel = parallel or marker["marker"] == "P"
+            story = story or (marker["marker"] if marker["marker"] != "P" else None)
+            title = title[marker.end() :]
+        parent = self._parent_for(indent, written)
+        step_id = written or f"#{len(self.steps) + 1}"
         if step_id in self.by_id:
-            self._refuse_duplicate(step_id, number, positional=explicit_id is None)
+            step_id = self._suffixed(step_id, number)
         step = Step(
             id=step_id,
-            title=(rest[numbered.end() :] if numbered else rest).strip(),
+            title=title.strip(),
             box=box,
             optional=optional,
             line=number,
             box_offset=box_offset,
             depth=parent.depth + 1 if parent else 0,
             parent_id=parent.id if parent else None,
+            parallel=parallel,
+            story=story,
+            heading=self.heading,
         )
+        if written:
+            self.latest[written] = step
         self._register(step, parent, indent)
+
+    def _suffixed(self, written: str, number: int) -> str:
+        """A number written twice: the later step gets `3~2` (then `3~3`), with a warning."""
+        first = self.by_id[written]
+        count = 2
+        while f"{written}~{count}" in self.by_id:
+            count += 1
+        self.warn(
+            number,
+            f"step number {written} is used again (first on line {first.line}); "
+            f"this one is {written}~{count}",
+        )
+        return f"{written}~{count}"
 
     def _parent_for(self, indent: int, explicit_id: str | None) -> Step | None:
         """Indentation decides; in a flat file the dotted id names the parent instead."""
@@ -225,28 +252,12 @@ class _Parser:
     def _dotted_parent(self, step_id: str) -> Step | None:
         parts = step_id.split(".")
         for length in range(len(parts) - 1, 0, -1):
-            if parent := self.by_id.get(".".join(parts[:length])):
+            if parent := self.latest.get(".".join(parts[:length])):
                 return parent
         return None
 
-    def _position_id(self, parent: Step | None) -> str:
-        if parent is None:
-            return str(self.top_level_count + 1)
-        return f"{parent.id}.{len(parent.children) + 1}"
-
-    def _refuse_duplicate(self, step_id: str, number: int, positional: bool) -> None:
-        first = self.by_id[step_id]
-        why = " (an unnumbered step takes its position as id)" if positional else ""
-        raise self.error(
-            number,
-            f"duplicate step id '{step_id}' (first used on line {first.line}){why}",
-            "give every step its own number",
-        )
-
     def _register(self, step: Step, parent: Step | None, indent: int) -> None:
-        if parent is None:
-            self.top_level_count += 1
-        else:
+        if parent is not None:
             parent.children.append(step.id)
         self.steps.append(step)
         self.by_id[step.id] = step
@@ -257,9 +268,7 @@ class _Parser:
 
     def _body_line(self, number: int, indent: int, bulleted: bool, content: str) -> None:
         if bulleted and content[:1] == "[" and (broken := BROKEN_BOX_RE.match(content)):
-            raise self.error(
-                number, f"malformed checkbox '{broken[0]}'", "write '[ ]', '[x]', '[-]' or '[~]'"
-            )
+            self.warn(number, f"malformed checkbox '{broken[0]}' is read as a note; write '[ ]' or '[x]'")
         owner = self._owner(indent)
         if owner is None or not content:
             self.continued = None
@@ -285,102 +294,76 @@ class _Parser:
     # --- directives --------------------------------------------------------------------------
 
     def _keyed_line(self, owner: Step, content: str, number: int, bulleted: bool) -> bool:
-        """Apply a requirements line or a directive; False when it is prose with a colon."""
+        """Apply a requirements line or a directive of the right shape; False for a detail."""
         match = KEY_RE.match(content)
         if match is None:
             return False
         key = match["key"].lower()
         if key in ("requirements", "requirement"):
-            owner.requirements.extend(_requirement_ids(match["value"]))
+            owner.requirements.extend(directives.requirement_ids(match["value"]))
             return True
         if not bulleted:
             return False
-        if handler := self.directive_handlers.get(key):
-            handler(owner, key, match["value"].strip(), number)
-            return True
-        self._refuse_misspelled_directive(match["key"], number)
-        return False
+        if key not in DIRECTIVES:
+            self._note_misspelling(match["key"], number)
+            return False
+        value = match["value"].strip()
+        if content.startswith(("_", "*")):  # Kiro's `_Depends: 2.1_` or a bold key
+            value = value.rstrip("_*").strip()
+        reading = directives.read(key, value)
+        if reading.value is None:
+            if reading.near_miss:
+                example = directives.EXAMPLES[key]
+                self.warn(
+                    number,
+                    f"'{match['key']}:' is read as a note, not a directive: "
+                    f"{reading.near_miss} (write it as {example})",
+                )
+            return False
+        self._apply(owner, key, reading.value, number)
+        return True
 
-    def _refuse_misspelled_directive(self, key: str, number: int) -> None:
+    def _note_misspelling(self, key: str, number: int) -> None:
         guess = difflib.get_close_matches(key.lower(), DIRECTIVES, n=1, cutoff=MISSPELLING_CUTOFF)
         if guess:
-            raise self.error(
-                number,
-                f"unknown directive '{key}' (did you mean '{guess[0].capitalize()}'?)",
-                "fix the spelling, or reword the bullet if it is a note",
-            )
+            self.warn(number, f"'{key}:' is read as a note (did you mean '{guess[0].capitalize()}'?)")
 
-    def _add_command(self, owner: Step, key: str, value: str, number: int) -> None:
-        target: list[str] = getattr(owner, key)
-        target.append(self._required(key, _unwrap(value), number))
-
-    def _required(self, key: str, value: str, number: int) -> str:
-        if not value:
-            what = "path" if key == "exists" else "command"
-            name = key.capitalize()
-            raise self.error(number, f"empty '{name}:' directive", f"write the {what} after it")
-        return value
-
-    def _add_contains(self, owner: Step, key: str, value: str, number: int) -> None:
-        path_and_text = _path_and_text(value)
-        if path_and_text is None:
-            raise self.error(
-                number,
-                f"'Contains:' needs a path and a text, got '{value}'",
-                "write it as Contains: `path/to/file` `text`",
-            )
-        owner.contains.append(path_and_text)
-
-    def _set_timeout(self, owner: Step, key: str, value: str, number: int) -> None:
-        raw = _unwrap(value)
-        try:
-            seconds = float(raw.removesuffix("s").strip())
-        except ValueError:
-            seconds = math.nan
-        if not (math.isfinite(seconds) and seconds > 0):
-            raise self.error(
-                number,
-                f"'Timeout:' must be a positive number of seconds, got '{raw}'",
-                "write it as e.g. 'Timeout: 120'",
-            )
-        owner.timeout = seconds
-
-    def _add_depends(self, owner: Step, key: str, value: str, number: int) -> None:
-        words = [word.rstrip(".") for word in ID_LIST_SPLIT_RE.split(value.replace("`", ""))]
-        step_ids = [word for word in words if word]
-        if not step_ids:
-            raise self.error(number, "empty 'Depends:' directive", "list step ids, e.g. 'Depends: 1, 2.1'")
-        if owner.depends is None:
-            owner.depends = []
-        if [word.lower() for word in step_ids] == ["none"]:
-            return
-        owner.depends.extend(step_ids)
-        self.depends_lines.extend((number, owner, step_id) for step_id in step_ids)
+    def _apply(self, owner: Step, key: str, value: object, number: int) -> None:
+        if key == "timeout":
+            owner.timeout = float(value)  # type: ignore[arg-type]
+        elif key == "contains":
+            owner.contains.append(value)  # type: ignore[arg-type]
+        elif key == "depends":
+            ids: list[str] = value  # type: ignore[assignment]
+            owner.depends = [*(owner.depends or []), *ids]
+            self.depends_lines.extend((number, owner, step_id) for step_id in ids)
+        else:
+            getattr(owner, key).append(value)
 
     # --- end of file -------------------------------------------------------------------------
 
     def finish(self) -> TaskFile:
-        self._refuse_unclosed_block()
+        self._note_unclosed_block()
         if not self.steps:
             raise TaskFileError(f"{self.path}: no checkbox items ('- [ ] 1. ...'); add at least one task")
         self._check_depends()
-        return TaskFile(path=self.path, title=self.title, steps=self.steps)
+        return TaskFile(path=self.path, title=self.title, steps=self.steps, warnings=self.warnings)
 
-    def _refuse_unclosed_block(self) -> None:
-        """An unclosed fence or comment would silently hide the tasks after it."""
+    def _note_unclosed_block(self) -> None:
+        """An unclosed fence or comment hides the tasks after it: say so, line by line."""
         if not self.hidden_checkbox_line:
             return
         if self.fence:
-            raise self.error(
+            self.warn(
                 self.fence_since,
-                f"code fence is never closed, so the task on line {self.hidden_checkbox_line} is ignored",
-                f"close it with a line of {self.fence}",
+                f"code fence is never closed, so the task on line {self.hidden_checkbox_line} "
+                f"is ignored; close it with a line of {self.fence}",
             )
-        if self.comment_since:
-            raise self.error(
+        elif self.comment_since:
+            self.warn(
                 self.comment_since,
-                f"HTML comment is never closed, so the task on line {self.hidden_checkbox_line} is ignored",
-                "close it with '-->'",
+                f"HTML comment is never closed, so the task on line {self.hidden_checkbox_line} "
+                "is ignored; close it with '-->'",
             )
 
     def _check_depends(self) -> None:
@@ -393,50 +376,17 @@ class _Parser:
                     f"'Depends:' names unknown step '{step_id}'",
                     "use the id of a step in this file",
                 )
+        self._refuse_cycles()
+
+    def _refuse_cycles(self) -> None:
+        cycle = directives.find_cycle({step.id: step.depends or [] for step in self.steps})
+        if cycle:
+            raise self.error(
+                self.by_id[cycle[0]].line,
+                f"'Depends:' lines form a cycle ({' -> '.join(cycle)})",
+                "remove one of those dependencies",
+            )
 
 
 def _byte_index(text: str, index: int) -> int:
     return index if text.isascii() else len(text[:index].encode("utf-8"))
-
-
-def _code_span(text: str) -> tuple[str, str] | None:
-    """The content of a code span at the start of `text`, and what follows it."""
-    match = CODE_SPAN_RE.match(text)
-    if match is None:
-        return None
-    code = match["code"]
-    if len(code) > 2 and code[0] == code[-1] == " ":
-        code = code[1:-1]
-    return code, text[match.end() :].strip()
-
-
-def _unwrap(value: str) -> str:
-    """A value that starts with a code span is that span; otherwise it is the whole text."""
-    span = _code_span(value)
-    if span:
-        return span[0].strip()
-    return value.strip() if value.strip("` ") else ""
-
-
-def _path_and_text(value: str) -> tuple[str, str] | None:
-    span = _code_span(value)
-    if span:
-        path, rest = span[0].strip(), span[1]
-        text_span = _code_span(rest)
-        text = text_span[0] if text_span else rest
-    else:
-        path, _, text = value.partition(" ")
-        text = text.strip()
-    return (path, text) if path and text else None
-
-
-def _requirement_ids(text: str) -> list[str]:
-    """'1.1, 2.3' -> ['1.1', '2.3']; a 'Req'/'Requirement' prefix on an id is dropped."""
-    ids = []
-    for word in text.split(","):
-        word = word.strip(" _*`")
-        if word[:3].lower() == "req":
-            word = REQUIREMENT_PREFIX_RE.sub("", word)
-        if word:
-            ids.append(word)
-    return ids
