@@ -86,6 +86,24 @@ def failure_lines(failed: list[Attempt]) -> list[str]:
     ]
 
 
+def where(task: TaskFile, step: Step) -> str:
+    """The heading above the step, its parents' titles and its user story: the context a real
+    tasks.md gives a step by its place in the file."""
+    lines = []
+    if step.heading:
+        lines.append(f"- Section: {step.heading}")
+    parents: list[str] = []
+    parent = task.get(step.parent_id) if step.parent_id else None
+    while parent is not None:
+        parents.insert(0, f"{parent.id}. {parent.title}")
+        parent = task.get(parent.parent_id) if parent.parent_id else None
+    if parents:
+        lines.append(f"- Part of: {' > '.join(parents)}")
+    if step.story:
+        lines.append(f"- User story: {step.story}")
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
 @dataclass
 class StepPrompts:
     workspace: Workspace
@@ -103,6 +121,7 @@ class StepPrompts:
                 continuation=continuation(state, step, attempt, action),
                 step_id=step.id,
                 step_title=step.title,
+                where=where(task, step),
                 details=_list([f"- {d}" for d in step.details], ""),
                 requirements="## Requirements\n" + _list(wanted) + "\n" if wanted else "",
                 lessons=self.lessons(state),

@@ -77,7 +77,7 @@ def test_a_full_disk_is_one_line_and_the_loop_resumes_after_space_is_freed(tmp_p
             "fill",
             """
             - [ ] 1. Fill the disk
-              - Run: `head -c 5000000 /dev/zero > big.bin; true`
+              - Run: `test -f filled || { touch filled; head -c 5000000 /dev/zero > big.bin; }; true`
             - [ ] 2. Finish
               - Run: `echo done > done.txt`
             """,

@@ -83,6 +83,8 @@ def start(
     workspace.require_inside(path)
     warn_short_secrets(cfg)
     task_file = parse_task_file(path)
+    for warning in task_file.warnings:
+        typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
     agent_workdir(workspace, cfg)
