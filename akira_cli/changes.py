@@ -7,6 +7,7 @@ snapshot cheaply records nothing rather than slowing every iteration down.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 SKIPPED = frozenset(
@@ -31,6 +32,45 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def snapshot(root: Path) -> Snapshot | None:
+    """Relative path -> (mtime_ns, size): git's view in a repository, else every file."""
+    if (root / ".git").exists():
+        found = git_snapshot(root)
+        if found is not None:
+            return found
+    return walk_snapshot(root)
+
+
+def git_snapshot(root: Path) -> Snapshot | None:
+    """The files git sees as changed or new (ignored ones are not the work), with their stats,
+    so that a file changed again during the attempt still shows. None when git cannot answer."""
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
+            cwd=root,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    found: Snapshot = {}
+    entries = done.stdout.decode("utf-8", "replace").split("\0")
+    for entry in entries:
+        if len(entry) < 4:
+            continue  # a rename's second path, or the end
+        path = entry[3:]
+        if path.split("/", 1)[0] in SKIPPED:
+            continue
+        try:
+            stat = (root / path).lstat()
+            found[path] = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            found[path] = (-1, -1)
+    return found
+
+
+def walk_snapshot(root: Path) -> Snapshot | None:
     """Relative path -> (mtime_ns, size) for every file, or None past MAX_FILES."""
     found: Snapshot = {}
     prefix = len(str(root)) + 1

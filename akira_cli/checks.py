@@ -32,6 +32,7 @@ class VerifyCheck:
     runner: CommandRunner
     timeout: float
     label: str = ""
+    advisory: bool = False
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -40,7 +41,7 @@ class VerifyCheck:
     def run(self) -> CheckResult:
         result = self.runner.run(self.command, self.timeout)
         detail = "" if result.ok else f"{result.describe()}\n{tail(result.output, 1500)}".strip()
-        return CheckResult(name=self.name, passed=result.ok, detail=detail)
+        return CheckResult(name=self.name, passed=result.ok, detail=detail, advisory=self.advisory)
 
 
 @dataclass
@@ -97,13 +98,15 @@ def step_checks(
     runner: CommandRunner,
     workdir: Path,
     default_timeout: float,
+    advisory_project: bool = False,
 ) -> list[Check]:
     timeout = step.timeout or default_timeout
     checks: list[Check] = [VerifyCheck(cmd, runner, timeout) for cmd in step.verify]
     checks += [ExistsCheck(path, workdir) for path in step.exists]
     checks += [ContainsCheck(path, text, workdir) for path, text in step.contains]
     checks += [
-        VerifyCheck(p.run, runner, p.timeout or default_timeout, label=f"check `{p.label}`") for p in project
+        VerifyCheck(p.run, runner, p.timeout or default_timeout, f"check `{p.label}`", advisory_project)
+        for p in project
     ]
     return checks
 
@@ -123,14 +126,15 @@ def evaluate(
     """
     try:
         results = [check.run() for check in checks]
-        passed = sum(result.passed for result in results)
-        confidence = passed / len(results) if results else 0.0
-        reasons = [f"{r.name} failed: {r.detail}" for r in results if not r.passed]
+        gating = [result for result in results if not result.advisory]
+        passed = sum(result.passed for result in gating)
+        confidence = passed / len(gating) if gating else 0.0
+        reasons = [f"{r.name} failed: {r.detail}" for r in gating if not r.passed]
         evaluation = Evaluation(complete=False, confidence=confidence, checks=results)
-        if judge is not None and step is not None and passed == len(results):
+        if judge is not None and step is not None and passed == len(gating):
             confidence, judge_reasons = judge.judge(step, evaluation, output)
             reasons += judge_reasons if confidence < threshold else []
-        complete = passed == len(results) and confidence >= threshold
+        complete = passed == len(gating) and confidence >= threshold
         if not complete and not reasons:
             reasons = [f"confidence {confidence:.2f} is below the threshold {threshold:.2f}"]
         return Evaluation(complete=complete, confidence=confidence, checks=results, reasons=reasons)

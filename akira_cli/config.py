@@ -112,6 +112,8 @@ class ReflectionSettings(Section):
 class EvaluationSettings(Section):
     confidence_threshold: float = Field(0.8, ge=0, le=1)
     llm_judge: bool = False
+    require_checks: bool = False
+    """A step with no Verify/Exists/Contains line and no project check fails with "no check"."""
 
 
 class ReasoningSettings(Section):

@@ -46,6 +46,9 @@ class ControlPlane:
             )
         return None
 
+    def covers(self, path: Path) -> bool:
+        return self.refusal(path, None) is not None
+
     def _is_task_file(self, path: Path, existing: os.stat_result | None) -> bool:
         task = self.task_path()
         if task is None:

@@ -20,6 +20,7 @@ from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane, Fingerprint
 from akira_cli.errors import ForceStopped, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType, utcnow
+from akira_cli.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.failures import backoff, signature
 from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
@@ -57,7 +58,9 @@ class StepEngine:
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
         record = self.state.record(step.id, step.title)
-        agent = self.agent_for(step)
+        if checkpoint := is_checkpoint(step):
+            require_project_checks(step, self.config)
+        agent = CheckpointAgent() if checkpoint else self.agent_for(step)
         prompt = self.prompts.build(self.state, task, step, record) if agent.wants_prompt else ""
         if prompt:
             self.note_reinjection(step)
@@ -78,8 +81,15 @@ class StepEngine:
         result, retries = self.execute(agent, request)
         self.note_control_plane(step, plane)
         result.usage = self.state.usage.since(spent)  # every LLM call goes through the shared client
-        attempt = self.conclude(step, request, result, retries, time.monotonic() - started)
-        attempt.files_changed = changed(files, snapshot(self.workdir))
+        control = self.control  # the task file an agent ticks is no evidence of work
+        files_changed = [
+            f for f in changed(files, snapshot(self.workdir)) if not control.covers(self.workdir / f)
+        ]
+        gating = bool(self.config.checks) and not self.state.advisory_checks
+        extra = evidence_check(step, self.config, agent.name, files_changed, gating)
+        took = time.monotonic() - started
+        attempt = self.conclude(step, request, result, retries, took, extra, agent.name)
+        attempt.files_changed = files_changed
         if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
         self.note_replan(record, attempt)
@@ -176,7 +186,14 @@ class StepEngine:
                 return result, retries
 
     def conclude(
-        self, step: Step, request: AgentRequest, result: AgentResult, retries: int, took: float
+        self,
+        step: Step,
+        request: AgentRequest,
+        result: AgentResult,
+        retries: int,
+        took: float,
+        extra: Check | None = None,
+        agent_name: str = "",
     ) -> Attempt:
         attempt = Attempt(
             step_id=step.id,
@@ -194,7 +211,11 @@ class StepEngine:
             attempt.outcome = "interrupted"
             return attempt
         checks: list[Check] = [AgentCheck(result.ok, result.error)]
-        checks += step_checks(step, self.config.checks, self.runner, request.workdir, request.timeout)
+        advisory = self.state.advisory_checks and agent_name != "checkpoint"
+        checks += step_checks(
+            step, self.config.checks, self.runner, request.workdir, request.timeout, advisory
+        )
+        checks += [extra] if extra is not None else []
         attempt.evaluation = evaluate(
             checks,
             self.config.evaluation.confidence_threshold,

@@ -36,9 +36,10 @@ def _recent_attempts(state: LoopState, limit: int = 5) -> str:
 
 def completion_report(workspace: Workspace, state: LoopState, declared: bool) -> Path:
     completed = [
-        f"- {s.step_id}: {s.description} ({s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
+        f"- {s.step_id}: {s.description} ({s.how}; {s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
         for s in state.completed_steps
     ]
+    breakdown = state.done_breakdown()
     recovered = [
         f"- {f.step_id}: {f.description}: {f.error.splitlines()[0] if f.error else ''}"
         for f in state.failed_steps
@@ -57,6 +58,10 @@ def completion_report(workspace: Workspace, state: LoopState, declared: bool) ->
             iteration=state.iteration,
             total_steps=len(state.completed_steps),
             completed_count=len(state.completed_steps),
+            verified=breakdown["verified"],
+            unverified=breakdown["unverified"],
+            by_person=breakdown["done_by_person"],
+            by_claim=breakdown["done_by_claim"],
             failed_count=state.total_failures,
             success_rate=f"{state.success_rate:.0%}",
             first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",

@@ -248,13 +248,13 @@ def test_a_command_timeout_is_a_strategic_failure(akira: Akira) -> None:
 
 
 def test_checks_decide_completion_and_project_checks_run_after_every_step(akira: Akira) -> None:
-    akira.write_config("checks:\n  - run: test -f project.ok\n    name: project ok\n")
+    akira.write_config("checks:\n  - run: test ! -f broken.flag\n    name: project ok\n")  # green at start
     akira.write_task(
         "checked",
         """
         - [ ] 1. Make it
-          - Run: `printf 'class Store: pass\\n' > store.py`
-          - Fallback: `touch project.ok`
+          - Run: `printf 'class Store: pass\\n' > store.py; touch broken.flag`
+          - Fallback: `rm broken.flag`
           - Exists: `store.py`
           - Contains: `store.py` `class Store`
           - Verify: `python3 -c "import store"`
@@ -262,11 +262,12 @@ def test_checks_decide_completion_and_project_checks_run_after_every_step(akira:
     )
     assert akira.run("loop", "start", "--task", "Specs/checked/tasks.md").code == 0
     first, second = akira.state().steps["1"].attempts
-    assert first.files_changed == ["store.py"] and second.files_changed == ["project.ok"]
+    assert first.files_changed == ["broken.flag", "store.py"] and second.files_changed == ["broken.flag"]
     assert first.evaluation is not None and not first.evaluation.complete
     assert [c.name for c in first.evaluation.failures()] == ["check `project ok`"]
     assert first.evaluation.confidence == pytest.approx(4 / 5)
     assert second.evaluation is not None and second.evaluation.complete
+    assert not akira.state().advisory_checks
 
 
 def test_optional_steps_and_depends(akira: Akira) -> None:

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from akira_cli import redaction
-from akira_cli.cli import config_cmd, init_cmd, loop_cmd, reason_cmd
+from akira_cli.cli import config_cmd, init_cmd, loop_cmd, loop_view_cmd, reason_cmd
 from akira_cli.cli.common import exits
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import describe_os_error
@@ -21,7 +21,8 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("init")(exits(init_cmd.init))
-app.add_typer(loop_cmd.app, name="loop")
+app.add_typer(loop_cmd.app, name="loop")  # loop_view_cmd adds the reading commands to it
+_ = loop_view_cmd  # imported for its commands
 app.add_typer(config_cmd.app, name="config")
 app.command("reason")(exits(reason_cmd.reason))
 

@@ -32,9 +32,12 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 
 
 def workspace_and_config(
-    root: str | None, config_file: Path | None = None, overrides: dict[str, Any] | None = None
+    root: str | None,
+    config_file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    task: Path | None = None,
 ) -> tuple[Workspace, Config]:
-    workspace = Workspace.resolve(root)
+    workspace = Workspace.resolve(root, task)
     return workspace, load_config(workspace.root, config_file, overrides)
 
 

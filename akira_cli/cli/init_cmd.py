@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,29 @@ from akira_cli.errors import AkiraError
 from akira_cli.workspace import Workspace
 
 EXAMPLE_FILES = ("tasks.md", "requirements.md", "design.md")
+
+
+def project_checks(folder: Path) -> list[str]:
+    """The test command of a recognisable project, for a person to confirm."""
+    found = []
+    has_tests = any((folder / name).exists() for name in ("tests", "test")) or any(folder.glob("test_*.py"))
+    if ((folder / "pyproject.toml").is_file() or (folder / "setup.cfg").is_file()) and has_tests:
+        found.append("python -m pytest -q")
+    try:
+        package = json.loads((folder / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        package = None
+    if (
+        isinstance(package, dict)
+        and isinstance(package.get("scripts"), dict)
+        and "test" in package["scripts"]
+    ):
+        found.append("npm test --silent")
+    if (folder / "Cargo.toml").is_file():
+        found.append("cargo test -q")
+    if (folder / "go.mod").is_file():
+        found.append("go test ./...")
+    return found
 
 
 def init(
@@ -31,8 +55,17 @@ def init(
     written = []
     config = target / "config" / "autonomous_loop.yaml"
     if not config.exists():
-        config.write_text(templates.joinpath("autonomous_loop.yaml").read_text(), encoding="utf-8")
+        text = templates.joinpath("autonomous_loop.yaml").read_text()
+        proposed = project_checks(target)
+        if proposed:
+            text += (
+                "\n# Project checks proposed for this project; uncomment them to confirm:\n"
+                "# checks:\n" + "".join(f"#   - run: {command}\n" for command in proposed)
+            )
+        config.write_text(text, encoding="utf-8")
         written.append(config)
+        for command in proposed:
+            typer.echo(f"  proposed project check (commented in the config): {command}")
     example = workspace.specs / "example"
     if not example.exists():
         example.mkdir(parents=True)

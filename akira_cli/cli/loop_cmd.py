@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,12 +15,10 @@ from typing import Annotated, Literal
 
 import typer
 from filelock import Timeout
-from rich.console import Console
 
 from akira_cli.agents.base import preflight
 from akira_cli.cli.common import (
     ConfigOption,
-    JsonOption,
     RootOption,
     TaskIdOption,
     exits,
@@ -32,15 +28,15 @@ from akira_cli.cli.common import (
     store_for,
     workspace_and_config,
 )
-from akira_cli.cli.status_view import dashboard, effective_status, summary
 from akira_cli.conditions import TaskLocator
 from akira_cli.config import Config, load_config
 from akira_cli.control import ResumeRequest, apply_resume, write_request
 from akira_cli.errors import AkiraError
-from akira_cli.events import read_events
+from akira_cli.evidence import red_baseline
 from akira_cli.hooks import remove_hooks, write_hook
 from akira_cli.redaction import MIN_SECRET, too_short
 from akira_cli.reports import take_guidance
+from akira_cli.runner import CommandRunner
 from akira_cli.session import agent_workdir, run_session
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore, TaskLock
@@ -72,7 +68,7 @@ def start(
         "autonomous_loop.failure_threshold": failure_threshold,
         "agent.kind": agent,
     }
-    workspace, cfg = workspace_and_config(root, config, overrides)
+    workspace, cfg = workspace_and_config(root, config, overrides, task)
     path = find_path(workspace, str(task))
     if path is None:
         raise AkiraError(f"{task}: task file not found; check the path or run 'akira init'")
@@ -87,11 +83,21 @@ def start(
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
-    agent_workdir(workspace, cfg)
+    workdir = agent_workdir(workspace, cfg)
+    failing = red_baseline(cfg, CommandRunner(workdir)) if pending else []
+    for label in failing:
+        typer.echo(
+            f"akira: warning: project check {label} already fails before the first step; this run "
+            "records its result but does not let it block steps",
+            err=True,
+        )
     store = store_for(workspace)
     with start_lock(store):
         refuse_unfinished(store, path)
         state, lock = new_loop(workspace, store, path, cfg, include_optional, agent, config, detach)
+    if failing:
+        state.advisory_checks = True
+        store.save(state)
     if detach:
         return spawn_detached(workspace, state, no_wait)
     typer.echo(f"akira: started {state.task_id} on {workspace.relative(path)}", err=True)
@@ -291,145 +297,3 @@ def stop(
     where = f"process {pid} will pause" if pid else "no live process; state saved as paused"
     typer.echo(f"akira: wrote {workspace.relative(hook)}; {where}", err=True)
     return 0
-
-
-@app.command("status")
-@exits
-def status(
-    task_id: Annotated[str | None, typer.Option("--task-id")] = None,
-    json_out: JsonOption = False,
-    root: RootOption = None,
-) -> int:
-    """One loop's status, or a dashboard of every loop."""
-    workspace = Workspace.resolve(root)
-    store = store_for(workspace)
-    if task_id:
-        _, state = load_task(workspace, task_id)
-        row = summary(store, state)
-        typer.echo(json.dumps(row, indent=2) if json_out else _status_text(row))
-        return 0
-    rows, corrupt = [], []
-    for path, found in store.scan():
-        if found is None:
-            corrupt.append(str(path))
-        else:
-            rows.append(summary(store, found))
-    rows.sort(key=lambda row: row["task_id"])
-    if json_out:
-        typer.echo(json.dumps({"loops": rows, "corrupt": corrupt}, indent=2))
-    else:
-        Console().print(dashboard(rows, corrupt))
-    return 0
-
-
-def _status_text(row: dict[str, object]) -> str:
-    lines = [f"{key}: {value}" for key, value in row.items() if value not in (None, "", [])]
-    return "\n".join(lines)
-
-
-@app.command("state")
-@exits
-def state_cmd(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOption = None) -> int:
-    """Print the state file."""
-    _, state = load_task(Workspace.resolve(root), task_id)
-    text = state.model_dump_json(indent=None if json_out else 2)
-    if json_out or not sys.stdout.isatty():
-        typer.echo(text)
-    else:
-        Console().print_json(text)
-    return 0
-
-
-@app.command("progress")
-@exits
-def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOption = None) -> int:
-    """Steps done, the current step and the rate of success."""
-    workspace = Workspace.resolve(root)
-    store, state = load_task(workspace, task_id)
-    steps = _steps(state)
-    done = sum(1 for step in steps if step["done"])
-    data = {
-        "task_id": state.task_id,
-        "status": effective_status(store, state),
-        "steps_done": done,
-        "steps_total": len(steps),
-        "percent": round(100 * done / len(steps), 1) if steps else 0.0,
-        "iteration": state.iteration,
-        "max_iterations": state.max_iterations,
-        "success_rate": round(state.success_rate, 4),
-        "current_step": state.current_step.step_id if state.current_step else None,
-        "steps": steps,
-    }
-    if json_out:
-        typer.echo(json.dumps(data, indent=2))
-        return 0
-    typer.echo(
-        f"{state.task_id}: {done}/{len(steps)} steps ({data['percent']}%), iteration "
-        f"{state.iteration}/{state.max_iterations}, success rate {state.success_rate:.0%}"
-    )
-    for step in steps:
-        mark = "x" if step["done"] else ("-" if step["id"] == data["current_step"] else " ")
-        typer.echo(f"  [{mark}] {step['id']} {step['title']} ({step['attempts']} attempt(s))")
-    return 0
-
-
-def _steps(state: LoopState) -> list[dict[str, object]]:
-    path = Path(state.task_path)
-    done_ids = state.completed_ids()
-    try:
-        task = parse_task_file(path)
-    except AkiraError:
-        return [
-            {
-                "id": r.step_id,
-                "title": r.description,
-                "done": r.step_id in done_ids,
-                "attempts": len(r.attempts),
-            }
-            for r in state.steps.values()
-        ]
-    leaves = task.leaves(state.include_optional)
-    return [
-        {
-            "id": s.id,
-            "title": s.title,
-            "done": s.ticked or s.id in done_ids,
-            "attempts": len(state.steps[s.id].attempts) if s.id in state.steps else 0,
-        }
-        for s in leaves
-    ]
-
-
-@app.command("logs")
-@exits
-def logs(
-    task_id: TaskIdOption,
-    follow: Annotated[bool, typer.Option("--follow", "-f")] = False,
-    json_out: JsonOption = False,
-    root: RootOption = None,
-) -> int:
-    """Show the event history; --follow tails it until the loop ends."""
-    workspace = Workspace.resolve(root)
-    store, state = load_task(workspace, task_id)
-    path = workspace.log_path(state.task_id)
-    seen = 0
-    while True:
-        events = list(read_events(path))
-        for event in events[seen:]:
-            typer.echo(event.model_dump_json() if json_out else event.line())
-        seen = len(events)
-        if not follow or not _live(store, state.task_id):
-            return 0
-        time.sleep(0.25)
-
-
-def _live(store: StateStore, task_id: str) -> bool:
-    """A process holds the task, or one was just started (--detach) and has not locked it yet."""
-    if store.lock(task_id).is_held():
-        return True
-    path = store.path(task_id)
-    try:
-        fresh = time.time() - path.stat().st_mtime < STARTING_GRACE_SECONDS
-    except OSError:
-        return False
-    return fresh and store.load(task_id).status == "running"

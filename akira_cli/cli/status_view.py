@@ -52,6 +52,7 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
         "success_rate": round(state.success_rate, 4),
         "current_step": f"{step.step_id} {step.description}" if step else None,
         "consecutive_failures": state.consecutive_failures,
+        **state.done_breakdown(),
         "duration_seconds": round(state.elapsed_seconds, 3),
         "stop_reason": state.stop_reason,
         "systemic_issues": state.systemic_issues,

@@ -31,6 +31,16 @@ class CurrentStep(Model):
     attempt: int = 1
 
 
+DONE_BY_TEXT = {
+    ("akira", True): "verified by its checks",
+    ("akira", False): "unverified: no check ran, the attempt changed files",
+    ("person", True): "ticked by a person",
+    ("person", False): "ticked by a person",
+    ("claim", True): "ticked by the agent; its checks confirmed it",
+    ("claim", False): "ticked by the agent; unverified, the step has no check",
+}
+
+
 class CompletedStep(Model):
     step_id: str
     description: str
@@ -42,6 +52,10 @@ class CompletedStep(Model):
     tick made during an attempt, decided by the step's checks)."""
     verified: bool = True
     """At least one deterministic check ran for the step and all passed."""
+
+    @property
+    def how(self) -> str:
+        return DONE_BY_TEXT[(self.done_by, self.verified)]
 
 
 class FailedStep(Model):
@@ -57,6 +71,8 @@ class CheckResult(Model):
     name: str
     passed: bool
     detail: str = ""
+    advisory: bool = False
+    """A project check that already failed before the first step: recorded, not gating."""
 
 
 class Evaluation(Model):
@@ -93,7 +109,8 @@ class Attempt(Model):
     def verified(self) -> bool:
         """At least one deterministic check (not just the agent's word) ran, and all passed."""
         checks = self.evaluation.checks if self.evaluation else []
-        return any(check.name != "agent result" for check in checks) and all(c.passed for c in checks)
+        deterministic = [check for check in checks if check.name not in ("agent result", "evidence")]
+        return bool(deterministic) and all(c.passed for c in checks)
 
     def summary(self) -> str:
         """The error's most telling line: what a retry prompt lists per failure."""
@@ -207,6 +224,8 @@ class LoopState(Model):
     """Work time summed over runs, for `timeout_seconds`."""
     systemic_issues: list[str] = Field(default_factory=list)
     pending_guidance: str | None = None
+    advisory_checks: bool = False
+    """The project checks failed before the first step: this run records them, they do not gate."""
 
     @field_validator("feature")
     @classmethod
@@ -219,6 +238,16 @@ class LoopState(Model):
         if step_id not in self.steps:
             self.steps[step_id] = StepRecord(step_id=step_id, description=description)
         return self.steps[step_id]
+
+    def done_breakdown(self) -> dict[str, int]:
+        """Completed steps by how they were decided: checked by akira, or taken on trust."""
+        steps = self.completed_steps
+        return {
+            "verified": sum(1 for s in steps if s.done_by == "akira" and s.verified),
+            "unverified": sum(1 for s in steps if s.done_by == "akira" and not s.verified),
+            "done_by_person": sum(1 for s in steps if s.done_by == "person"),
+            "done_by_claim": sum(1 for s in steps if s.done_by == "claim"),
+        }
 
     def completed_ids(self) -> set[str]:
         return {step.step_id for step in self.completed_steps}
