@@ -286,7 +286,8 @@ class AutonomousLoop:
 
     def complete(self, stop: LoopStop) -> None:
         self.state.current_step = None
-        if isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done:
+        in_specs = self.workspace.area_of(Path(self.state.task_path)) == "Specs"
+        if isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done and in_specs:
             self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
         if self.config.autonomous_loop.create_completion_report:
             declared = isinstance(stop, TaskMovedToDone) and self.steps_left()

@@ -6,8 +6,10 @@ and what the person reads never drift apart.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from akira_cli.config import Config, LoopSettings
 from akira_cli.reflection.memory import ReflectionMemory
@@ -86,6 +88,37 @@ def failure_lines(failed: list[Attempt]) -> list[str]:
     ]
 
 
+CONTEXT_FILES = ("requirements.md", "design.md", "spec.md", "plan.md", "data-model.md", "proposal.md")
+"""What Kiro, spec-kit and OpenSpec keep next to tasks.md."""
+DESIGN_PART_CHARS = 1500
+
+
+def spec_context(workspace: Workspace, task: TaskFile, step: Step) -> str:
+    """The spec's other files, and the part of its design that speaks of this step."""
+    folder = task.path.parent
+    present = [folder / name for name in CONTEXT_FILES if (folder / name).is_file()]
+    if not present:
+        return ""
+    lines = ["## The spec", *[f"- `{workspace.relative(path)}`" for path in present]]
+    part = design_part(folder / "design.md", step.title)
+    if part:
+        lines += ["", "From the design:", "", part]
+    return "\n".join(lines) + "\n"
+
+
+def design_part(path: Path, title: str) -> str:
+    """The design.md section that shares the most words with the step's title."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    words = {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", title.lower())}
+    sections = re.split(r"(?m)^(?=#{2,4} )", text)
+    scored = [(len(words & set(re.findall(r"[a-z][a-z0-9_]{3,}", s.lower()))), s) for s in sections]
+    best = max(scored, default=(0, ""), key=lambda item: item[0])
+    return best[1].strip()[:DESIGN_PART_CHARS] if best[0] else ""
+
+
 def where(task: TaskFile, step: Step) -> str:
     """The heading above the step, its parents' titles and its user story: the context a real
     tasks.md gives a step by its place in the file."""
@@ -124,6 +157,7 @@ class StepPrompts:
                 where=where(task, step),
                 details=_list([f"- {d}" for d in step.details], ""),
                 requirements="## Requirements\n" + _list(wanted) + "\n" if wanted else "",
+                context=spec_context(self.workspace, task, step),
                 lessons=self.lessons(state),
                 checks=_list(self.checks(step), "- the agent reports success"),
                 workdir=self.config.agent.workdir or ".",

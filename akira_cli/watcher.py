@@ -39,16 +39,21 @@ class WorkspaceWatcher:
         self._observer: Any = None
 
     def start(self) -> None:
-        self.workspace.ensure_layout()
+        # Only akira's own folders are created: a repository whose spec is worked in place
+        # (.kiro/specs, specs/, openspec/) gets .state/ and .hooks/, nothing else.
+        for folder in (self.workspace.state_dir, self.workspace.hooks):
+            folder.mkdir(parents=True, exist_ok=True)
         observer = Observer()
         handler = _Handler(self)
         # Specs/ is watched without recursion: the loop's own checkbox writes inside a feature
         # folder would otherwise wake this thread on every step. A task or folder leaving
         # Specs/ still shows (it appears in Done/ or Needs_Action/), and boundaries rescan.
         for folder in (self.workspace.done, self.workspace.needs_action):
-            observer.schedule(handler, str(folder), recursive=True)
+            if folder.is_dir():
+                observer.schedule(handler, str(folder), recursive=True)
         for folder in (self.workspace.specs, self.workspace.hooks):
-            observer.schedule(handler, str(folder), recursive=False)
+            if folder.is_dir():
+                observer.schedule(handler, str(folder), recursive=False)
         observer.daemon = True
         observer.start()
         self._observer = observer

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from akira_cli.errors import AkiraError
 
+MARKERS = (".state", "Specs", ".kiro", ".specify", "openspec")
+"""A folder holding one of these is a workspace; commands look for the nearest one upward."""
 LAYOUT = ("Specs", "Done", "Needs_Action", "Logs/completion_reports", ".state", ".hooks", "config")
 
 
@@ -17,12 +19,19 @@ class Workspace:
     root: Path
 
     @classmethod
-    def resolve(cls, root: str | Path | None = None) -> Workspace:
-        chosen = root or os.environ.get("AKIRA_ROOT") or os.getcwd()
-        path = Path(chosen).expanduser().resolve()
-        if not path.is_dir():
-            raise AkiraError(f"{path}: workspace folder not found; pass an existing --root DIR")
-        return cls(path)
+    def resolve(cls, root: str | Path | None = None, task: Path | None = None) -> Workspace:
+        """--root, else $AKIRA_ROOT, else the folder of the spec tool that holds `task`, else the
+        nearest folder upward from here that is a workspace (as git finds its repository)."""
+        chosen = root or os.environ.get("AKIRA_ROOT")
+        if chosen:
+            path = Path(chosen).expanduser().resolve()
+            if not path.is_dir():
+                raise AkiraError(f"{path}: workspace folder not found; pass an existing --root DIR")
+            return cls(path)
+        here = Path.cwd().resolve()
+        if task is not None and (holder := spec_root((here / task.expanduser()).resolve())):
+            return cls(holder)
+        return cls(discover(here))
 
     @property
     def specs(self) -> Path:
@@ -123,3 +132,27 @@ def command_line(workspace: Workspace, *args: str) -> str:
     if not here:
         words += ["--root", str(workspace.root)]
     return shlex.join(words)
+
+
+def discover(start: Path) -> Path:
+    """The nearest folder from `start` upward that holds a workspace marker, else `start`."""
+    for folder in (start, *start.parents):
+        if any((folder / marker).is_dir() for marker in MARKERS):
+            return folder
+    return start
+
+
+def spec_root(task: Path) -> Path | None:
+    """The repository folder of a task file kept where a spec tool keeps it, or None:
+    Kiro's .kiro/specs/<feature>/tasks.md, spec-kit's specs/<NNN-feature>/tasks.md (next to
+    .specify/) and OpenSpec's openspec/changes/<change>/tasks.md."""
+    parents = task.parents
+    if len(parents) < 4 or task.name != "tasks.md":
+        return None
+    if parents[1].name == "specs" and parents[2].name == ".kiro":
+        return parents[3]
+    if parents[1].name == "specs" and (parents[2] / ".specify").is_dir():
+        return parents[2]
+    if parents[1].name == "changes" and parents[2].name == "openspec":
+        return parents[3]
+    return None
