@@ -30,6 +30,7 @@ class TaskLocator:
     workspace: Workspace
     watcher: WorkspaceWatcher | None
     identity: tuple[int, int] | None = None
+    _inside: Path | None = None
 
     def remember(self, path: Path) -> tuple[int, int]:
         stat = path.stat()
@@ -40,7 +41,12 @@ class TaskLocator:
         """The task file's path now; never a path outside the workspace (a state file's
         task_path is data, not a place akira may touch)."""
         found = self._find(path)
-        return found if found is not None and self.workspace.contains(found) else None
+        if found is None or found == self._inside:
+            return found
+        if not self.workspace.contains(found):
+            return None
+        self._inside = found  # resolving symlinks costs syscalls: once per new place is enough
+        return found
 
     def _find(self, path: Path) -> Path | None:
         if path.is_file():

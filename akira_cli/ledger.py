@@ -39,16 +39,24 @@ class Ledger:
     known_ticks: set[str] = field(default_factory=set)
     """The leaves ticked in the file as akira last saw it."""
     trusted: dict[str, Directives] = field(default_factory=dict)
+    _seen: tuple[TaskFile | None, int] = (None, -1)
+    """(the parse, completed count) last reconciled: the same parse object means the file
+    changed only by akira's own box writes, so there is nothing new to look at. The object is
+    held, not its id, so a later parse can never be taken for it."""
+    _checked: TaskFile | None = None
 
     def trust(self, task: TaskFile) -> None:
         """A person has seen the file as it is now (a start, a resume, the end of a pause)."""
         self.trusted = {step.id: directives(step) for step in task.steps}
+        self._seen, self._checked = (None, -1), task
 
     def reconcile(
         self, task: TaskFile, *, during_attempt: bool, current: str | None = None
     ) -> dict[str, str]:
         """Brings the ledger and the file together; returns the boxes to write (id -> char)."""
         writes: dict[str, str] = {}
+        if self._seen[0] is task and self._seen[1] == len(self.state.completed_steps):
+            return writes
         completed = self.state.completed_ids()
         for step in task.leaves(include_optional=True):
             if step.id in completed:
@@ -64,6 +72,7 @@ class Ledger:
         self.known_ticks = {
             step.id for step in task.leaves(include_optional=True) if step.ticked and step.id not in writes
         } | {step_id for step_id, box in writes.items() if box == "x"}
+        self._seen = (task, len(self.state.completed_steps)) if not writes else (None, -1)
         return writes
 
     def tick_by_someone(self, step: Step, during_attempt: bool, writes: dict[str, str]) -> None:
@@ -93,6 +102,9 @@ class Ledger:
 
     def changed_directives(self, task: TaskFile) -> list[str]:
         """Steps whose directives differ from akira's trusted view (new steps with directives too)."""
+        if task is self._checked:
+            return []
+        self._checked = task
         changed = []
         for step in task.steps:
             if self.trusted.get(step.id, NO_DIRECTIVES) != directives(step):

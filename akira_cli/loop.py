@@ -111,9 +111,10 @@ class AutonomousLoop:
             raise NeedsPerson(str(exc)) from None
         finally:
             self.checkpoint()
-        self.after_attempt(path, step)
         if attempt.outcome == "success":
             self.tick(path, step)
+        self.after_attempt(path, step)
+        if attempt.outcome == "success":
             self.bus.emit(EventType.METRICS, step.id, **self.state.metrics.model_dump())
             self.bus.emit(
                 EventType.STEP_COMPLETED,
@@ -128,7 +129,7 @@ class AutonomousLoop:
         if current is None:
             return  # deleted or moved: the next boundary says so
         task = self.load(current)
-        self.settle_ticks(current, task, during_attempt=True, running=step.id)
+        settled = self.settle_ticks(current, task, during_attempt=True, running=step.id)
         changed = self.ledger.changed_directives(self.tasks.load(current))
         if changed:
             reason = (
@@ -139,14 +140,18 @@ class AutonomousLoop:
             hook = write_hook(self.workspace, self.state, reason)
             self.bus.emit(EventType.LEDGER, step.id, action="directives_held", steps=changed[:20])
             raise StopRequested(f"{reason} ({self.workspace.relative(hook)})")
-        self.checkpoint()
+        if settled:
+            self.checkpoint()
 
     def settle_ticks(
         self, path: Path, task: TaskFile, *, during_attempt: bool, running: str | None = None
-    ) -> None:
+    ) -> bool:
+        """Applies the ledger to the file; True when the state changed (claims or person ticks)."""
+        before = len(self.state.completed_steps)
         writes = self.ledger.reconcile(task, during_attempt=during_attempt, current=running)
         for step_id, box in writes.items():
             self.mark(path, step_id, box)
+        return bool(writes) or len(self.state.completed_steps) != before
 
     def next_step(self, task: TaskFile) -> Step:
         optional = self.state.include_optional
