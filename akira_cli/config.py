@@ -54,6 +54,8 @@ class LoopSettings(Section):
     auto_move_to_done: bool = True
     create_completion_report: bool = True
     archive_state_file: bool = True
+    no_progress_threshold: int = Field(3, ge=1)
+    """Attempts in a row that change no file and pass no check stop the loop (no_progress)."""
 
 
 class ResourceLimits(Section):
@@ -65,7 +67,7 @@ class ResourceLimits(Section):
 
 
 class AgentSettings(Section):
-    kind: Literal["auto", "script", "command", "llm"] = "auto"
+    kind: Literal["auto", "script", "command", "llm", "claude", "codex", "gemini", "aider"] = "auto"
     command: str | None = None
     """External agent CLI, e.g. `claude -p`; `{prompt_file}` is replaced by the prompt's path."""
     workdir: str | None = None
@@ -76,6 +78,16 @@ class AgentSettings(Section):
     allow_run_command: bool = True
     """Whether the llm agent may use its `run_command` tool."""
     max_tool_output_chars: int = Field(8000, ge=256)
+    preset: Literal["claude", "codex", "gemini", "aider"] | None = None
+    """An agent CLI akira knows: its flags, its output, its usage and cost (implies `command`)."""
+    permission_mode: str | None = None
+    """claude: --permission-mode (default acceptEdits); gemini: `bypass` adds --yolo."""
+    extra_args: list[str] = Field(default_factory=list)
+    """Flags added to the preset's command line."""
+    session: Literal["fresh", "continue"] = "fresh"
+    """fresh: a new conversation per attempt; continue: resume the step's last one (claude, codex)."""
+    max_limit_wait_seconds: float = Field(21600, ge=0)
+    """The longest wait for an agent CLI's usage limit to reset before asking a person."""
 
 
 class ModelPrice(Section):

@@ -18,7 +18,7 @@ from akira_cli.changes import changed, snapshot
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane, Fingerprint
-from akira_cli.errors import ForceStopped, PersistentFailure, StepExhausted
+from akira_cli.errors import ForceStopped, LoopStop, NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.failures import backoff, signature
@@ -26,6 +26,8 @@ from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.usage import Usage
+from akira_cli.usage_limits import LimitWaiter
 from akira_cli.workspace import Workspace
 
 
@@ -39,6 +41,8 @@ class Reflection(Protocol):
 
 class PromptBuilder(Protocol):
     def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str: ...
+
+    def followup(self, state: LoopState, step: Step, record: StepRecord) -> str: ...
 
 
 @dataclass
@@ -54,6 +58,7 @@ class StepEngine:
     pause: Callable[[float], bool]
     """Waits up to N seconds; returns True early when a stop was requested."""
     should_stop: Callable[[], bool]
+    limits: LimitWaiter
     judge: Judge | None = None
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
@@ -61,9 +66,14 @@ class StepEngine:
         if checkpoint := is_checkpoint(step):
             require_project_checks(step, self.config)
         agent = CheckpointAgent() if checkpoint else self.agent_for(step)
-        prompt = self.prompts.build(self.state, task, step, record) if agent.wants_prompt else ""
-        if prompt:
-            self.note_reinjection(step)
+        session = record.session_id if self.config.agent.session == "continue" else None
+        if session and agent.wants_prompt and not self.context_due():
+            prompt = self.prompts.followup(self.state, step, record)  # the conversation has the rest
+        else:
+            session = None
+            prompt = self.prompts.build(self.state, task, step, record) if agent.wants_prompt else ""
+            if prompt:
+                self.note_reinjection(step)
         request = AgentRequest(
             self.state.task_id,
             step,
@@ -74,13 +84,17 @@ class StepEngine:
             step.timeout or self.config.agent.command_timeout_seconds,
             self.should_stop,
             Path(self.state.task_path),
+            session,
         )
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         started, spent, files = time.monotonic(), self.state.usage.model_copy(), snapshot(self.workdir)
         plane = self.control.snapshot()
         result, retries = self.execute(agent, request)
         self.note_control_plane(step, plane)
-        result.usage = self.state.usage.since(spent)  # every LLM call goes through the shared client
+        if result.usage.calls or result.usage.total_tokens:  # what an agent CLI reported itself
+            self.state.usage.add(self.priced(result.usage, agent.name))
+        result.usage = self.state.usage.since(spent)  # with every call of the shared LLM client
+        record.session_id = result.session_id or record.session_id
         control = self.control  # the task file an agent ticks is no evidence of work
         files_changed = [
             f for f in changed(files, snapshot(self.workdir)) if not control.covers(self.workdir / f)
@@ -107,6 +121,16 @@ class StepEngine:
         else:
             self.failed(step, record, attempt)
         return attempt
+
+    def priced(self, usage: Usage, agent: str) -> Usage:
+        """An agent CLI's usage with a cost from `llm.prices` (by model, else by the CLI's
+        name) when the CLI reports none."""
+        key = self.config.llm.model or agent
+        price = self.config.llm.prices.get(key)
+        if usage.cost_usd or price is None:
+            return usage
+        cost = usage.prompt_tokens * price.input_per_1m + usage.completion_tokens * price.output_per_1m
+        return usage.model_copy(update={"cost_usd": cost / 1_000_000})
 
     @property
     def control(self) -> ControlPlane:
@@ -147,6 +171,12 @@ class StepEngine:
             guidance=bool(record.guidance),
         )
 
+    def context_due(self) -> bool:
+        """Seed 004's rules for a kept conversation: the whole context again every N iterations
+        or when it is stale (a new step has no session yet, so it always gets it)."""
+        reason = reinjection_reason(self.state, self.config.autonomous_loop)
+        return reason is not None and reason != "after_failure"
+
     def note_reinjection(self, step: Step) -> None:
         """Fresh-context agents get the continuation context in every prompt; this records when
         seed 004's rules (every N iterations, after a failure, when stale) call for it."""
@@ -162,6 +192,13 @@ class StepEngine:
         retries = 0
         while True:
             result = agent.run(request)
+            if result.limit is not None and not result.interrupted:
+                try:
+                    self.limits.wait_out(request.step.id, result.limit)
+                except LoopStop:
+                    self.state.iteration -= 1  # a usage limit spends no iteration
+                    raise
+                continue
             if not result.transient or retries >= limit or result.interrupted:
                 if result.transient:
                     self.bus.emit(
@@ -239,7 +276,23 @@ class StepEngine:
             attempt.error_signature = signature(attempt.error)
         return attempt
 
+    def count_progress(self, attempt: Attempt) -> None:
+        """The circuit breaker of the Ralph loop runners: no file changed and no check passed."""
+        checks = attempt.evaluation.checks if attempt.evaluation else []
+        passed = any(c.passed and c.name not in ("agent result", "evidence") for c in checks)
+        if attempt.files_changed or passed:
+            self.state.no_progress_streak = 0
+            return
+        self.state.no_progress_streak += 1
+        threshold = self.config.autonomous_loop.no_progress_threshold
+        if self.state.no_progress_streak >= threshold:
+            raise NoProgress(
+                f"no progress: {self.state.no_progress_streak} attempts in a row changed no file and "
+                "passed no check; look at the agent's output in 'akira loop logs', then resume"
+            )
+
     def succeeded(self, record: StepRecord, attempt: Attempt) -> None:
+        self.state.no_progress_streak = 0
         self.state.total_successes += 1
         self.state.consecutive_failures = 0
         for failed in self.state.failed_steps:
@@ -276,15 +329,19 @@ class StepEngine:
         )
         self.reflection.after_failure(self.state, record, attempt)
         window = record.window()
+        idle = "no progress: " if not attempt.files_changed else ""
         if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
             self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
             self.loop_completed(record, "persistent_failure")
             raise PersistentFailure(
-                f"step {step.id} failed twice in a row with the same error: "
+                f"{idle}step {step.id} failed twice in a row with the same error: "
                 f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
             )
         retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
         allowed = self.config.reflection.max_iterations if retry else 1
         if len(window) >= allowed:
             self.loop_completed(record, "exhausted")
-            raise StepExhausted(f"step {step.id} failed {len(window)} attempt(s) without passing its checks")
+            raise StepExhausted(
+                f"{idle}step {step.id} failed {len(window)} attempt(s) without passing its checks"
+            )
+        self.count_progress(attempt)

@@ -143,6 +143,15 @@ class TimeoutReached(LoopStop):
     report = "intervention"
 
 
+class NoProgress(LoopStop):
+    """Attempts in a row changed no file and passed no check: the agent is not getting anywhere."""
+
+    condition = "no_progress"
+    status = "needs_action"
+    exit_code = 4
+    report = "intervention"
+
+
 class NeedsPerson(LoopStop):
     """Something a person must fix before the work can go on (an agent that cannot run, an LLM
     endpoint that stays unreachable or refuses the key); nothing is lost, resume continues."""

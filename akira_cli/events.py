@@ -54,6 +54,7 @@ class EventType(StrEnum):
     PROFILE_UPDATED = "profile_updated"
     WARNING = "warning"
     LEDGER = "ledger"
+    USAGE_LIMIT = "usage_limit"
     CONTROL_PLANE_CHANGED = "control_plane_changed"
 
 

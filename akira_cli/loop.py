@@ -73,6 +73,7 @@ class AutonomousLoop:
                 return stop
 
     def work(self) -> None:
+        self.engine.limits.resume_wait()
         self.reconcile()
         while True:
             path = self.guard.check_location(self.state)

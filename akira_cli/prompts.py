@@ -166,6 +166,12 @@ class StepPrompts:
             + "\n"
         )
 
+    def followup(self, state: LoopState, step: Step, record: StepRecord) -> str:
+        """For a resumed conversation: only what is new since the last attempt."""
+        failed = [a for a in record.window() if a.outcome == "failure"]
+        head = f"Your last attempt at step {step.id} ({step.title}) did not pass its checks.\n"
+        return head + self.retry(state, record, failed[-1:]).strip() + "\n"
+
     def checks(self, step: Step) -> list[str]:
         lines = [f"- `{cmd}` exits 0" for cmd in step.verify]
         lines += [f"- `{path}` exists" for path in step.exists]

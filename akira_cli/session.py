@@ -27,6 +27,7 @@ from akira_cli.runner import CommandRunner
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.model import Step
+from akira_cli.usage_limits import LimitWaiter
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line
 
@@ -101,8 +102,9 @@ def build_loop(
         pool,
         StepPrompts(workspace, config),
         build_reflection(workspace, config, bus, client),
-        pause=lambda _: False,  # both replaced by the loop's own below
+        pause=lambda _: False,  # the three replaced by the loop's own below
         should_stop=lambda: False,
+        limits=LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, lambda: None, lambda _: False),
         judge=llm_judge(config, client),
     )
     loop = AutonomousLoop(
@@ -117,6 +119,7 @@ def build_loop(
         wait=wait,
     )
     engine.pause, engine.should_stop = loop.pause, loop.stop_wanted
+    engine.limits.pause, engine.limits.save = loop.pause, lambda: store.save(state)
     return loop
 
 

@@ -7,7 +7,10 @@ from pydantic import BaseModel
 
 class Usage(BaseModel):
     prompt_tokens: int = 0
+    """Input tokens, cached ones included."""
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """The cached part of `prompt_tokens`, kept on its own."""
     calls: int = 0
     cost_usd: float = 0.0
 
@@ -18,6 +21,7 @@ class Usage(BaseModel):
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
         self.calls += other.calls
         self.cost_usd += other.cost_usd
 
@@ -25,6 +29,7 @@ class Usage(BaseModel):
         return Usage(
             prompt_tokens=self.prompt_tokens - before.prompt_tokens,
             completion_tokens=self.completion_tokens - before.completion_tokens,
+            cached_tokens=self.cached_tokens - before.cached_tokens,
             calls=self.calls - before.calls,
             cost_usd=self.cost_usd - before.cost_usd,
         )

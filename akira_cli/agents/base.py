@@ -11,6 +11,7 @@ from akira_cli.errors import AkiraError
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
+    from akira_cli.agents.presets import UsageLimit
     from akira_cli.config import Config
     from akira_cli.events import EventBus
     from akira_cli.llm.client import LLMClient
@@ -32,6 +33,8 @@ class AgentRequest:
     should_stop: Callable[[], bool] = lambda: False
     task_path: Path | None = None
     """The running task file: part of the control plane the agent may not write."""
+    session_id: str | None = None
+    """The step's conversation to resume (`agent.session: continue`); None starts a new one."""
 
 
 @dataclass
@@ -44,7 +47,11 @@ class AgentResult:
     transient: bool = False
     interrupted: bool = False
     usage: Usage = field(default_factory=Usage)
+    """Usage an agent CLI reported itself (the llm agent's is counted by its client)."""
     response: str = ""
+    session_id: str | None = None
+    limit: UsageLimit | None = None
+    """The agent CLI's plan limit is reached: not a failure, waited out."""
 
 
 class Agent(Protocol):
@@ -89,10 +96,10 @@ def preflight(kind: str, steps: list[Step], config: Config) -> None:
                 "the llm agent needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL "
                 "(config/autonomous_loop.yaml or the environment, e.g. http://127.0.0.1:11434/v1)"
             )
-        if chosen == "command" and not config.agent.command:
+        if chosen == "command" and not (config.agent.command or config.agent.preset):
             raise AkiraError(
-                "the command agent needs agent.command in config/autonomous_loop.yaml, "
-                'e.g. command: "claude -p"'
+                "the command agent needs agent.preset or agent.command in config/autonomous_loop.yaml, "
+                'e.g. preset: claude, or command: "claude -p"'
             )
 
 
@@ -104,9 +111,15 @@ def choose_kind(kind: str, step: Step, config: Config) -> str:
         return "script"
     if config.llm.base_url:
         return "llm"
-    if config.agent.command:
+    if config.agent.command or config.agent.preset:
         return "command"
+    from akira_cli.agents.presets import PRESETS, found_on_path
+
+    found = found_on_path()
+    seen = f"found on PATH: {', '.join(found)}" if found else "none of them is on PATH"
     raise AkiraError(
-        f"step {step.id} has no 'Run:' directive and no agent is configured; add a 'Run:' "
-        "line to the step, set llm.base_url (or OPENAI_BASE_URL), or set agent.command"
+        f"step {step.id} has no 'Run:' directive and no agent is configured; add a 'Run:' line "
+        "to the step, set llm.base_url (or OPENAI_BASE_URL), or name your agent CLI with "
+        f"--agent NAME or agent.preset ({', '.join(PRESETS)}; {seen}) or agent.command; akira "
+        "never starts a paid agent nobody configured"
     )

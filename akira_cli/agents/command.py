@@ -7,12 +7,15 @@ and into a file whose path replaces `{prompt_file}` in `agent.command`.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
+from akira_cli.agents.presets import PRESETS, CliReport, Preset
+from akira_cli.config import AgentSettings
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import redact_bytes
-from akira_cli.runner import CommandRunner, tail
+from akira_cli.runner import CommandResult, CommandRunner, tail
 
 
 class CommandAgent:
@@ -20,18 +23,29 @@ class CommandAgent:
     wants_prompt = True
 
     def __init__(
-        self, command: str, runner: CommandRunner, prompts: Path, transient_codes: list[int]
+        self,
+        command: str,
+        runner: CommandRunner,
+        prompts: Path,
+        transient_codes: list[int],
+        preset: Preset | None = None,
+        settings: AgentSettings | None = None,
     ) -> None:
         self.command = command
         self.runner = runner
         self.prompts = prompts
         self.transient_codes = transient_codes
+        self.preset = preset
+        self.settings = settings
+        self.name = preset.name if preset is not None else "command"
 
     def run(self, request: AgentRequest) -> AgentResult:
         prompt_file = self.prompts / f"{request.task_id}_{request.step.id}_{request.attempt}.md"
         prompt_file.parent.mkdir(parents=True, exist_ok=True)
         prompt_file.write_bytes(redact_bytes(request.prompt.encode()))
-        command = self.command.replace("{prompt_file}", shlex.quote(str(prompt_file)))
+        preset, settings = self.preset, self.settings
+        line = preset.command(settings, request.session_id) if preset and settings else self.command
+        command = line.replace("{prompt_file}", shlex.quote(str(prompt_file)))
         env = {
             "AKIRA_TASK_ID": request.task_id,
             "AKIRA_STEP_ID": request.step.id,
@@ -39,6 +53,8 @@ class CommandAgent:
             "AKIRA_PROMPT_FILE": str(prompt_file),
         }
         result = self.runner.run(command, request.timeout, stdin=request.prompt, env=env)
+        if self.preset is not None and not result.interrupted:
+            return self.conclude(self.preset.read(result.output, result.exit_code), result, command)
         # Only the exit codes say "transient": an agent's chatter may well mention 429 or a lock.
         transient = not result.timed_out and result.exit_code in self.transient_codes
         error = "" if result.ok else f"{result.describe()}\n{tail(result.output, 2000)}".strip()
@@ -53,14 +69,55 @@ class CommandAgent:
             response=tail(result.output, 4000),
         )
 
+    def conclude(self, report: CliReport, result: CommandResult, command: str) -> AgentResult:
+        """A preset's reading: a failure the CLI reports is a failure even with exit 0; a usage
+        limit is not a failure at all (it is waited out, see `UsageLimit`)."""
+        ok = result.ok and not report.failed and report.limit is None
+        if report.limit is not None:
+            error = f"usage limit: {report.limit.message}"
+        elif report.failed:
+            error = f"{self.preset.name if self.preset else 'agent'} reported a failure: {report.error}"
+        else:
+            error = "" if result.ok else f"{result.describe()}\n{tail(result.output, 2000)}".strip()
+        return AgentResult(
+            ok=ok,
+            approach=f"{self.preset.name if self.preset else 'command'} agent",
+            actions=[command],
+            output=result.output,
+            error=error.strip(),
+            transient=not result.timed_out and result.exit_code in self.transient_codes,
+            usage=report.usage,
+            response=tail(report.answer or result.output, 4000),
+            session_id=report.session_id,
+            limit=report.limit,
+        )
+
 
 @register_agent("command")
 def _command(context: AgentContext) -> CommandAgent:
-    command = context.config.agent.command
-    if not command:
+    settings = context.config.agent
+    preset = PRESETS[settings.preset] if settings.preset else None
+    if not settings.command and preset is None:
         raise AkiraError(
-            "agent kind 'command' needs agent.command in config/autonomous_loop.yaml, "
-            'e.g. command: "claude -p"'
+            "agent kind 'command' needs agent.preset or agent.command in config/autonomous_loop.yaml, "
+            'e.g. preset: claude, or command: "claude -p"'
         )
     prompts = context.workspace.state_dir / "prompts"
-    return CommandAgent(command, context.runner, prompts, context.config.agent.transient_exit_codes)
+    command = settings.command or ""
+    return CommandAgent(command, context.runner, prompts, settings.transient_exit_codes, preset, settings)
+
+
+def _preset_factory(name: str) -> Callable[[AgentContext], CommandAgent]:
+    def build(context: AgentContext) -> CommandAgent:
+        settings = context.config.agent.model_copy(update={"preset": name})
+        prompts = context.workspace.state_dir / "prompts"
+        command = settings.command or ""
+        return CommandAgent(
+            command, context.runner, prompts, settings.transient_exit_codes, PRESETS[name], settings
+        )
+
+    return build
+
+
+for _name in PRESETS:  # `--agent claude` is the command agent with the claude preset
+    register_agent(_name)(_preset_factory(_name))

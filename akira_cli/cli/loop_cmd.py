@@ -45,7 +45,7 @@ from akira_cli.workspace import Workspace
 
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
 STARTING_GRACE_SECONDS = 5.0
-AgentKind = Literal["auto", "script", "command", "llm"]
+AgentKind = Literal["auto", "script", "command", "llm", "claude", "codex", "gemini", "aider"]
 NoWait = Annotated[bool, typer.Option("--no-wait", help="Exit 3 when paused instead of waiting.")]
 
 

@@ -88,6 +88,8 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
         "success_rate": round(state.success_rate, 4),
         "current_step": state.current_step.step_id if state.current_step else None,
         **state.done_breakdown(),
+        "tokens": state.usage.total_tokens,
+        "cost_usd": round(state.usage.cost_usd, 4),
         "steps": steps,
     }
     if json_out:
@@ -98,7 +100,8 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
         f"{state.task_id}: {done}/{len(steps)} steps ({data['percent']}%), iteration "
         f"{state.iteration}/{state.max_iterations}, success rate {state.success_rate:.0%}; "
         f"verified {breakdown['verified']}, unverified {breakdown['unverified']}, "
-        f"by a person {breakdown['done_by_person']}, by the agent's claim {breakdown['done_by_claim']}"
+        f"by a person {breakdown['done_by_person']}, by the agent's claim {breakdown['done_by_claim']}; "
+        f"{state.usage.total_tokens} tokens, ${state.usage.cost_usd:.4f}"
     )
     for step in steps:
         mark = "x" if step["done"] else ("-" if step["id"] == data["current_step"] else " ")

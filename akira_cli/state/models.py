@@ -142,6 +142,8 @@ class StepRecord(Model):
     reflections: list[str] = Field(default_factory=list)
     guidance: str | None = None
     post_action: PostActionReflection | None = None
+    session_id: str | None = None
+    """The agent CLI's conversation for this step (claude's session_id, codex's thread_id)."""
 
     def window(self) -> list[Attempt]:
         return [a for a in self.attempts[self.window_start :] if a.outcome != "interrupted"]
@@ -224,6 +226,10 @@ class LoopState(Model):
     """Work time summed over runs, for `timeout_seconds`."""
     systemic_issues: list[str] = Field(default_factory=list)
     pending_guidance: str | None = None
+    no_progress_streak: int = 0
+    """Attempts in a row that changed no file and passed no check."""
+    waiting_until: str | None = None
+    """When an agent CLI's usage limit resets: the loop waits until then (spending nothing)."""
     advisory_checks: bool = False
     """The project checks failed before the first step: this run records them, they do not gate."""
 

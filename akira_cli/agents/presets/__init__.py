@@ -1,0 +1,72 @@
+"""Agent CLI presets (SPEC 7): the agent CLIs people already pay for, first-class.
+
+A preset knows the CLI's default command line, how it takes the prompt, and how to read its
+machine output: the answer, whether it says it failed, its token usage and cost, its session
+id, and a usage-limit message. One small module per CLI; they register here by name, so adding
+the next CLI is one module. The `command` agent stays generic and uses a preset when one is set.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from akira_cli.usage import Usage
+
+if TYPE_CHECKING:
+    from akira_cli.config import AgentSettings
+
+
+@dataclass
+class UsageLimit:
+    """The CLI's plan limit is reached; `reset_at` when the message says when it resets."""
+
+    message: str
+    reset_at: datetime | None = None
+
+
+@dataclass
+class CliReport:
+    """What a preset read from one run of its CLI."""
+
+    answer: str = ""
+    failed: bool = False
+    error: str = ""
+    usage: Usage = field(default_factory=Usage)
+    session_id: str | None = None
+    limit: UsageLimit | None = None
+
+
+class Preset(Protocol):
+    name: str
+    executable: str
+
+    def command(self, settings: AgentSettings, session_id: str | None) -> str:
+        """The shell command line; the prompt goes on stdin (or `{prompt_file}`)."""
+        ...
+
+    def read(self, output: str, exit_code: int | None) -> CliReport: ...
+
+
+PRESETS: dict[str, Preset] = {}
+
+
+ORDER = ("claude", "codex", "gemini", "aider")
+
+
+def register_preset(preset: Preset) -> Preset:
+    PRESETS[preset.name] = preset
+    ordered = sorted(PRESETS.items(), key=lambda item: ORDER.index(item[0]) if item[0] in ORDER else 99)
+    PRESETS.clear()
+    PRESETS.update(ordered)
+    return preset
+
+
+def found_on_path() -> list[str]:
+    """The agent CLIs of the presets that are installed here."""
+    return [name for name, preset in PRESETS.items() if shutil.which(preset.executable)]
+
+
+from akira_cli.agents.presets import aider, claude, codex, gemini  # noqa: E402,F401  (registration)

@@ -1,0 +1,35 @@
+"""Finding a CLI's JSON in its output, which may carry warnings and progress lines around it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def json_objects(output: str) -> list[dict[str, Any]]:
+    """Every line that is a JSON object, in order; else the whole output as one, if it is one."""
+    found = []
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+    if found:
+        return found
+    start, end = output.find("{"), output.rfind("}")
+    if 0 <= start < end:
+        try:
+            value = json.loads(output[start : end + 1])
+        except ValueError:
+            return []
+        if isinstance(value, dict):
+            return [value]
+    return []
+
+
+def number(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0

@@ -1,0 +1,93 @@
+"""Usage limits are not failures (SPEC 7): an agent CLI whose plan limit is reached is waited
+out. No iteration, failure or reflection is spent; the state records `waiting_until` (so that
+`status` shows it and a resume waits out the rest); a stop hook ends the wait at once; past
+`agent.max_limit_wait_seconds` a person is asked, with the reset time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from akira_cli.agents.presets import UsageLimit
+from akira_cli.errors import NeedsPerson, StopRequested
+from akira_cli.events import EventBus, EventType
+from akira_cli.state.models import LoopState
+
+FIRST_BACKOFF = 300.0
+"""Without a reset time in the message: 5 minutes, then doubling."""
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def stamp(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass
+class LimitWaiter:
+    state: LoopState
+    bus: EventBus
+    cap_seconds: float
+    save: Callable[[], None]
+    pause: Callable[[float], bool]
+    """Waits up to N seconds; True as soon as a stop is wanted."""
+    waited: float = 0.0
+    seen: int = field(default=0)
+
+    def wait_out(self, step_id: str, limit: UsageLimit) -> None:
+        """Waits until the limit resets; raises to ask a person or to honour a stop hook."""
+        current = now()
+        wait = (
+            max(1.0, (limit.reset_at - current).total_seconds())
+            if limit.reset_at is not None
+            else FIRST_BACKOFF * 2**self.seen
+        )
+        until = current + timedelta(seconds=wait)
+        if self.waited + wait > self.cap_seconds:
+            raise NeedsPerson(
+                f"the agent's usage limit is reached ({limit.message[:160]}); it resets at "
+                f"{stamp(until)}, later than agent.max_limit_wait_seconds ({self.cap_seconds:.0f}s) "
+                "allows: resume after that time"
+            )
+        self.seen += 1
+        self.state.waiting_until = stamp(until)
+        self.save()
+        self.bus.emit(
+            EventType.USAGE_LIMIT,
+            step_id,
+            message=limit.message[:300],
+            waiting_until=stamp(until),
+            seconds=wait,
+        )
+        self.hold(wait)
+        self.waited += wait
+
+    def hold(self, seconds: float) -> None:
+        """Waits; a stop hook ends the wait at once, and `waiting_until` stays recorded so that
+        the resume waits out the rest (the limit has not gone away)."""
+        if self.pause(seconds):
+            self.save()
+            raise StopRequested(
+                f"a stop hook ended the wait for the agent's usage limit (it resets at "
+                f"{self.state.waiting_until}; the resume waits out the rest)"
+            )
+        self.state.waiting_until = None
+
+    def resume_wait(self) -> None:
+        """After a restart: wait out what is left of a recorded wait."""
+        if not self.state.waiting_until:
+            return
+        until = datetime.fromisoformat(self.state.waiting_until.replace("Z", "+00:00"))
+        left = (until - now()).total_seconds()
+        if left > 0:
+            self.bus.emit(
+                EventType.USAGE_LIMIT,
+                message="waiting out the rest of a usage limit",
+                waiting_until=self.state.waiting_until,
+                seconds=left,
+            )
+            self.hold(left)
+        self.state.waiting_until = None
