@@ -14,37 +14,54 @@ Failure classes:
 - 401/403, an unknown model, other 4xx: `LLMError` at once.
 
 The API key never appears in an exception message, an event or a repr: every text taken from
-the SDK or the server is passed through `_Redactor`, and SDK exceptions are not chained.
+the SDK or the server is passed through `Redactor`, and SDK exceptions are not chained.
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
 import random
-import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import openai
 from pydantic import BaseModel, ValidationError
 
-from akira_cli import redaction
 from akira_cli.config import BudgetSettings, LLMSettings, ResourceLimits
-from akira_cli.errors import AkiraError, BudgetExceeded
+from akira_cli.errors import BudgetExceeded
 from akira_cli.events import EventBus, EventType
+from akira_cli.llm import wire
+from akira_cli.llm.types import (
+    NO_KEY,
+    ChatResult,
+    Failure,
+    FormatRejected,
+    LLMError,
+    LLMSchemaError,
+    LLMTransientError,
+    LLMTruncated,
+    Redactor,
+    ToolCall,
+    configured,
+)
 from akira_cli.usage import Usage
+
+__all__ = [
+    "ChatResult",
+    "LLMClient",
+    "LLMError",
+    "LLMSchemaError",
+    "LLMTransientError",
+    "LLMTruncated",
+    "ToolCall",
+    "configured",
+]
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
-NO_KEY = "sk-no-key-required"
-"""Sent when no key is configured: local servers want some bearer token."""
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
 RATE_WINDOW = 60.0
@@ -52,81 +69,6 @@ TRANSIENT_STATUSES = frozenset({408, 409, 429})
 FORMAT_MODES = ("json_schema", "json_object", "none")
 PURPOSE_TOKENS = {"judge": 512, "reflection": 1024, "reasoning.profile": 1024, "lesson": 512}
 """Replies that are small by nature get a smaller bound than `llm.max_tokens`."""
-
-
-class ToolCall(BaseModel):
-    id: str
-    name: str
-    arguments: str
-    """The raw JSON string the model produced; the caller parses (and reports) it."""
-
-
-class ChatResult(BaseModel):
-    content: str | None
-    tool_calls: list[ToolCall]
-    usage: Usage
-    finish_reason: str | None
-
-    def as_message(self) -> dict[str, Any]:
-        """The assistant message to append to the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                for call in self.tool_calls
-            ]
-        return message
-
-
-class LLMError(AkiraError):
-    """A permanent LLM failure, described on one line with the fix."""
-
-
-class LLMTransientError(LLMError):
-    """A transient failure that survived every retry."""
-
-
-class LLMSchemaError(LLMError):
-    """Structured output still broke its schema after the repair retries."""
-
-
-class LLMTruncated(LLMError):
-    """The reply was cut at `max_tokens`: a strategic failure, never retried as it was."""
-
-
-class _FormatRejected(LLMError):
-    """The server refused `response_format`; `structured` falls back to a simpler mode."""
-
-
-def configured(settings: LLMSettings) -> bool:
-    """True when an endpoint is set, i.e. the `llm` agent can be used."""
-    return bool(settings.base_url)
-
-
-@dataclass
-class _Failure:
-    """A transient failure, kept until we know whether a retry will fix it."""
-
-    message: str
-    status: int | None = None
-    retry_after: float | None = None
-    garbage: bool = False
-    refused: bool = False
-
-
-class _Redactor:
-    def __init__(self, secret: str | None) -> None:
-        if secret and secret != NO_KEY:
-            redaction.register([secret])
-
-    def __call__(self, text: str, limit: int = 300) -> str:
-        """One line, every known secret masked, bounded in length."""
-        text = " ".join(redaction.redact(text).split())
-        return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class LLMClient:
@@ -153,7 +95,7 @@ class LLMClient:
         self.usage = usage if usage is not None else Usage()
         self._sleep = sleep
         key = settings.api_key.get_secret_value() if settings.api_key else ""
-        self._redact = _Redactor(key)
+        self._redact = Redactor(key)
         self._sdk = openai.OpenAI(
             base_url=settings.base_url,
             api_key=key or NO_KEY,
@@ -186,7 +128,7 @@ class LLMClient:
         A refused connection fails at once. A server that lists no models at all is given the
         benefit of the doubt (some proxies list nothing yet serve every model)."""
         page = self._call(lambda: self._sdk.models.list(), "ping", retry_refused=False)
-        available = _model_ids(page)
+        available = wire.model_ids(page)
         if self._model is not None and available and self._model not in available:
             raise LLMError(self._model_not_found(available))
 
@@ -210,15 +152,15 @@ class LLMClient:
     ) -> T:
         """A reply parsed into `schema`; a reply that breaks it goes back to the model with the
         validation error, at most `repair_attempts` times. Nothing is ever guessed."""
-        conversation = _with_schema_prompt(messages, schema)
+        conversation = wire.with_schema_prompt(messages, schema)
         problem = ""
         for _ in range(repair_attempts + 1):
             result = self._structured_once(conversation, schema, purpose)
             content = result.content or ""
             try:
-                return schema.model_validate_json(_strip_fences(content))
+                return schema.model_validate_json(wire.strip_fences(content))
             except ValidationError as exc:
-                problem = _describe(exc)
+                problem = wire.describe(exc)
             conversation += [
                 {"role": "assistant", "content": content},
                 {
@@ -240,8 +182,8 @@ class LLMClient:
         while True:
             mode = FORMAT_MODES[self._format_mode]
             try:
-                return self._complete(conversation, _response_format(mode, schema), purpose)
-            except _FormatRejected as exc:
+                return self._complete(conversation, wire.response_format(mode, schema), purpose)
+            except FormatRejected as exc:
                 if self._format_mode + 1 >= len(FORMAT_MODES):
                     raise
                 self._format_mode += 1
@@ -257,7 +199,7 @@ class LLMClient:
         started = time.monotonic()
         limit = min(self.settings.max_tokens, PURPOSE_TOKENS.get(purpose, self.settings.max_tokens))
         result = self._call(
-            lambda: _parse_completion(
+            lambda: wire.parse_completion(
                 self._sdk.chat.completions.create(
                     model=model,
                     messages=messages,  # type: ignore[arg-type]
@@ -312,7 +254,7 @@ class LLMClient:
             )
 
     def _list_models(self) -> list[str]:
-        return _model_ids(self._call(lambda: self._sdk.models.list(), "models"))
+        return wire.model_ids(self._call(lambda: self._sdk.models.list(), "models"))
 
     # -- retries ------------------------------------------------------------------------------
 
@@ -334,19 +276,19 @@ class LLMClient:
                 return request()
             except openai.APIStatusError as exc:
                 if format_probe and exc.status_code in (400, 422, 500):
-                    detail = self._redact(_server_message(exc), 160)
-                    raise _FormatRejected(
+                    detail = self._redact(wire.server_message(exc), 160)
+                    raise FormatRejected(
                         f"LLM endpoint refused response_format (HTTP {exc.status_code}: {detail})"
                     ) from None
                 failure = self._classify(exc)
-            except (openai.OpenAIError, ValueError, _Garbage, AttributeError, TypeError) as exc:
+            except (openai.OpenAIError, ValueError, wire.Garbage, AttributeError, TypeError) as exc:
                 failure = self._classify(exc)
             if attempt >= self.settings.max_retries or (failure.refused and not retry_refused):
                 raise self._final(failure, attempt + 1)
             attempt += 1
             self._wait_before_retry(failure, attempt, purpose)
 
-    def _wait_before_retry(self, failure: _Failure, attempt: int, purpose: str) -> None:
+    def _wait_before_retry(self, failure: Failure, attempt: int, purpose: str) -> None:
         if failure.retry_after is not None:
             wait = min(failure.retry_after, self.settings.retry_after_cap_seconds)
             mechanism = "retry_after"
@@ -365,7 +307,7 @@ class LLMClient:
         )
         self._sleep(wait)
 
-    def _final(self, failure: _Failure, attempts: int) -> LLMError:
+    def _final(self, failure: Failure, attempts: int) -> LLMError:
         tries = f"after {attempts} attempt(s)"
         if failure.garbage:
             return LLMError(
@@ -374,41 +316,41 @@ class LLMClient:
             )
         return LLMTransientError(f"{failure.message} ({tries})")
 
-    def _classify(self, exc: Exception) -> _Failure:
-        """A retryable `_Failure`, or raises the permanent `LLMError` for `exc`."""
+    def _classify(self, exc: Exception) -> Failure:
+        """A retryable `Failure`, or raises the permanent `LLMError` for `exc`."""
         if isinstance(exc, openai.APITimeoutError):
-            return _Failure(
+            return Failure(
                 f"LLM endpoint {self.base_url} did not answer within {self.settings.timeout:g}s; "
                 "raise llm.timeout or check the server"
             )
         if isinstance(exc, openai.APIConnectionError):
-            reason = _connection_reason(exc)
-            return _Failure(
+            reason = wire.connection_reason(exc)
+            return Failure(
                 f"LLM endpoint {self.base_url} is unreachable ({self._redact(reason, 120)}); "
                 "start the server or fix llm.base_url",
                 refused="refused" in reason,
             )
         if isinstance(exc, openai.APIStatusError):
             return self._classify_status(exc)
-        return _Failure(f"LLM returned garbage from {self.base_url}", garbage=True)
+        return Failure(f"LLM returned garbage from {self.base_url}", garbage=True)
 
-    def _classify_status(self, exc: openai.APIStatusError) -> _Failure:
+    def _classify_status(self, exc: openai.APIStatusError) -> Failure:
         status = exc.status_code
-        detail = self._redact(_server_message(exc), 200)
+        detail = self._redact(wire.server_message(exc), 200)
         if status in TRANSIENT_STATUSES or status >= 500:
-            return _Failure(
+            return Failure(
                 f"LLM endpoint {self.base_url} answered HTTP {status} ({detail})",
                 status=status,
-                retry_after=_retry_after(exc.response.headers),
+                retry_after=wire.retry_after(exc.response.headers),
             )
         if status in (401, 403):
             raise LLMError(
                 f"LLM rejected the API key ({status}); set OPENAI_API_KEY or llm.api_key"
             ) from None
-        if status == 404 and _is_chat(exc) and (exc.code == "model_not_found" or "model" in detail):
+        if status == 404 and wire.is_chat(exc) and (exc.code == "model_not_found" or "model" in detail):
             raise LLMError(self._model_not_found()) from None
         if status in (400, 422) and ("response_format" in detail or "json_schema" in detail):
-            raise _FormatRejected(f"LLM endpoint refused response_format: {detail}") from None
+            raise FormatRejected(f"LLM endpoint refused response_format: {detail}") from None
         hint = "; check llm.base_url (it usually ends in /v1)" if status == 404 else ""
         raise LLMError(
             f"LLM endpoint {self.base_url} refused the request (HTTP {status}): {detail}{hint}"
@@ -450,123 +392,3 @@ class LLMClient:
     def _emit(self, type: EventType, **data: Any) -> None:
         if self.bus is not None:
             self.bus.emit(type, **data)
-
-
-class _Garbage(Exception):
-    """The answer parsed as JSON but is not a chat completion."""
-
-
-def _parse_completion(completion: Any) -> ChatResult:
-    choices = getattr(completion, "choices", None)
-    if not choices:
-        raise _Garbage
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    if message is None:
-        raise _Garbage
-    usage = getattr(completion, "usage", None)
-    return ChatResult(
-        content=message.content,
-        tool_calls=[
-            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
-            for call in message.tool_calls or []
-            if getattr(call, "function", None) is not None
-        ],
-        usage=Usage(
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            calls=1,
-        ),
-        finish_reason=getattr(choice, "finish_reason", None),
-    )
-
-
-def _model_ids(page: Any) -> list[str]:
-    return [str(m.id) for m in getattr(page, "data", None) or []]
-
-
-def _is_chat(exc: openai.APIStatusError) -> bool:
-    """Whether the failed request was a chat completion (a 404 elsewhere is a wrong URL)."""
-    return str(exc.response.request.url.path).endswith("/chat/completions")
-
-
-def _server_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    message = body.get("message") if isinstance(body, dict) else None
-    return message if isinstance(message, str) else exc.message
-
-
-def _connection_reason(exc: openai.APIConnectionError) -> str:
-    cause = exc.__cause__ or exc.__context__
-    text = str(cause) if cause else str(exc)
-    lowered = text.lower()
-    if "refused" in lowered:
-        return "connection refused"
-    if "name or service" in lowered or "nodename" in lowered or "getaddrinfo" in lowered:
-        return "unknown host"
-    return text or "connection failed"
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from `retry-after-ms`, or `Retry-After` as seconds or as an HTTP date."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _response_format(mode: str, schema: type[BaseModel]) -> dict[str, Any]:
-    if mode == "json_schema":
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "reply"
-        spec = {"name": name, "schema": schema.model_json_schema(), "strict": False}
-        return {"response_format": {"type": "json_schema", "json_schema": spec}}
-    if mode == "json_object":
-        return {"response_format": {"type": "json_object"}}
-    return {}
-
-
-def _with_schema_prompt(messages: list[dict[str, Any]], schema: type[BaseModel]) -> list[dict[str, Any]]:
-    """A copy of `messages` whose system message asks for JSON matching `schema`.
-
-    Servers that ignore `response_format` still see the schema this way."""
-    instruction = "Reply with only a JSON object that matches this JSON schema, no prose:\n" + json.dumps(
-        schema.model_json_schema()
-    )
-    if messages and messages[0].get("role") == "system":
-        first = dict(messages[0])
-        first["content"] = f"{first.get('content') or ''}\n\n{instruction}".strip()
-        return [first, *messages[1:]]
-    return [{"role": "system", "content": instruction}, *messages]
-
-
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-
-
-def _strip_fences(content: str) -> str:
-    match = _FENCE.search(content)
-    return match.group(1).strip() if match else content.strip()
-
-
-def _describe(exc: ValidationError) -> str:
-    """The validation errors, one per clause, as pydantic words them."""
-    parts = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
