@@ -49,6 +49,7 @@ def apply_resume(state: LoopState, request: ResumeRequest) -> None:
     if request.guidance:
         state.pending_guidance = request.guidance
     if state.status in ("needs_action", "failed"):
+        state.no_progress_streak = 0
         done = state.completed_ids()
         for record in state.steps.values():
             if record.step_id not in done:

@@ -368,3 +368,31 @@ def test_events_cover_the_loop(akira: Akira, capsys: pytest.CaptureFixture[str])
     assert {"ts", "type", "task_id", "step_id", "iteration", "data"} <= set(lines[0])
     plain = akira.run("loop", "logs", "--task-id", "example", capsys=capsys)
     assert "step_completed" in plain.out
+
+
+def test_every_fallback_is_reached_across_resumes(akira: Akira) -> None:
+    task = akira.write_task(
+        "many",
+        """
+        - [ ] 1. Try them all
+          - Run: `echo run; exit 1`
+          - Fallback: `echo one; exit 1`
+          - Fallback: `echo two; exit 1`
+          - Fallback: `echo three; exit 1`
+          - Fallback: `touch four`
+          - Exists: `four`
+    """,
+    )
+    assert akira.run("loop", "start", "--task", str(task)).code == 4  # three attempts used up
+    assert akira.run("loop", "resume", "--task-id", akira.task_id(), "--reset-failures").code == 0
+    approaches = [a.approach for a in akira.state().steps["1"].attempts]
+    assert approaches == ["Run", "Fallback 1", "Fallback 2", "Fallback 3", "Fallback 4"]
+
+
+def test_start_refuses_a_task_under_done(akira: Akira) -> None:
+    done = akira.root / "Done" / "old" / "tasks.md"
+    done.parent.mkdir(parents=True)
+    done.write_text("- [x] 1. Finished\n  - Run: `true`\n")
+    result = akira.cli("loop", "start", "--task", "Done/old/tasks.md")
+    assert result.code == 1 and "under Done/" in result.err and "move it back under Specs/" in result.err
+    assert not akira.state_files()

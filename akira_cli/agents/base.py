@@ -26,7 +26,7 @@ class AgentRequest:
     step: Step
     attempt: int
     tried: set[str]
-    """Approaches already tried for this step since the last resume."""
+    """Approaches already tried for this step, across resumes."""
     prompt: str
     workdir: Path
     timeout: float

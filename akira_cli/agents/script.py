@@ -17,6 +17,8 @@ class ScriptAgent:
         self.transient_codes = transient_codes
 
     def plan(self, step: Step, tried: set[str]) -> tuple[str, list[str]]:
+        """`Run:` first, then each `Fallback:` in order (across resumes); when every one was
+        tried, `Run:` again."""
         if "Run" not in tried and step.run:
             return "Run", step.run
         for number, command in enumerate(step.fallback, 1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 
@@ -18,8 +19,30 @@ app = typer.Typer(
     help="Works through a spec's task list unattended: runs, checks, reflects, re-plans.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"akira {version('akira-cli')}")
+        except PackageNotFoundError:
+            typer.echo("akira (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Works through a spec's task list unattended: runs, checks, reflects, re-plans."""
+
+
 app.command("init")(exits(init_cmd.init))
 app.add_typer(loop_cmd.app, name="loop")  # loop_view_cmd adds the reading commands to it
 _ = loop_view_cmd  # imported for its commands

@@ -54,10 +54,19 @@ NoWait = Annotated[bool, typer.Option("--no-wait", help="Exit 3 when paused inst
 def start(
     task: Annotated[Path, typer.Option("--task", help="Path of the tasks.md to work through.")],
     config: ConfigOption = None,
-    max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1)] = None,
-    failure_threshold: Annotated[int | None, typer.Option("--failure-threshold", min=1)] = None,
-    agent: Annotated[AgentKind | None, typer.Option("--agent")] = None,
-    include_optional: Annotated[bool, typer.Option("--include-optional")] = False,
+    max_iterations: Annotated[
+        int | None, typer.Option("--max-iterations", min=1, help="Attempts allowed over the whole task.")
+    ] = None,
+    failure_threshold: Annotated[
+        int | None, typer.Option("--failure-threshold", min=1, help="Failed attempts in a row before asking.")
+    ] = None,
+    agent: Annotated[
+        AgentKind | None,
+        typer.Option("--agent", help="Who works the steps: auto, script, command, llm, or an agent CLI."),
+    ] = None,
+    include_optional: Annotated[
+        bool, typer.Option("--include-optional", help="Also work the optional ('[ ]*') steps.")
+    ] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Run in the background.")] = False,
     no_wait: NoWait = False,
     root: RootOption = None,
@@ -77,6 +86,12 @@ def start(
             raise AkiraError(f"{path} is a folder without tasks.md; pass the tasks.md file")
         path = path / "tasks.md"
     workspace.require_inside(path)
+    if (area := workspace.area_of(path)) in ("Done", "Needs_Action"):
+        raise AkiraError(
+            f"{workspace.relative(path)} is under {area}/, not a task to start: "
+            + ("it is finished" if area == "Done" else "it waits for a person")
+            + "; move it back under Specs/ to work on it"
+        )
     warn_short_secrets(cfg)
     task_file = parse_task_file(path)
     for warning in task_file.warnings:
@@ -212,9 +227,15 @@ def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int
 @exits
 def resume(
     task_id: TaskIdOption,
-    max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1)] = None,
-    reset_failures: Annotated[bool, typer.Option("--reset-failures")] = False,
-    guidance: Annotated[str | None, typer.Option("--guidance")] = None,
+    max_iterations: Annotated[
+        int | None, typer.Option("--max-iterations", min=1, help="New limit of attempts for the task.")
+    ] = None,
+    reset_failures: Annotated[
+        bool, typer.Option("--reset-failures", help="Set the failures-in-a-row count back to 0.")
+    ] = False,
+    guidance: Annotated[
+        str | None, typer.Option("--guidance", help="Advice for the next attempt of the step that failed.")
+    ] = None,
     no_wait: NoWait = False,
     config: ConfigOption = None,
     root: RootOption = None,
@@ -277,7 +298,9 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
 def stop(
     task_id: TaskIdOption,
     force: Annotated[bool, typer.Option("--force", help="Kill the running command.")] = False,
-    save_state: Annotated[bool, typer.Option("--save-state")] = False,
+    save_state: Annotated[
+        bool, typer.Option("--save-state", help="Mark the state paused even when no process runs it.")
+    ] = False,
     root: RootOption = None,
 ) -> int:
     """Pause a loop with a stop hook (--force also kills the running command)."""

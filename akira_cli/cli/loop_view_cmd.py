@@ -25,7 +25,9 @@ from akira_cli.workspace import Workspace
 @app.command("status")
 @exits
 def status(
-    task_id: Annotated[str | None, typer.Option("--task-id")] = None,
+    task_id: Annotated[
+        str | None, typer.Option("--task-id", help="One loop (id, task file or feature); all when left out.")
+    ] = None,
     json_out: JsonOption = False,
     root: RootOption = None,
 ) -> int:
@@ -140,7 +142,7 @@ def _steps(state: LoopState) -> list[dict[str, object]]:
 @exits
 def logs(
     task_id: TaskIdOption,
-    follow: Annotated[bool, typer.Option("--follow", "-f")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events live.")] = False,
     json_out: JsonOption = False,
     root: RootOption = None,
 ) -> int:

@@ -149,7 +149,8 @@ class StepRecord(Model):
         return [a for a in self.attempts[self.window_start :] if a.outcome != "interrupted"]
 
     def tried(self) -> set[str]:
-        return {attempt.approach for attempt in self.window()}
+        """Every approach tried for this step, across resumes: each Fallback: gets its turn."""
+        return {attempt.approach for attempt in self.attempts if attempt.outcome != "interrupted"}
 
 
 class Context(Model):

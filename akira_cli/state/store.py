@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -142,10 +143,13 @@ class StateStore:
         except (ValidationError, ValueError, UnicodeDecodeError) as exc:
             moved = self.quarantine(path)
             reason = _first_error(exc)
-            raise AkiraError(
-                f"{path}: corrupt state file ({reason}); moved to {moved}, "
-                f"restore a copy from {self.backup_dir} or start the task again"
-            ) from None
+            backups = sorted(self.backup_dir.glob(f"{path.stem}.*.json"), key=_iteration)
+            if backups:
+                copy = shlex.join(["cp", str(backups[-1]), str(path)])
+                fix = f"restore the newest backup with: {copy}"
+            else:
+                fix = "there is no backup of it; start the task again with 'akira loop start --task'"
+            raise AkiraError(f"{path}: corrupt state file ({reason}); moved to {moved}; {fix}") from None
 
     def quarantine(self, path: Path) -> Path:
         self.corrupt_dir.mkdir(parents=True, exist_ok=True)
