@@ -25,6 +25,7 @@ from akira_cli.agents.tools import Toolbox
 from akira_cli.control_plane import ControlPlane
 from akira_cli.events import EventBus
 from akira_cli.runner import CommandRunner
+from akira_cli.testing.races import SWAPPER
 
 SECRET = "sk-harness-0123456789abcdef"
 OUTSIDE = "content of a file outside the workspace"
@@ -265,25 +266,6 @@ def hostile_tools(swaps: int) -> dict[str, int]:
         escapes += len([p for p in outside.iterdir() if p.name != "secret.txt"])
     print(f"hostile tool calls: {calls} calls ({swaps} under a racing symlink swap); escapes {escapes}")
     return {"escapes": escapes}
-
-
-SWAPPER = """
-import os, shutil, sys
-real, parked, outside, stop = sys.argv[1:]
-while not os.path.exists(stop):
-    try:
-        os.rename(real, parked); os.symlink(outside, real); os.unlink(real); os.rename(parked, real)
-    except OSError:
-        try:  # a write made `real` a folder while the folder was parked: put things back
-            if os.path.isdir(parked) and not os.path.islink(real):
-                shutil.rmtree(real, ignore_errors=True)
-                os.rename(parked, real)
-            elif os.path.islink(real):
-                os.unlink(real)
-                os.rename(parked, real)
-        except OSError:
-            pass
-"""
 
 
 def secrets_and_claims() -> dict[str, int]:

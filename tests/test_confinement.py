@@ -16,6 +16,7 @@ from akira_cli.agents.tools import Toolbox
 from akira_cli.control_plane import ControlPlane
 from akira_cli.events import EventBus
 from akira_cli.runner import CommandRunner
+from akira_cli.testing.races import SWAPPER
 
 
 def toolbox_for(root: Path, task: Path | None = None) -> Toolbox:
@@ -42,31 +43,6 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
 def call(box: Toolbox, name: str, **args: object) -> tuple[bool, str]:
     result = box.call(name, json.dumps(args))
     return result.error, result.output
-
-
-SWAPPER = """
-import os, shutil, sys
-real, parked, outside, stop = sys.argv[1:]
-flips = 0
-while not os.path.exists(stop):
-    try:
-        os.rename(real, parked)
-        os.symlink(outside, real)
-        flips += 1
-        os.unlink(real)
-        os.rename(parked, real)
-    except OSError:
-        try:  # a write made `real` a folder while the folder was parked: put things back
-            if os.path.isdir(parked) and not os.path.islink(real):
-                shutil.rmtree(real, ignore_errors=True)
-                os.rename(parked, real)
-            elif os.path.islink(real):
-                os.unlink(real)
-                os.rename(parked, real)
-        except OSError:
-            pass
-print(flips)
-"""
 
 
 @pytest.mark.timeout(60)

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from test_llm_client import USER, Harness
 
 from akira_cli.events import EventType
-from akira_cli.llm.client import LLMTruncated
+from akira_cli.llm.types import LLMTruncated
 from akira_cli.reasoning.models import Plan, PlanStep
 from akira_cli.testing import FakeOpenAI, Reply, error, json_reply, malformed
 

@@ -1,8 +1,8 @@
 """The LLM client: every model call goes through `LLMClient`."""
 
-from akira_cli.llm.client import (
+from akira_cli.llm.client import LLMClient
+from akira_cli.llm.types import (
     ChatResult,
-    LLMClient,
     LLMError,
     LLMSchemaError,
     LLMTransientError,

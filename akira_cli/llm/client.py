@@ -43,21 +43,8 @@ from akira_cli.llm.types import (
     LLMTransientError,
     LLMTruncated,
     Redactor,
-    ToolCall,
-    configured,
 )
 from akira_cli.usage import Usage
-
-__all__ = [
-    "ChatResult",
-    "LLMClient",
-    "LLMError",
-    "LLMSchemaError",
-    "LLMTransientError",
-    "LLMTruncated",
-    "ToolCall",
-    "configured",
-]
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")

@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from akira_cli.config import ReasoningSettings
 from akira_cli.events import EventBus, EventType
-from akira_cli.llm.client import LLMClient, LLMError, LLMSchemaError, LLMTransientError
+from akira_cli.llm.client import LLMClient
+from akira_cli.llm.types import LLMError, LLMSchemaError, LLMTransientError
 from akira_cli.reasoning import synthesis
 from akira_cli.reasoning.convergence import ConvergenceEngine, thresholds
 from akira_cli.reasoning.executor import LLMStepExecutor, StepExecutor, step_prompt

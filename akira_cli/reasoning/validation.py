@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from akira_cli.llm.client import LLMClient, LLMSchemaError
+from akira_cli.llm.client import LLMClient
+from akira_cli.llm.types import LLMSchemaError
 from akira_cli.reasoning import prompts
 from akira_cli.reasoning.models import (
     Delta,
