@@ -39,7 +39,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
 from akira_cli.tasks.source import TaskSource, is_done
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 
 @dataclass
@@ -133,10 +133,11 @@ class AutonomousLoop:
         settled = self.settle_ticks(current, task, during_attempt=True, running=step.id)
         changed = self.ledger.changed_directives(self.tasks.load(current))
         if changed:
+            resume = command_line(self.workspace, "loop", "resume", "--task-id", self.state.task_id)
             reason = (
                 f"directives of step(s) {', '.join(changed[:10])} changed in "
                 f"{self.workspace.relative(current)} during an attempt; read them, then delete "
-                "this hook or run 'akira loop resume' to let them run"
+                f"this hook or run '{resume}' to let them run"
             )
             hook = write_hook(self.workspace, self.state, reason)
             self.bus.emit(EventType.LEDGER, step.id, action="directives_held", steps=changed[:20])
