@@ -297,8 +297,8 @@ class AutonomousLoop:
         if isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done and in_specs:
             self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
         if self.config.autonomous_loop.create_completion_report:
-            declared = isinstance(stop, TaskMovedToDone) and self.steps_left()
-            completion_report(self.workspace, self.state, declared)
+            open_steps = self.open_steps() if isinstance(stop, TaskMovedToDone) else []
+            completion_report(self.workspace, self.state, open_steps)
         self.bus.emit(
             EventType.LOOP_COMPLETED,
             task_path=self.state.task_path,
@@ -306,15 +306,19 @@ class AutonomousLoop:
             metrics=self.state.metrics.model_dump(),
         )
 
-    def steps_left(self) -> bool:
-        """Whether a person declared the task done with steps still open (not akira's own move)."""
+    def open_steps(self) -> list[str]:
+        """The steps still open when a person declared the task done by moving it to Done/."""
         try:
-            self.next_step(self.tasks.load(Path(self.state.task_path)))
-        except TaskCompleted:
-            return False
-        except (LoopStop, AkiraError, OSError):
-            return True
-        return True
+            task = self.tasks.load(Path(self.state.task_path))
+        except (AkiraError, OSError):
+            return ["(the task file could not be read)"]
+        done = self.state.completed_ids()
+        optional = self.state.include_optional
+        return [
+            f"{step.id}. {step.title}"
+            for step in task.leaves(optional)
+            if not step.ticked and step.id not in done and not task.under_ticked_parent(step)
+        ]
 
     def move_to_done(self, path: Path) -> Path:
         """Moves the feature folder (or a loose task file) to Done/<feature>/."""
@@ -339,6 +343,8 @@ class AutonomousLoop:
         while not self.forced.is_set():
             self.watcher.wait(1.0)
             request = take_request(self.store.dir, self.state.task_id) or request
+            if self.moved_to_done():
+                return True  # the next boundary completes it as the person's decision
             if self.resumable():
                 apply_resume(self.state, request)
                 self._mark = time.monotonic()
@@ -346,6 +352,10 @@ class AutonomousLoop:
                 self.bus.emit(EventType.LOOP_RESUMED, by="person")
                 return True
         return False
+
+    def moved_to_done(self) -> bool:
+        path = self.locator.locate(Path(self.state.task_path))
+        return path is not None and self.workspace.area_of(path) == "Done"
 
     def resumable(self) -> bool:
         path = self.locator.locate(Path(self.state.task_path))

@@ -34,7 +34,8 @@ def _recent_attempts(state: LoopState, limit: int = 5) -> str:
     return _bullets([f"{a.render()}" for a in attempts[-limit:]])
 
 
-def completion_report(workspace: Workspace, state: LoopState, declared: bool) -> Path:
+def completion_report(workspace: Workspace, state: LoopState, open_steps: list[str]) -> Path:
+    """`open_steps`: what was still open when a person moved the task to Done/ (declared done)."""
     completed = [
         f"- {s.step_id}: {s.description} ({s.how}; {s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
         for s in state.completed_steps
@@ -53,7 +54,18 @@ def completion_report(workspace: Workspace, state: LoopState, declared: bool) ->
             task_id=state.task_id,
             completed_at=utcnow(),
             task_path=state.task_path,
-            declared=" (declared done by a person)" if declared else "",
+            declared=(
+                f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
+                if open_steps
+                else ""
+            ),
+            open_steps=(
+                "\n## Steps still open (a person declared the task done)\n"
+                + _bullets([f"- {s}" for s in open_steps])
+                + "\n"
+                if open_steps
+                else ""
+            ),
             duration=f"{state.metrics.total_duration_seconds:.1f}",
             iteration=state.iteration,
             total_steps=len(state.completed_steps),

@@ -92,6 +92,19 @@ def test_moving_the_task_to_done_completes_it_as_declared_by_a_person(akira: Aki
     assert len(ledger(akira)) < 8
     report = (akira.root / "Logs/completion_reports" / f"{task_id}.md").read_text()
     assert "declared done by a person" in report
+    assert "## Steps still open (a person declared the task done)" in report
+    assert "- 8. step 8" in report  # who decided, and what was left
+
+
+def test_moving_a_paused_task_to_done_completes_it_at_once(akira: Akira) -> None:
+    akira.write_task("paused", SLOW_STEPS)
+    (akira.root / ".hooks/stop_autonomous_loop.md").write_text("pause\n")
+    process = akira.spawn("loop", "start", "--task", "Specs/paused/tasks.md")  # waits while paused
+    akira.wait_for(lambda: akira.state().status == "paused", 30, "the pause")
+    shutil.move(str(akira.root / "Specs/paused"), str(akira.root / "Done/paused"))
+    assert process.wait(timeout=30) == 0
+    state = akira.state()
+    assert state.status == "completed" and state.stop_conditions.task_in_done and ledger(akira) == []
 
 
 def test_a_malformed_edit_pauses_until_the_file_parses_again(akira: Akira) -> None:
