@@ -62,11 +62,16 @@ def reinjection_reason(state: LoopState, settings: LoopSettings) -> str | None:
 
 
 def recent_context(state: LoopState, step: Step) -> str:
-    """The last prompt's gist; for a retry of the same step the retry section says it better."""
+    """What came just before: for a retry of this step its retry section says it better; for a
+    new step, the step before it in one line (never the tail of that step's prompt, whose
+    retry instructions are not for this step)."""
     previous = state.steps.get(step.id)
     if previous is not None and previous.window():
         return "(this step's previous attempts are listed below)"
-    return tail(state.context.last_prompt, 300) or "(none)"
+    if not state.completed_steps:
+        return "(none)"
+    last = state.completed_steps[-1]
+    return f"The previous step, {last.step_id}. {last.description}, is done ({last.how})."
 
 
 def failure_pattern(attempts: list[Attempt]) -> str:

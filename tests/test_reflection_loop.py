@@ -307,3 +307,19 @@ def test_an_error_inside_the_evaluation_means_incomplete() -> None:
     evaluation = evaluate([Broken()], 0.8)
     assert not evaluation.complete and evaluation.confidence == 0
     assert evaluation.error == "evaluation error: RuntimeError: disk on fire"
+
+
+def test_a_retry_never_leaks_into_the_next_steps_prompt(akira: Akira) -> None:
+    steps = """
+        - [ ] 1. Pad the strings
+          - Exists: `done_1`
+        - [ ] 2. Write the docs
+          - Exists: `done_2`
+    """
+    agent_workspace(akira, "learns", steps=steps)
+    assert akira.run("loop", "start", "--task", "Specs/agent/tasks.md").code == 0
+    first, retry, second_step = prompts(akira)[:3]
+    assert "Take a different approach" in retry
+    assert "# Your step: 2. Write the docs" in second_step
+    assert "Take a different approach" not in second_step and "Previous attempts" not in second_step
+    assert "The previous step, 1. Pad the strings, is done" in second_step
