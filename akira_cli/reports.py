@@ -13,7 +13,7 @@ from akira_cli.fileio import atomic_write
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.state.models import LoopState
 from akira_cli.templates import render
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 GUIDANCE = re.compile(r"^##\s+Guidance\s*$(.*?)(?=^##\s|^---\s*$|\Z)", re.M | re.S | re.I)
 COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -134,9 +134,30 @@ def intervention_request(workspace: Workspace, state: LoopState, stop: LoopStop)
             cost=f"{state.usage.cost_usd:.4f}",
             recent_attempts=_recent_attempts(state),
             state_path=f".state/autonomous_loop_{state.task_id}.json",
+            fix=fix_for(workspace, state, stop.condition),
+            resume=command_line(workspace, "loop", "resume", "--task-id", state.task_id),
+            cancel=command_line(workspace, "loop", "cancel", "--task-id", state.task_id),
         ).encode(),
     )
     return path
+
+
+def fix_for(workspace: Workspace, state: LoopState, condition: str) -> str:
+    """What addresses this stop condition, with the command to paste."""
+    task_id = state.task_id
+    resume = command_line(workspace, "loop", "resume", "--task-id", task_id)
+    more = command_line(
+        workspace, "loop", "resume", "--task-id", task_id, "--max-iterations", str(state.max_iterations * 2)
+    )
+    logs = command_line(workspace, "loop", "logs", "--task-id", task_id)
+    config = "config/autonomous_loop.yaml"
+    fixes = {
+        "max_iterations_reached": f"Allow more attempts and resume: `{more}`",
+        "budget_exceeded": f"Raise budget.max_tokens_total or max_cost_usd in {config}, then: `{resume}`",
+        "timeout_reached": f"Raise autonomous_loop.timeout_seconds in {config}, then: `{resume}`",
+        "no_progress": f"Read what the agent did (`{logs}`), give it guidance below, then: `{resume}`",
+    }
+    return fixes.get(condition, f"Fix what the reason above names, then: `{resume}`")
 
 
 def escalation(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:

@@ -168,5 +168,8 @@ def run_session(
         except OSError as exc:
             resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
             raise AkiraError(describe_os_error(exc, f"run '{resume}'; the saved state is intact")) from None
-    print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}", file=sys.stderr)
+    where = ""
+    if stop.report in ("intervention", "escalation"):
+        where = f"; read {workspace.relative(workspace.needs_action / f'{stop.report}_{state.task_id}.md')}"
+    print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}{where}", file=sys.stderr)
     return stop.exit_code

@@ -318,7 +318,7 @@ def test_a_retry_never_leaks_into_the_next_steps_prompt(akira: Akira) -> None:
     """
     agent_workspace(akira, "learns", steps=steps)
     assert akira.run("loop", "start", "--task", "Specs/agent/tasks.md").code == 0
-    first, retry, second_step = prompts(akira)[:3]
+    _, retry, second_step = prompts(akira)[:3]
     assert "Take a different approach" in retry
     assert "# Your step: 2. Write the docs" in second_step
     assert "Take a different approach" not in second_step and "Previous attempts" not in second_step

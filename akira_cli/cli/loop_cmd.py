@@ -41,7 +41,7 @@ from akira_cli.session import agent_workdir, run_session
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.parser import parse_task_file
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
 STARTING_GRACE_SECONDS = 5.0
@@ -245,6 +245,9 @@ def resume(
     store, state = load_task(workspace, task_id)
     config_file = config or (Path(state.config_file) if state.config_file else None)
     cfg = load_config(workspace.root, config_file)
+    if state.status == "cancelled":
+        start = command_line(workspace, "loop", "start", "--task", state.task_path)
+        raise AkiraError(f"task {state.task_id} was cancelled; start a new loop with '{start}'")
     if state.status == "completed":
         if store.path(state.task_id).exists() and cfg.autonomous_loop.archive_state_file:
             store.archive(state)  # a crash fell between the final save and the archive
@@ -319,4 +322,30 @@ def stop(
         store.save(state)
     where = f"process {pid} will pause" if pid else "no live process; state saved as paused"
     typer.echo(f"akira: wrote {workspace.relative(hook)}; {where}", err=True)
+    return 0
+
+
+@app.command("cancel")
+@exits
+def cancel(task_id: TaskIdOption, root: RootOption = None) -> int:
+    """End a loop for good: status cancelled, state archived, task file left where it is."""
+    workspace = Workspace.resolve(root)
+    store, state = load_task(workspace, task_id)
+    if state.status in ("completed", "cancelled"):
+        raise AkiraError(f"task {state.task_id} is already {state.status}; there is nothing to cancel")
+    holder = store.lock(state.task_id).holder()
+    if holder is not None:
+        stop_it = command_line(workspace, "loop", "stop", "--task-id", state.task_id, "--force")
+        raise AkiraError(
+            f"task {state.task_id} is being run by process {holder}; stop it first with '{stop_it}'"
+        )
+    state.status = "cancelled"
+    state.stop_reason = "cancelled by a person with 'akira loop cancel'"
+    remove_hooks(workspace, state.task_id)
+    store.archive(state)
+    typer.echo(
+        f"akira: cancelled {state.task_id}; its state is archived, the task file stays at "
+        f"{workspace.relative(Path(state.task_path))}",
+        err=True,
+    )
     return 0

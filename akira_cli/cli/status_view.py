@@ -11,7 +11,7 @@ from rich.text import Text
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore
 
-GROUPS = ("Active", "Paused", "Needs action", "Completed", "Failed")
+GROUPS = ("Active", "Paused", "Needs action", "Completed", "Failed", "Cancelled")
 
 
 def effective_status(store: StateStore, state: LoopState) -> str:
@@ -29,6 +29,7 @@ def group_of(status: str) -> str:
         "needs_action": "Needs action",
         "completed": "Completed",
         "failed": "Failed",
+        "cancelled": "Cancelled",
     }[status]
 
 

@@ -15,7 +15,7 @@ from akira_cli.failures import key_line
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 1
-Status = Literal["running", "paused", "needs_action", "completed", "failed"]
+Status = Literal["running", "paused", "needs_action", "completed", "failed", "cancelled"]
 Outcome = Literal["success", "failure", "interrupted"]
 
 

@@ -1,0 +1,62 @@
+"""What a person sees and types the morning after: the exit line names the file to read, each
+stop condition suggests the command that addresses it, and a loop can be ended for good."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Akira
+
+from akira_cli.workspace import Workspace, command_line
+
+
+def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) -> None:
+    task = akira.write_task("long", "".join(f"- [ ] {n}. s{n}\n  - Run: `touch f{n}`\n" for n in range(1, 5)))
+    result = akira.cli("loop", "start", "--task", str(task), "--max-iterations", "2")
+    assert result.code == 4
+    task_id = akira.task_id()
+    assert f"read Needs_Action/intervention_{task_id}.md" in result.err.splitlines()[-1]
+    text = (akira.root / "Needs_Action" / f"intervention_{task_id}.md").read_text()
+    assert f"`akira loop resume --task-id {task_id} --max-iterations 4`" in text  # run from the workspace
+    assert f"`akira loop cancel --task-id {task_id}`" in text
+
+
+def test_a_timeout_suggests_raising_the_timeout_not_the_iterations(akira: Akira) -> None:
+    akira.write_config("autonomous_loop:\n  timeout_seconds: 1\n")
+    task = akira.write_task("t", "- [ ] 1. s\n  - Run: `sleep 1.2`\n- [ ] 2. t\n  - Run: `true`\n")
+    assert akira.cli("loop", "start", "--task", str(task)).code == 4
+    text = (akira.root / "Needs_Action" / f"intervention_{akira.task_id()}.md").read_text()
+    assert "Raise autonomous_loop.timeout_seconds" in text and "--max-iterations" not in text
+
+
+def test_cancel_ends_a_loop_for_good_and_leaves_the_task_file(akira: Akira) -> None:
+    task = akira.write_task("c", "- [ ] 1. s\n  - Run: `true`\n")
+    (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
+    assert akira.cli("loop", "start", "--task", str(task), "--no-wait").code == 3
+    task_id = akira.task_id()
+    result = akira.cli("loop", "cancel", "--task-id", task_id)
+    assert result.code == 0, result.err
+    assert task.exists() and not (akira.root / ".hooks" / "stop_autonomous_loop.md").exists()
+    assert (akira.root / ".state" / "archive" / f"autonomous_loop_{task_id}.json").exists()
+    status = json.loads(akira.cli("loop", "status", "--json").out)["loops"]
+    assert [(row["task_id"], row["status"], row["group"]) for row in status] == [
+        (task_id, "cancelled", "Cancelled")
+    ]
+    again = akira.cli("loop", "resume", "--task-id", task_id)
+    assert again.code == 1 and "was cancelled" in again.err
+    assert akira.cli("loop", "start", "--task", str(task)).code == 0  # a new loop may start on it
+
+
+def test_printed_commands_carry_root_and_quotes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = Workspace((tmp_path / "my work").resolve())
+    workspace.root.mkdir()
+    monkeypatch.chdir(tmp_path)
+    line = command_line(workspace, "loop", "resume", "--task-id", "task_1")
+    assert line == f"akira loop resume --task-id task_1 --root '{workspace.root}'"
+    monkeypatch.chdir(workspace.root)
+    assert (
+        command_line(workspace, "loop", "resume", "--task-id", "task_1")
+        == "akira loop resume --task-id task_1"
+    )
