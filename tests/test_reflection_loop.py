@@ -323,3 +323,28 @@ def test_a_retry_never_leaks_into_the_next_steps_prompt(akira: Akira) -> None:
     assert "# Your step: 2. Write the docs" in second_step
     assert "Take a different approach" not in second_step and "Previous attempts" not in second_step
     assert "The previous step, 1. Pad the strings, is done" in second_step
+
+
+def test_the_heuristic_quotes_the_failing_pytest_assertion() -> None:
+    from akira_cli.reflection.heuristic import HeuristicGenerator
+    from akira_cli.reflection.models import FailureContext
+
+    output = (
+        "check `tests` failed: `python -m pytest -q` exited 1\n"
+        "F.                                                   [100%]\n"
+        "____________________ test_total ____________________\n\n"
+        "    def test_total():\n"
+        ">       assert total([1, 2]) == 4\n"
+        "E       assert 3 == 4\n"
+        "E        +  where 3 = total([1, 2])\n\n"
+        "tests/test_cart.py:4: AssertionError\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_cart.py::test_total - assert 3 == 4\n"
+        "1 failed, 1 passed in 0.02s\n"
+    )
+    context = FailureContext(
+        task_id="t", step_id="1", step_description="d", attempt=1, approach="Run", error_output=output
+    )
+    reflection = HeuristicGenerator().generate(context)
+    assert reflection.category == "verification"
+    assert "tests/test_cart.py::test_total failed: assert 3 == 4" in reflection.analysis

@@ -79,12 +79,26 @@ FALLBACK = _rule(
 )
 
 
+PYTEST_FAILED_RE = re.compile(r"^FAILED (?P<test>\S+::[^\s]+)", re.M)
+PYTEST_E_RE = re.compile(r"^E {2,}(?P<text>\S.*)$", re.M)
+
+
+def pytest_failure(output: str) -> str | None:
+    """For a pytest run: the failing test's name and the assertion that failed ('E   assert ...')."""
+    failed = PYTEST_FAILED_RE.search(output)
+    asserted = PYTEST_E_RE.search(output)
+    if failed is None and asserted is None:
+        return None
+    test = failed["test"].split(" - ")[0] if failed else "a test"
+    return f"{test} failed: {asserted['text'].strip()}" if asserted else f"{test} failed"
+
+
 class HeuristicGenerator:
     source = "heuristic"
 
     def generate(self, failure: FailureContext) -> Reflection:
         rule = next((r for r in RULES if r.pattern.search(failure.error_output)), FALLBACK)
-        line = key_line(failure.error_output)
+        line = pytest_failure(failure.error_output) or key_line(failure.error_output)
         return Reflection(
             id=f"ref-{uuid.uuid4().hex[:12]}",
             task_id=failure.task_id,
