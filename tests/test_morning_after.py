@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import Akira
 
+from akira_cli.state.store import StateStore
 from akira_cli.workspace import Workspace, command_line
 
 
@@ -60,3 +61,31 @@ def test_printed_commands_carry_root_and_quotes(tmp_path: Path, monkeypatch: pyt
         command_line(workspace, "loop", "resume", "--task-id", "task_1")
         == "akira loop resume --task-id task_1"
     )
+
+
+def test_stop_says_what_happens_to_a_loop_that_is_not_running(akira: Akira) -> None:
+    task = akira.write_task("s", "- [ ] 1. s\n  - Run: `true`\n")
+    (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
+    assert akira.cli("loop", "start", "--task", str(task), "--no-wait").code == 3
+    result = akira.cli("loop", "stop", "--task-id", akira.task_id(), "--force")
+    assert result.code == 0
+    assert (
+        f"no process runs {akira.task_id()}, its state is paused; there is no command to kill" in result.err
+    )
+
+
+def test_stop_force_on_a_waiting_loop_says_it_exits(akira: Akira) -> None:
+    task = akira.write_task("w", "- [ ] 1. s\n  - Run: `true`\n")
+    (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
+    process = akira.spawn("loop", "start", "--task", str(task))  # waits in the pause
+
+    def waiting() -> bool:
+        return (
+            akira.state().status == "paused"
+            and StateStore(akira.root / ".state").lock(akira.task_id()).holder() == process.pid
+        )
+
+    akira.wait_for(waiting, 30, "the wait")
+    result = akira.cli("loop", "stop", "--task-id", akira.task_id(), "--force")
+    assert f"process {process.pid} was waiting (paused); it exits now" in result.err
+    assert process.wait(timeout=30) == 3

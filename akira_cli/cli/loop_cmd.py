@@ -309,20 +309,32 @@ def stop(
     """Pause a loop with a stop hook (--force also kills the running command)."""
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
-    if state.status == "completed":
-        raise AkiraError(f"task {state.task_id} is already completed; nothing to stop")
+    if state.status in ("completed", "cancelled"):
+        raise AkiraError(f"task {state.task_id} is already {state.status}; nothing to stop")
     hook = write_hook(workspace, state)
-    lock = store.lock(state.task_id)
-    pid = lock.holder() if lock.is_held() else None
+    pid = store.lock(state.task_id).holder()
+    waiting = state.status in ("paused", "needs_action") or state.waiting_until is not None
     if force and pid:
         os.kill(pid, signal.SIGTERM)
     if pid is None and (save_state or state.status == "running"):
         state.status = "paused"
         state.stop_conditions.stop_hook_triggered = True
         store.save(state)
-    where = f"process {pid} will pause" if pid else "no live process; state saved as paused"
-    typer.echo(f"akira: wrote {workspace.relative(hook)}; {where}", err=True)
+    typer.echo(
+        f"akira: wrote {workspace.relative(hook)}; {stop_message(state, pid, force, waiting)}", err=True
+    )
     return 0
+
+
+def stop_message(state: LoopState, pid: int | None, force: bool, waiting: bool) -> str:
+    if pid is None:
+        kill = "; there is no command to kill" if force else ""
+        return f"no process runs {state.task_id}, its state is {state.status}{kill}"
+    if waiting:
+        return f"process {pid} was waiting ({state.status}); it {'exits now' if force else 'stays paused'}"
+    if force:
+        return f"process {pid} stops now: its running command is killed, the attempt recorded as interrupted"
+    return f"process {pid} pauses once its running command finishes"
 
 
 @app.command("cancel")
