@@ -146,6 +146,12 @@ class BudgetSettings(Section):
     max_cost_usd: float | None = Field(None, gt=0)
 
 
+class NotifySettings(Section):
+    command: str | None = None
+    """Run (bash -c) when a loop completes, needs action, pauses or waits for a usage limit."""
+    timeout: float = Field(30, gt=0)
+
+
 class ProjectCheck(Section):
     run: str
     name: str | None = None
@@ -166,6 +172,7 @@ class Config(Section):
     reasoning: ReasoningSettings = Field(default_factory=ReasoningSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     checks: list[ProjectCheck] = Field(default_factory=list)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
 
     @field_validator("checks", mode="before")
     @classmethod

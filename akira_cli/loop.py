@@ -276,6 +276,7 @@ class AutonomousLoop:
             status=stop.status,
             message=stop.message,
             exit_code=stop.exit_code,
+            report=stop.report,
         )
         try:
             if stop.report == "completion":

@@ -19,6 +19,7 @@ from akira_cli.errors import AkiraError
 from akira_cli.events import EventBus, EventType, JsonlLog
 from akira_cli.fileio import describe_os_error
 from akira_cli.loop import AutonomousLoop
+from akira_cli.notify import Notifier
 from akira_cli.orphans import ChildLedger
 from akira_cli.prompts import StepPrompts
 from akira_cli.redaction import redact
@@ -149,6 +150,10 @@ def run_session(
             bus.subscribe(log)
         else:
             bus.subscribe(lambda event: None if event.type == EventType.ITERATION_STARTED else log(event))
+        if config.notify.command:
+            notifier = Notifier(config.notify, workspace, bus)
+            bus.subscribe(notifier)
+            stack.callback(notifier.drain)
         if orphans:
             bus.emit(EventType.WARNING, message=f"killed process groups left by an earlier run: {orphans}")
         display = make_display(state) if show else None

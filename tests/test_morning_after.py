@@ -89,3 +89,51 @@ def test_stop_force_on_a_waiting_loop_says_it_exits(akira: Akira) -> None:
     result = akira.cli("loop", "stop", "--task-id", akira.task_id(), "--force")
     assert f"process {process.pid} was waiting (paused); it exits now" in result.err
     assert process.wait(timeout=30) == 3
+
+
+def test_notifications_run_on_completion_and_on_needs_action(akira: Akira) -> None:
+    log = akira.root.parent / "notified.txt"
+    akira.write_config(
+        f'notify:\n  command: echo "$AKIRA_EVENT|$AKIRA_STATUS|$AKIRA_FILE|$AKIRA_MESSAGE" >> {log}\n'
+    )
+    ok = akira.write_task("ok", "- [ ] 1. s\n  - Run: `true`\n")
+    assert akira.cli("loop", "start", "--task", str(ok)).code == 0
+    bad = akira.write_task("bad", "- [ ] 1. s\n  - Run: `exit 3`\n")
+    assert akira.cli("loop", "start", "--task", str(bad)).code == 4
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("completed|completed|") and lines[0].split("|")[2].endswith(".md")
+    assert lines[1].startswith("needs_action|needs_action|") and "Needs_Action/escalation_" in lines[1]
+
+
+def test_a_failing_notification_is_logged_not_fatal(akira: Akira) -> None:
+    akira.write_config("notify:\n  command: exit 9\n")
+    task = akira.write_task("n", "- [ ] 1. s\n  - Run: `true`\n")
+    assert akira.cli("loop", "start", "--task", str(task)).code == 0
+    assert any("notify.command exited 9" in str(e.data) for e in akira.events())
+
+
+def test_guidance_from_the_file_and_the_flag_both_reach_the_attempt(akira: Akira) -> None:
+    task = akira.write_task(
+        "g", "- [ ] 1. s\n  - Run: `exit 3`\n  - Fallback: `exit 4`\n  - Fallback: `exit 5`\n"
+    )
+    assert akira.cli("loop", "start", "--task", str(task)).code == 4
+    task_id = akira.task_id()
+    escalation = akira.root / "Needs_Action" / f"escalation_{task_id}.md"
+    escalation.write_text(escalation.read_text().replace("## Guidance\n", "## Guidance\nUse the cache.\n"))
+    task.write_text("- [ ] 1. s\n  - Run: `true`\n")
+    assert akira.cli("loop", "resume", "--task-id", task_id, "--guidance", "Mind the lock.").code == 0
+    guidance = akira.state().steps["1"].guidance or ""
+    assert "Use the cache." in guidance and "Mind the lock." in guidance
+    assert not escalation.exists()  # archived with the state, not left stale in Needs_Action/
+    assert list((akira.root / ".state" / "archive").glob(f"escalation_{task_id}.*.md"))
+
+
+def test_resume_detach_runs_in_the_background(akira: Akira) -> None:
+    task = akira.write_task("d", "- [ ] 1. s\n  - Run: `touch detached`\n")
+    (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
+    assert akira.cli("loop", "start", "--task", str(task), "--no-wait").code == 3
+    (akira.root / ".hooks" / "stop_autonomous_loop.md").unlink()
+    result = akira.cli("loop", "resume", "--task-id", akira.task_id(), "--detach")
+    assert result.code == 0 and result.out.strip() == akira.task_id()
+    akira.wait_for(lambda: akira.state().status == "completed", 60, "the background run")
+    assert (akira.root / "detached").exists()

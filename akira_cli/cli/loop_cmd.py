@@ -237,6 +237,7 @@ def resume(
         str | None, typer.Option("--guidance", help="Advice for the next attempt of the step that failed.")
     ] = None,
     no_wait: NoWait = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Run in the background.")] = False,
     config: ConfigOption = None,
     root: RootOption = None,
 ) -> int:
@@ -260,7 +261,9 @@ def resume(
             f"task {state.task_id} is already being run by process "
             f"{lock.holder() or 'unknown'}; it is not paused"
         )
-    text = guidance or take_guidance(workspace, state.task_id)
+    # Guidance a person wrote in the escalation or intervention file and --guidance both count;
+    # the files are archived with the state, so no stale request is left in Needs_Action/.
+    text = "\n\n".join(part for part in (take_guidance(workspace, state.task_id), guidance) if part) or None
     request = ResumeRequest(max_iterations=max_iterations, reset_failures=reset_failures, guidance=text)
     if live:
         # The request must exist before the hook goes: deleting the hook wakes the process.
@@ -272,6 +275,9 @@ def resume(
     remove_hooks(workspace, state.task_id)
     apply_resume(state, request)
     bring_back(workspace, state)
+    if detach:
+        store.save(state)
+        return spawn_detached(workspace, state, no_wait)
     typer.echo(f"akira: resuming {state.task_id} at iteration {state.iteration}", err=True)
     return run_session(workspace, cfg, store, state, wait=not no_wait)
 
