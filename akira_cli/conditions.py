@@ -20,7 +20,7 @@ from akira_cli.errors import (
 from akira_cli.hooks import active_hook
 from akira_cli.state.models import LoopState
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 
 @dataclass
@@ -79,9 +79,10 @@ class Guard:
         """Raises when the task was moved to Done/ or Needs_Action/, or deleted."""
         path = self.locator.locate(Path(state.task_path))
         if path is None:
+            resume = command_line(self.workspace, "loop", "resume", "--task-id", state.task_id)
             raise TaskFileDeleted(
                 f"task file {state.task_path} was deleted; restore it (or move it back under "
-                f"Specs/) and run 'akira loop resume --task-id {state.task_id}'"
+                f"Specs/) and run '{resume}'"
             )
         state.task_path = str(path)
         area = self.workspace.area_of(path)
@@ -101,7 +102,7 @@ class Guard:
         if hook is not None:
             raise StopRequested(
                 f"stop hook {self.workspace.relative(hook)} present; delete it or run "
-                f"'akira loop resume --task-id {state.task_id}'"
+                f"'{command_line(self.workspace, 'loop', 'resume', '--task-id', state.task_id)}'"
             )
 
     def check_limits(self, state: LoopState) -> None:

@@ -28,7 +28,7 @@ from akira_cli.state.models import Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.usage_limits import LimitWaiter
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 
 class Reflection(Protocol):
@@ -286,9 +286,11 @@ class StepEngine:
         self.state.no_progress_streak += 1
         threshold = self.config.autonomous_loop.no_progress_threshold
         if self.state.no_progress_streak >= threshold:
+            logs = command_line(self.workspace, "loop", "logs", "--task-id", self.state.task_id)
             raise NoProgress(
                 f"no progress: {self.state.no_progress_streak} attempts in a row changed no file and "
-                "passed no check; look at the agent's output in 'akira loop logs', then resume"
+                "passed no check; look at what the agent did with "
+                f"'{logs}', then resume"
             )
 
     def succeeded(self, record: StepRecord, attempt: Attempt) -> None:

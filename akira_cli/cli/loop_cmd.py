@@ -108,7 +108,7 @@ def start(
         )
     store = store_for(workspace)
     with start_lock(store):
-        refuse_unfinished(store, path)
+        refuse_unfinished(store, path, workspace)
         state, lock = new_loop(workspace, store, path, cfg, include_optional, agent, config, detach)
     if failing:
         state.advisory_checks = True
@@ -171,7 +171,7 @@ def warn_short_secrets(cfg: Config) -> None:
         )
 
 
-def refuse_unfinished(store: StateStore, path: Path) -> None:
+def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> None:
     for _, state in store.scan():
         if state is None or state.status in ("completed", "cancelled"):
             continue
@@ -181,12 +181,12 @@ def refuse_unfinished(store: StateStore, path: Path) -> None:
         if lock.is_held():
             raise AkiraError(
                 f"task {state.task_id} on {path} is already being run by process "
-                f"{lock.holder() or 'unknown'}; stop it with 'akira loop stop --task-id "
-                f"{state.task_id}'"
+                f"{lock.holder() or 'unknown'}; stop it with "
+                f"'{command_line(workspace, 'loop', 'stop', '--task-id', state.task_id)}'"
             )
         raise AkiraError(
-            f"{path} already has an unfinished loop {state.task_id} ({state.status}); "
-            f"continue it with 'akira loop resume --task-id {state.task_id}'"
+            f"{path} already has an unfinished loop {state.task_id} ({state.status}); continue it "
+            f"with '{command_line(workspace, 'loop', 'resume', '--task-id', state.task_id)}'"
         )
 
 
@@ -217,7 +217,7 @@ def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int
     typer.echo(state.task_id)
     typer.echo(
         f"akira: {state.task_id} runs in the background as process {process.pid}; "
-        f"follow it with 'akira loop logs --task-id {state.task_id} --follow'",
+        f"follow it with '{command_line(workspace, 'loop', 'logs', '--task-id', state.task_id, '--follow')}'",
         err=True,
     )
     return 0
