@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from akira_cli.events import Event, EventType
 from akira_cli.state.models import LoopState
@@ -46,15 +47,22 @@ class PlainDisplay:
 
 
 class LiveDisplay:
-    """A live panel: step, iteration i/N, attempt, success rate, elapsed time and ETA."""
+    """A live panel: status, step, iteration i/N, attempt, success rate, elapsed time and ETA,
+    redrawn twice a second (the clock moves between events), cut to the terminal's width, and,
+    when the loop is paused, the command that continues it."""
 
-    def __init__(self, state: LoopState, console: Console | None = None) -> None:
+    LABEL = 13
+
+    def __init__(self, state: LoopState, console: Console | None = None, resume: str = "") -> None:
         self.state = state
         self.console = console or Console()
+        self.resume = resume
         self.started = time.monotonic()
         self.last = ""
         self.total = 0
-        self.live = Live(self.render(), console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(
+            get_renderable=self.render, console=self.console, refresh_per_second=2, transient=False
+        )
         self.live.start()
 
     def __call__(self, event: Event) -> None:
@@ -62,21 +70,38 @@ class LiveDisplay:
             self.total = int(event.data.get("steps_total") or 0)
         if event.type in SHOWN:
             self.last = event.line()
-        self.live.update(self.render())
+        self.live.refresh()
 
     def render(self) -> Any:
         state = self.state
         elapsed = time.monotonic() - self.started
         done = len(state.completed_steps)
-        table = Table.grid(padding=(0, 2))
+        width = max(20, self.console.width - self.LABEL - 2)
+        table = Table.grid(padding=(0, 1))
+        table.add_column(width=self.LABEL, no_wrap=True)
+        table.add_column(width=width)
         step = state.current_step
-        table.add_row("task", f"{state.task_id}  {state.task_path}")
-        table.add_row("step", f"{step.step_id} {step.description}" if step else "-")
-        table.add_row("iteration", f"{state.iteration}/{state.max_iterations}")
-        table.add_row("attempt", str(step.attempt) if step else "-")
-        table.add_row("success rate", f"{state.success_rate:.0%}  ({done} steps done)")
-        table.add_row("elapsed", f"{elapsed:.1f}s   ETA {self.eta(elapsed, done)}")
-        table.add_row("last", self.last or "-")
+        status = state.status + (
+            f", waiting for a usage limit until {state.waiting_until}" if state.waiting_until else ""
+        )
+        rows = [
+            ("status", status),
+            ("task", f"{state.task_id}  {state.task_path}"),
+            ("step", f"{step.step_id} {step.description}" if step else "-"),
+            (
+                "iteration",
+                f"{state.iteration}/{state.max_iterations}   attempt {step.attempt if step else '-'}",
+            ),
+            ("success rate", f"{state.success_rate:.0%}  ({done} steps done)"),
+            ("elapsed", f"{elapsed:.0f}s   ETA {self.eta(elapsed, done)}"),
+            ("last", self.last or "-"),
+        ]
+        for label, value in rows:
+            table.add_row(label, Text(value, no_wrap=True, overflow="ellipsis"))
+        if state.status == "paused" and self.resume:  # never cut: a person must read all of it
+            table.add_row(
+                "to continue", Text(f"delete the stop hook, or run: {self.resume}", overflow="fold")
+            )
         return table
 
     def eta(self, elapsed: float, done: int) -> str:
@@ -86,9 +111,9 @@ class LiveDisplay:
         return f"~{elapsed / done * max(self.total - done, 0):.0f}s"
 
     def close(self) -> None:
-        self.live.update(self.render())
+        self.live.refresh()
         self.live.stop()
 
 
-def make_display(state: LoopState) -> PlainDisplay | LiveDisplay:
-    return LiveDisplay(state) if sys.stdout.isatty() else PlainDisplay()
+def make_display(state: LoopState, resume: str = "") -> PlainDisplay | LiveDisplay:
+    return LiveDisplay(state, resume=resume) if sys.stdout.isatty() else PlainDisplay()

@@ -156,7 +156,8 @@ def run_session(
             stack.callback(notifier.drain)
         if orphans:
             bus.emit(EventType.WARNING, message=f"killed process groups left by an earlier run: {orphans}")
-        display = make_display(state) if show else None
+        resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
+        display = make_display(state, resume) if show else None
         if display is not None:
             bus.subscribe(display)
             stack.callback(display.close)
