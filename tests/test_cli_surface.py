@@ -24,6 +24,9 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
         for param in command.params:
             if isinstance(param, TyperOption) and not (param.help or "").strip():
                 missing.append(f"{path} {param.opts[0]}")
+            ours = param.opts[0] != "--help" and "completion" not in param.opts[0]
+            if isinstance(param, TyperOption) and param.is_flag and ours and param.metavar != "":
+                missing.append(f"{path} {param.opts[0]} shows a bare <bool>")
         if isinstance(command, TyperGroup):
             for name, sub in command.commands.items():
                 walk(sub, f"{path} {name}")

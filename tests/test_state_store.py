@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from akira_cli.errors import AkiraError
 from akira_cli.state.models import Attempt, LoopState, PostActionReflection
 from akira_cli.state.store import StateStore
 
@@ -59,3 +62,18 @@ def test_backups_keep_the_last_five(tmp_path: Path) -> None:
         store.backup(state)
     kept = sorted(int(p.suffixes[-2][1:]) for p in (tmp_path / "backups").iterdir())
     assert kept == [4, 5, 6, 7, 8]
+
+
+def test_a_corrupt_state_file_names_the_backup_to_restore(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = LoopState(task_id="task_20260101_000000", task_path="x")
+    store.save(state)
+    backup = store.backup(state)
+    store.path(state.task_id).write_text("{not json")
+    with pytest.raises(AkiraError) as raised:
+        store.load(state.task_id)
+    assert f"restore the newest backup with: cp {backup} {store.path(state.task_id)}" in str(raised.value)
+    store.path(state.task_id).write_text("{not json")
+    backup.unlink()
+    with pytest.raises(AkiraError, match="there is no backup of it"):
+        store.load(state.task_id)

@@ -37,7 +37,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     show_version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option(
+            "--version", metavar="", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Works through a spec's task list unattended: runs, checks, reflects, re-plans."""

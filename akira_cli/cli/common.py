@@ -28,7 +28,7 @@ ConfigOption = Annotated[
 TaskIdOption = Annotated[
     str, typer.Option("--task-id", help="Task id, the task file's path, or the feature name.")
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Machine-readable output.")]
 
 
 def workspace_and_config(

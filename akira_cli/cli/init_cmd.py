@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from akira_cli.errors import AkiraError
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 EXAMPLE_FILES = ("tasks.md", "requirements.md", "design.md")
 
@@ -77,5 +77,5 @@ def init(
     typer.echo(f"workspace ready at {target}")
     for path in written:
         typer.echo(f"  wrote {workspace.relative(path)}")
-    typer.echo(f"next: akira loop start --root {target} --task Specs/example/tasks.md")
+    typer.echo(f"next: {command_line(workspace, 'loop', 'start', '--task', 'Specs/example/tasks.md')}")
     return 0

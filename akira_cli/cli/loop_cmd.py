@@ -46,7 +46,7 @@ from akira_cli.workspace import Workspace, command_line
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
 STARTING_GRACE_SECONDS = 5.0
 AgentKind = Literal["auto", "script", "command", "llm", "claude", "codex", "gemini", "aider"]
-NoWait = Annotated[bool, typer.Option("--no-wait", help="Exit 3 when paused instead of waiting.")]
+NoWait = Annotated[bool, typer.Option("--no-wait", metavar="", help="Exit 3 when paused instead of waiting.")]
 
 
 @app.command("start")
@@ -65,9 +65,9 @@ def start(
         typer.Option("--agent", help="Who works the steps: auto, script, command, llm, or an agent CLI."),
     ] = None,
     include_optional: Annotated[
-        bool, typer.Option("--include-optional", help="Also work the optional ('[ ]*') steps.")
+        bool, typer.Option("--include-optional", metavar="", help="Also work the optional ('[ ]*') steps.")
     ] = False,
-    detach: Annotated[bool, typer.Option("--detach", help="Run in the background.")] = False,
+    detach: Annotated[bool, typer.Option("--detach", metavar="", help="Run in the background.")] = False,
     no_wait: NoWait = False,
     root: RootOption = None,
 ) -> int:
@@ -231,13 +231,13 @@ def resume(
         int | None, typer.Option("--max-iterations", min=1, help="New limit of attempts for the task.")
     ] = None,
     reset_failures: Annotated[
-        bool, typer.Option("--reset-failures", help="Set the failures-in-a-row count back to 0.")
+        bool, typer.Option("--reset-failures", metavar="", help="Set the failures-in-a-row count back to 0.")
     ] = False,
     guidance: Annotated[
         str | None, typer.Option("--guidance", help="Advice for the next attempt of the step that failed.")
     ] = None,
     no_wait: NoWait = False,
-    detach: Annotated[bool, typer.Option("--detach", help="Run in the background.")] = False,
+    detach: Annotated[bool, typer.Option("--detach", metavar="", help="Run in the background.")] = False,
     config: ConfigOption = None,
     root: RootOption = None,
 ) -> int:
@@ -306,9 +306,10 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
 @exits
 def stop(
     task_id: TaskIdOption,
-    force: Annotated[bool, typer.Option("--force", help="Kill the running command.")] = False,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Kill the running command.")] = False,
     save_state: Annotated[
-        bool, typer.Option("--save-state", help="Mark the state paused even when no process runs it.")
+        bool,
+        typer.Option("--save-state", metavar="", help="Mark the state paused even when no process runs it."),
     ] = False,
     root: RootOption = None,
 ) -> int:

@@ -142,7 +142,9 @@ def _steps(state: LoopState) -> list[dict[str, object]]:
 @exits
 def logs(
     task_id: TaskIdOption,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events live.")] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", metavar="", help="Keep printing new events live.")
+    ] = False,
     json_out: JsonOption = False,
     root: RootOption = None,
 ) -> int:

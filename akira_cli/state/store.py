@@ -46,8 +46,8 @@ class TaskLock:
         except Timeout:
             pid = self.holder() or "unknown"
             raise AkiraError(
-                f"{what} is already being run by process {pid}; "
-                f"use 'akira loop stop' or wait for it to finish"
+                f"{what} is already being run by process {pid}; wait for it to finish, or stop it "
+                "with akira loop stop and its --task-id"
             ) from None
         pid = os.getpid()
         self.pid_path.write_text(f"{pid} {start_time(pid)}\n")
