@@ -287,6 +287,8 @@ class AutonomousLoop:
                 escalation(self.workspace, self.state, stop)
         finally:
             self.checkpoint()
+            if self.config.autonomous_loop.create_progress_reports:
+                progress_report(self.workspace, self.state)  # the last one tells how it ended
         if stop.status == "paused":
             self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
         if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:

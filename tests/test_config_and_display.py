@@ -78,7 +78,8 @@ def test_progress_reports_and_retry_failed_steps(akira: Akira) -> None:
     )
     assert akira.run("loop", "start", "--task", "Specs/p/tasks.md").code == 4
     report = (akira.root / "Logs/progress_reports" / f"{akira.task_id()}.md").read_text()
-    assert "type: progress_report" in report and "**Iteration**: 2/100" in report
+    assert "type: progress_report" in report and "**Iteration**: 3/100" in report  # the last word
+    assert "**Status**: needs_action" in report
     assert len(akira.state().steps["3"].attempts) == 1  # no retry, so no fallback
 
 
@@ -151,3 +152,11 @@ def test_a_terminal_gets_the_live_display(akira: Akira) -> None:
     assert "\x1b[" in text  # Rich drew on the terminal
     for label in ("iteration", "attempt", "success rate", "elapsed", "ETA"):
         assert label in text, label
+
+
+def test_the_last_progress_report_says_how_the_run_ended_and_where_the_task_is(akira: Akira) -> None:
+    akira.write_config("autonomous_loop:\n  progress_report_every_n_iterations: 2\n")
+    assert akira.run("loop", "start", "--task", "Specs/example/tasks.md").code == 0  # 5 iterations
+    report = (akira.root / "Logs" / "progress_reports" / f"{akira.task_id()}.md").read_text()
+    assert "**Status**: completed (all 4 steps are done)" in report
+    assert "**Task file**: Done/example/tasks.md" in report and "**Iteration**: 5/100" in report
