@@ -240,10 +240,12 @@ def test_unreachable_endpoint_is_one_line_and_needs_a_person(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    akira.write_config(f"llm:\n  base_url: http://127.0.0.1:{port}/v1\n  model: m\n")
+    akira.write_config(f"llm:\n  base_url: http://127.0.0.1:{port}/v1\n  model: m\n  max_retries: 2\n")
     akira.write_task("feature", "- [ ] 1. Add a health check\n")
     result = akira.run("loop", "start", "--task", "Specs/feature/tasks.md", capsys=capsys)
     assert result.code == 4  # a person can fix it: needs_action with a file saying why, never failed
+    retries = [e.data for e in akira.events() if e.type == "transient_retry"]
+    assert [r["mechanism"] for r in retries] == ["backoff", "backoff"]  # it backed off first
     started, failed = result.err.strip().splitlines()  # the start notice, then one line: why
     assert started.startswith("akira: started ")
     assert "unreachable (connection refused)" in failed and "llm.base_url" in failed

@@ -257,6 +257,6 @@ def _llm(context: AgentContext) -> LLMAgent:
             "the llm agent needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL "
             "(e.g. http://127.0.0.1:11434/v1)"
         )
-    context.llm.ping()
+    context.llm.ping(retry=True)
     _ = context.llm.model  # resolves the default model now: a server listing none fails here
     return LLMAgent(context.llm, context)

@@ -109,12 +109,13 @@ class LLMClient:
             self._model = models[0]
         return self._model
 
-    def ping(self) -> None:
+    def ping(self, *, retry: bool = False) -> None:
         """Checks the endpoint, the key and a configured `llm.model` with one GET /models.
 
-        A refused connection fails at once. A server that lists no models at all is given the
-        benefit of the doubt (some proxies list nothing yet serve every model)."""
-        page = self._call(lambda: self._sdk.models.list(), "ping", retry_refused=False)
+        A refused connection fails at once, unless `retry` (a loop that runs for hours backs
+        off first: a local server may be restarting). A server that lists no models at all is
+        given the benefit of the doubt (some proxies list nothing yet serve every model)."""
+        page = self._call(lambda: self._sdk.models.list(), "ping", retry_refused=retry)
         available = wire.model_ids(page)
         if self._model is not None and available and self._model not in available:
             raise LLMError(self._model_not_found(available))
