@@ -12,7 +12,7 @@ from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write, read_bounded
 from akira_cli.state.models import LoopState
 from akira_cli.templates import render
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 FRONT_MATTER_BYTES = 16_000
 
@@ -55,6 +55,7 @@ def write_hook(workspace: Workspace, state: LoopState, reason: str = "manual") -
         render(
             "stop_hook.md",
             task_id=state.task_id,
+            resume_cmd=command_line(workspace, "loop", "resume", "--task-id", state.task_id),
             created=utcnow(),
             reason=reason,
             reason_text="Stopped with `akira loop stop`." if reason == "manual" else reason,

@@ -173,6 +173,9 @@ def escalation(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:
         render(
             "escalation.md",
             task_id=state.task_id,
+            logs_cmd=command_line(workspace, "loop", "logs", "--task-id", state.task_id),
+            resume_cmd=command_line(workspace, "loop", "resume", "--task-id", state.task_id),
+            cancel_cmd=command_line(workspace, "loop", "cancel", "--task-id", state.task_id),
             created=utcnow(),
             condition=stop.condition,
             reason=stop.message,

@@ -137,3 +137,16 @@ def test_resume_detach_runs_in_the_background(akira: Akira) -> None:
     assert result.code == 0 and result.out.strip() == akira.task_id()
     akira.wait_for(lambda: akira.state().status == "completed", 60, "the background run")
     assert (akira.root / "detached").exists()
+
+
+def test_the_escalation_and_the_stop_hook_print_commands_to_paste(akira: Akira) -> None:
+    task = akira.write_task("e", "- [ ] 1. s\n  - Run: `exit 3`\n")
+    assert akira.cli("loop", "start", "--task", str(task)).code == 4
+    task_id = akira.task_id()
+    text = (akira.root / "Needs_Action" / f"escalation_{task_id}.md").read_text()
+    for command in ("logs", "resume", "cancel"):
+        assert f"`akira loop {command} --task-id {task_id}`" in text
+    stop = akira.cli("loop", "stop", "--task-id", task_id)
+    assert stop.code == 0
+    hook = (akira.root / ".hooks" / f"stop_autonomous_loop_{task_id}.md").read_text()
+    assert f"`akira loop resume --task-id {task_id}`" in hook
