@@ -24,7 +24,7 @@ from akira_cli.evidence import CheckpointAgent, evidence_check, is_checkpoint, r
 from akira_cli.failures import backoff, signature
 from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
-from akira_cli.state.models import Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.usage_limits import LimitWaiter
@@ -129,8 +129,7 @@ class StepEngine:
         price = self.config.llm.prices.get(key)
         if usage.cost_usd or price is None:
             return usage
-        cost = usage.prompt_tokens * price.input_per_1m + usage.completion_tokens * price.output_per_1m
-        return usage.model_copy(update={"cost_usd": cost / 1_000_000})
+        return usage.model_copy(update={"cost_usd": price.cost(usage.prompt_tokens, usage.completion_tokens)})
 
     @property
     def control(self) -> ControlPlane:
@@ -279,7 +278,7 @@ class StepEngine:
     def count_progress(self, attempt: Attempt) -> None:
         """The circuit breaker of the Ralph loop runners: no file changed and no check passed."""
         checks = attempt.evaluation.checks if attempt.evaluation else []
-        passed = any(c.passed and c.name not in ("agent result", "evidence") for c in checks)
+        passed = any(c.passed and c.name not in NOT_EVIDENCE for c in checks)
         if attempt.files_changed or passed:
             self.state.no_progress_streak = 0
             return

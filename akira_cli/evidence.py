@@ -24,8 +24,6 @@ from akira_cli.state.models import CheckResult
 from akira_cli.tasks.model import Step
 
 CHECKPOINT_RE = re.compile(r"\bcheck[- ]?point\b|\bensure all tests pass", re.I)
-NOT_EVIDENCE = frozenset({"agent result", "evidence"})
-"""Check names that never make a step verified."""
 
 
 def is_checkpoint(step: Step) -> bool:

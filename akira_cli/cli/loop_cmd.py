@@ -177,11 +177,11 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
             continue
         if not same_file(Path(state.task_path), path):
             continue
-        lock = store.lock(state.task_id)
-        if lock.is_held():
+        holder = store.lock(state.task_id).holder()
+        if holder is not None:
             raise AkiraError(
                 f"task {state.task_id} on {path} is already being run by process "
-                f"{lock.holder() or 'unknown'}; stop it with "
+                f"{holder}; stop it with "
                 f"'{command_line(workspace, 'loop', 'stop', '--task-id', state.task_id)}'"
             )
         raise AkiraError(
@@ -254,23 +254,19 @@ def resume(
             store.archive(state)  # a crash fell between the final save and the archive
         typer.echo(f"akira: {state.task_id} is already completed; nothing to resume", err=True)
         return 0
-    lock = store.lock(state.task_id)
-    live = lock.is_held()
-    if live and state.status == "running":
-        raise AkiraError(
-            f"task {state.task_id} is already being run by process "
-            f"{lock.holder() or 'unknown'}; it is not paused"
-        )
+    live = store.lock(state.task_id).holder()  # read once: the process may exit meanwhile
+    if live is not None and state.status == "running":
+        raise AkiraError(f"task {state.task_id} is already being run by process {live}; it is not paused")
     # Guidance a person wrote in the escalation or intervention file and --guidance both count;
     # the files are archived with the state, so no stale request is left in Needs_Action/.
     text = "\n\n".join(part for part in (take_guidance(workspace, state.task_id), guidance) if part) or None
     request = ResumeRequest(max_iterations=max_iterations, reset_failures=reset_failures, guidance=text)
-    if live:
+    if live is not None:
         # The request must exist before the hook goes: deleting the hook wakes the process.
         write_request(store.dir, state.task_id, request)
         remove_hooks(workspace, state.task_id)
         bring_back(workspace, state)
-        typer.echo(f"akira: resumed {state.task_id}; process {lock.holder()} continues", err=True)
+        typer.echo(f"akira: resumed {state.task_id}; process {live} continues", err=True)
         return 0
     remove_hooks(workspace, state.task_id)
     apply_resume(state, request)

@@ -222,9 +222,7 @@ class LLMClient:
         price = self.settings.prices.get(model)
         if price is None:
             return 0.0
-        return (
-            usage.prompt_tokens * price.input_per_1m + usage.completion_tokens * price.output_per_1m
-        ) / 1_000_000
+        return price.cost(usage.prompt_tokens, usage.completion_tokens)
 
     def _check_budget(self) -> None:
         budget, used = self.budget, self.usage

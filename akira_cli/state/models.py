@@ -67,6 +67,11 @@ class FailedStep(Model):
     recovered: bool = False
 
 
+NOT_EVIDENCE = frozenset({"agent result", "evidence"})
+"""Check names that are not deterministic checks: they never make a step verified, and passing
+them is no progress."""
+
+
 class CheckResult(Model):
     name: str
     passed: bool
@@ -109,7 +114,7 @@ class Attempt(Model):
     def verified(self) -> bool:
         """At least one deterministic check (not just the agent's word) ran, and all passed."""
         checks = self.evaluation.checks if self.evaluation else []
-        deterministic = [check for check in checks if check.name not in ("agent result", "evidence")]
+        deterministic = [check for check in checks if check.name not in NOT_EVIDENCE]
         return bool(deterministic) and all(c.passed for c in checks)
 
     def summary(self) -> str:
