@@ -28,16 +28,20 @@ SKIPPED = frozenset(
     }
 )
 MAX_FILES = 20_000
+AKIRA_AREAS = frozenset({"config", "Logs", "Done", "Needs_Action"})
+"""akira's own folders at the top of a workspace: its settings and what it writes. An agent's
+writes there are never evidence of work (the control plane reports them on its own)."""
 Snapshot = dict[str, tuple[int, int]]
 
 
-def snapshot(root: Path) -> Snapshot | None:
-    """Relative path -> (mtime_ns, size): git's view in a repository, else every file."""
+def snapshot(root: Path, skip_top: frozenset[str] = frozenset()) -> Snapshot | None:
+    """Relative path -> (mtime_ns, size): git's view in a repository, else every file.
+    `skip_top`: folder names skipped at the top level of the walk."""
     if (root / ".git").exists():
         found = git_snapshot(root)
         if found is not None:
             return found
-    return walk_snapshot(root)
+    return walk_snapshot(root, skip_top)
 
 
 def git_snapshot(root: Path) -> Snapshot | None:
@@ -70,16 +74,18 @@ def git_snapshot(root: Path) -> Snapshot | None:
     return found
 
 
-def walk_snapshot(root: Path) -> Snapshot | None:
+def walk_snapshot(root: Path, skip_top: frozenset[str] = frozenset()) -> Snapshot | None:
     """Relative path -> (mtime_ns, size) for every file, or None past MAX_FILES."""
     found: Snapshot = {}
-    prefix = len(str(root)) + 1
-    folders = [str(root)]
+    top = str(root)
+    prefix = len(top) + 1
+    folders = [top]
     while folders:
-        with os.scandir(folders.pop()) as entries:
+        folder = folders.pop()
+        with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIPPED:
+                    if entry.name not in SKIPPED and not (folder is top and entry.name in skip_top):
                         folders.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
                     stat = entry.stat(follow_symlinks=False)

@@ -53,7 +53,7 @@ def apply_resume(state: LoopState, request: ResumeRequest) -> None:
         done = state.completed_ids()
         for record in state.steps.values():
             if record.step_id not in done:
-                record.window_start = len(record.attempts)
+                record.new_window()
     state.stop_conditions.clear()
     state.stop_reason = ""
     state.status = "running"

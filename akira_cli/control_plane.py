@@ -9,6 +9,7 @@ task file's directives are taken from akira's own view; see `loop.TaskSource`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable
@@ -62,27 +63,28 @@ class ControlPlane:
         return existing is not None and (existing.st_dev, existing.st_ino) == (info.st_dev, info.st_ino)
 
     def snapshot(self) -> dict[str, Fingerprint]:
+        """(size, mtime, inode) of each watched file; one listing per folder, one stat per file."""
         seen: dict[str, Fingerprint] = {}
+        root = str(self.root)
         for name in WATCHED:
-            path = self.root / name
+            path = f"{root}/{name}"
+            records_only = name.startswith(".state")  # its lock, pid and pgid files churn
             try:
-                entries = list(os.scandir(path)) if path.is_dir() else [path]
+                with os.scandir(path) as entries:
+                    for entry in entries:
+                        if records_only and not entry.name.endswith((".json", ".jsonl")):
+                            continue
+                        with contextlib.suppress(OSError):
+                            info = entry.stat(follow_symlinks=False)
+                            if not stat.S_ISDIR(info.st_mode):
+                                seen[f"{name}/{entry.name}"] = (info.st_size, info.st_mtime_ns, info.st_ino)
+            except NotADirectoryError:
+                with contextlib.suppress(OSError):
+                    info = os.lstat(path)
+                    seen[name] = (info.st_size, info.st_mtime_ns, info.st_ino)
             except OSError:
                 continue
-            for entry in entries:
-                try:
-                    info = os.lstat(entry)
-                except OSError:
-                    continue
-                if not stat.S_ISDIR(info.st_mode) and self._watched(name, entry):
-                    relative = os.path.relpath(entry, self.root)
-                    seen[relative] = (info.st_size, info.st_mtime_ns, info.st_ino)
         return seen
-
-    @staticmethod
-    def _watched(folder: str, entry: os.DirEntry[str] | Path) -> bool:
-        """In `.state/` only akira's records count; its lock, pid and pgid files churn."""
-        return not folder.startswith(".state") or str(entry).endswith((".json", ".jsonl"))
 
     @staticmethod
     def changed(before: dict[str, Fingerprint], after: dict[str, Fingerprint]) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
-from akira_cli.changes import changed, snapshot
+from akira_cli.changes import AKIRA_AREAS, Snapshot, changed, snapshot
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane, Fingerprint
@@ -77,7 +77,7 @@ class StepEngine:
         request = AgentRequest(
             self.state.task_id,
             step,
-            len(record.window()) + 1,
+            record.window_count + 1,
             record.tried(),
             prompt,
             self.workdir,
@@ -87,7 +87,7 @@ class StepEngine:
             session,
         )
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
-        started, spent, files = time.monotonic(), self.state.usage.model_copy(), snapshot(self.workdir)
+        started, spent, files = time.monotonic(), self.state.usage.model_copy(), self.files()
         plane = self.control.snapshot()
         result, retries = self.execute(agent, request)
         self.note_control_plane(step, plane)
@@ -96,9 +96,7 @@ class StepEngine:
         result.usage = self.state.usage.since(spent)  # with every call of the shared LLM client
         record.session_id = result.session_id or record.session_id
         control = self.control  # the task file an agent ticks is no evidence of work
-        files_changed = [
-            f for f in changed(files, snapshot(self.workdir)) if not control.covers(self.workdir / f)
-        ]
+        files_changed = [f for f in changed(files, self.files()) if not control.covers(self.workdir / f)]
         gating = bool(self.config.checks) and not self.state.advisory_checks
         extra = evidence_check(step, self.config, agent.name, files_changed, gating)
         took = time.monotonic() - started
@@ -107,7 +105,7 @@ class StepEngine:
         if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
         self.note_replan(record, attempt)
-        record.attempts.append(attempt)
+        record.add(attempt)
         if attempt.outcome != "interrupted":
             per_step = self.state.metrics.iterations_per_step
             per_step[step.id] = per_step.get(step.id, 0) + 1
@@ -147,6 +145,11 @@ class StepEngine:
         timeout = step.timeout or self.config.agent.command_timeout_seconds
         checks = step_checks(step, [], self.runner, self.workdir, timeout)
         return bool(checks) and evaluate(checks, 1.0).complete
+
+    def files(self) -> Snapshot | None:
+        """The work folder's files; akira's own folders are skipped when it is the workspace."""
+        workdir = self.workdir
+        return snapshot(workdir, AKIRA_AREAS if workdir == self.workspace.root else frozenset())
 
     @property
     def workdir(self) -> Path:
@@ -305,7 +308,7 @@ class StepEngine:
         self.bus.emit(
             EventType.REFLECTION_LOOP_COMPLETED,
             record.step_id,
-            iterations=len(record.window()),
+            iterations=record.window_count,
             outcome=outcome,
         )
 
@@ -340,9 +343,9 @@ class StepEngine:
             )
         retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
         allowed = self.config.reflection.max_iterations if retry else 1
-        if len(window) >= allowed:
+        if record.window_count >= allowed:
             self.loop_completed(record, "exhausted")
             raise StepExhausted(
-                f"{idle}step {step.id} failed {len(window)} attempt(s) without passing its checks"
+                f"{idle}step {step.id} failed {record.window_count} attempt(s) without passing its checks"
             )
         self.count_progress(attempt)

@@ -40,9 +40,9 @@ class Ledger:
     """The leaves ticked in the file as akira last saw it."""
     trusted: dict[str, Directives] = field(default_factory=dict)
     _seen: tuple[TaskFile | None, int] = (None, -1)
-    """(the parse, completed count) last reconciled: the same parse object means the file
-    changed only by akira's own box writes, so there is nothing new to look at. The object is
-    held, not its id, so a later parse can never be taken for it."""
+    """(the parse, `completed_total`) last reconciled: the same parse object means the file
+    changed only by akira's own box writes, so only the steps completed since need a look. The
+    object is held, not its id, so a later parse can never be taken for it."""
     _checked: TaskFile | None = None
 
     def trust(self, task: TaskFile) -> None:
@@ -51,16 +51,22 @@ class Ledger:
         self._seen, self._checked = (None, -1), task
 
     def reconcile(
-        self, task: TaskFile, *, during_attempt: bool, current: str | None = None
+        self,
+        task: TaskFile,
+        *,
+        during_attempt: bool,
+        current: str | None = None,
+        held: frozenset[str] = frozenset(),
     ) -> dict[str, str]:
-        """Brings the ledger and the file together; returns the boxes to write (id -> char)."""
+        """Brings the ledger and the file together; returns the boxes to write (id -> char).
+        `held`: steps akira completed and will tick once the state holding them is saved."""
         writes: dict[str, str] = {}
-        if self._seen[0] is task and self._seen[1] == len(self.state.completed_steps):
+        if self._unchanged(task, held):
             return writes
         completed = self.state.completed_ids()
         for step in task.leaves(include_optional=True):
             if step.id in completed:
-                if not step.ticked:
+                if not step.ticked and step.id not in held:
                     writes[step.id] = "x"
                     self.bus.emit(EventType.LEDGER, step.id, action="reticked", reason="box reverted")
             elif step.ticked and step.id not in self.known_ticks:
@@ -72,8 +78,23 @@ class Ledger:
         self.known_ticks = {
             step.id for step in task.leaves(include_optional=True) if step.ticked and step.id not in writes
         } | {step_id for step_id, box in writes.items() if box == "x"}
-        self._seen = (task, len(self.state.completed_steps)) if not writes else (None, -1)
+        self._seen = (task, self.state.completed_total) if not writes else (None, -1)
         return writes
+
+    def _unchanged(self, task: TaskFile, held: frozenset[str]) -> bool:
+        """Only akira wrote the file since the last look, and the steps completed since then
+        are ticked or held: nothing to reconcile (the cost stays flat however long the file)."""
+        seen, count = self._seen
+        total = self.state.completed_total
+        steps = self.state.completed_steps
+        if seen is not task or not 0 <= total - count <= len(steps):
+            return False
+        for done in steps[len(steps) - (total - count) :]:
+            step = task.get(done.step_id)
+            if step is not None and not step.ticked and done.step_id not in held:
+                return False
+        self._seen = (task, total)
+        return True
 
     def tick_by_someone(self, step: Step, during_attempt: bool, writes: dict[str, str]) -> None:
         if not during_attempt:

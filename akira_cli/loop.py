@@ -60,6 +60,9 @@ class AutonomousLoop:
         self.ledger = Ledger(self.state, self.bus, self.engine.check_claim)
         self.forced = threading.Event()
         self._mark = time.monotonic()
+        self.held: list[Step] = []
+        """Steps completed in memory, ticked in the file after the next save."""
+        self._cursor: tuple[TaskFile | None, int] = (None, 0)
 
     def run(self) -> LoopStop:
         self.begin()
@@ -92,37 +95,47 @@ class AutonomousLoop:
             raise TaskFileInvalid(f"{exc} (the loop continues once the file parses again)") from None
 
     def iterate(self, path: Path, task: TaskFile, step: Step) -> None:
+        """One attempt. Its result is saved by the next boundary's one durable write (the next
+        step's start, or the stop), and its box ticked only after that write."""
         self.state.iteration += 1
         self.bus.iteration = self.state.iteration
         self.begin_step(path, step)
         try:
             attempt = self.engine.attempt(step, task)
-            if attempt.outcome == "success":
-                self.state.completed_steps.append(
-                    CompletedStep(
-                        step_id=step.id,
-                        description=step.title,
-                        duration_seconds=attempt.duration_seconds,
-                        attempts=attempt.number,
-                        verified=attempt.verified,
-                    )
-                )
-                self.state.current_step = None
+            self.account()
         except AkiraError as exc:
             raise NeedsPerson(str(exc)) from None
-        finally:
-            self.checkpoint()
+        except BaseException as exc:
+            if not isinstance(exc, LoopStop):
+                self.checkpoint()  # settle() saves a stop; anything else is saved here
+            raise
         if attempt.outcome == "success":
-            self.tick(path, step)
+            self.state.completed_steps.append(
+                CompletedStep(
+                    step_id=step.id,
+                    description=step.title,
+                    duration_seconds=attempt.duration_seconds,
+                    attempts=attempt.number,
+                    verified=attempt.verified,
+                )
+            )
+            self.state.current_step = None
+            self.held.append(step)
         self.after_attempt(path, step)
         if attempt.outcome == "success":
-            self.bus.emit(EventType.METRICS, step.id, **self.state.metrics.model_dump())
+            step_iterations = self.state.metrics.iterations_per_step.get(step.id, 0)
+            self.bus.emit(EventType.METRICS, step.id, step_iterations=step_iterations, **self.metrics_event())
             self.bus.emit(
                 EventType.STEP_COMPLETED,
                 step.id,
                 attempts=attempt.number,
                 duration_seconds=attempt.duration_seconds,
             )
+
+    def metrics_event(self) -> dict[str, object]:
+        """The run's figures, without the per-step map: an event never grows with the run."""
+        update_metrics(self.state)
+        return self.state.metrics.model_dump(exclude={"iterations_per_step"})
 
     def after_attempt(self, path: Path, step: Step) -> None:
         """Ticks the agent made are claims; directives it changed wait for a person."""
@@ -149,24 +162,30 @@ class AutonomousLoop:
         self, path: Path, task: TaskFile, *, during_attempt: bool, running: str | None = None
     ) -> bool:
         """Applies the ledger to the file; True when the state changed (claims or person ticks)."""
-        before = len(self.state.completed_steps)
-        writes = self.ledger.reconcile(task, during_attempt=during_attempt, current=running)
+        before = self.state.completed_total
+        held = frozenset(step.id for step in self.held)
+        writes = self.ledger.reconcile(task, during_attempt=during_attempt, current=running, held=held)
         for step_id, box in writes.items():
             self.mark(path, step_id, box)
-        return bool(writes) or len(self.state.completed_steps) != before
+        return bool(writes) or self.state.completed_total != before
 
     def next_step(self, task: TaskFile) -> Step:
+        """The first step, in document order, that can run. Steps before the remembered place
+        were all done or skipped in this same parse, so the search starts there."""
         optional = self.state.include_optional
         completed = self.state.completed_ids()
+        start = self._cursor[1] if self._cursor[0] is task else 0
         waiting = False
-        for step in task.steps:  # document order, stopping at the first step that can run
+        for index in range(start, len(task.steps)):
+            step = task.steps[index]
             if step.children or step.ticked or step.id in completed:
                 continue
             if (not optional and task.is_optional(step)) or task.under_ticked_parent(step):
                 continue
-            waiting = True
+            if not waiting:
+                self._cursor, waiting = (task, index), True
             deps = [task.get(dep) for dep in step.depends or []]
-            if all(dep is not None and is_done(task, dep, optional) for dep in deps):
+            if all(dep is not None and is_done(task, dep, optional, completed) for dep in deps):
                 return step
         if not waiting:
             raise TaskCompleted(f"all {len(task.leaves(optional))} steps are done")
@@ -198,13 +217,13 @@ class AutonomousLoop:
         record = self.state.record(step.id, step.title)
         if self.state.pending_guidance:
             record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
-        number = len(record.window()) + 1
+        number = record.window_count + 1
         self.state.current_step = CurrentStep(step_id=step.id, description=step.title, attempt=number)
         self.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
         if number == 1:
             self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
+        self.checkpoint()  # the iteration's one durable write: the last result, this step running
         self.mark(path, step.id, "-")
-        self.store.save(self.state)  # the disk shows the step in progress while it runs
 
     def tick(self, path: Path, step: Step) -> None:
         task = self.mark(path, step.id, "x")
@@ -249,13 +268,19 @@ class AutonomousLoop:
             if parent.children and not parent.ticked and is_done(task, parent, self.state.include_optional):
                 task = self.mark(path, parent.id, "x")
 
-    def checkpoint(self) -> None:
+    def account(self) -> None:
         now = time.monotonic()
         self.state.elapsed_seconds += now - self._mark
         self._mark = now
+
+    def checkpoint(self) -> None:
+        self.account()
         self.state.metrics.total_duration_seconds = round(self.state.elapsed_seconds, 3)
         update_metrics(self.state)
         self.store.save(self.state)
+        held, self.held = self.held, []
+        for step in held:  # a box is ticked only once the state that completes it is on disk
+            self.tick(Path(self.state.task_path), step)
         settings = self.config.autonomous_loop
         if self.every(settings.backup_state_every_n_iterations):
             self.store.backup(self.state)
@@ -266,6 +291,7 @@ class AutonomousLoop:
         return bool(n) and self.state.iteration > 0 and self.state.iteration % n == 0
 
     def settle(self, stop: LoopStop) -> None:
+        self.checkpoint()  # the last attempt's result, before any file moves
         self.state.status = stop.status  # type: ignore[assignment]
         self.state.stop_reason = stop.message
         if stop.condition in type(self.state.stop_conditions).model_fields:
@@ -306,7 +332,7 @@ class AutonomousLoop:
             EventType.LOOP_COMPLETED,
             task_path=self.state.task_path,
             iterations=self.state.iteration,
-            metrics=self.state.metrics.model_dump(),
+            metrics=self.metrics_event(),
         )
 
     def open_steps(self) -> list[str]:

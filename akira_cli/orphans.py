@@ -20,10 +20,16 @@ from pathlib import Path
 def start_time(pid: int) -> str:
     """The process's start time in clock ticks since boot, or '' where /proc has none."""
     try:
-        data = Path(f"/proc/{pid}/stat").read_text()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return ""
-    return data.rsplit(")", 1)[-1].split()[19]
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return data.rsplit(b")", 1)[-1].split()[19].decode()
 
 
 def alive(pid: int) -> bool:
@@ -43,6 +49,7 @@ class ChildLedger:
         self.path = path
         self._groups: dict[int, str] = {}
         self._lock = threading.Lock()
+        self._fd: int | None = None
 
     def started(self, pgid: int) -> None:
         with self._lock:
@@ -55,14 +62,24 @@ class ChildLedger:
             self._write()
 
     def _write(self) -> None:
-        if not self._groups:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            return
-        lines = "".join(f"{pgid} {started}\n" for pgid, started in self._groups.items())
-        tmp = self.path.with_suffix(".pgid.tmp")
-        tmp.write_text(lines)
-        os.replace(tmp, self.path)
+        """Rewritten in place, new text first and the length after: whenever a `kill -9` lands,
+        the file lists every running group (a removed one may linger a moment; it is dead)."""
+        data = "".join(f"{pgid} {started}\n" for pgid, started in self._groups.items()).encode()
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if data:
+            os.pwrite(self._fd, data, 0)
+        os.ftruncate(self._fd, len(data))
+
+    def close(self) -> None:
+        """At the end of a run: nothing runs any more, so the file goes."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            if not self._groups:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
 
     def reap(self) -> list[int]:
         """Kills the groups a dead akira left running; returns their ids."""

@@ -149,7 +149,7 @@ class StepPrompts:
 
     def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str:
         failed = [a for a in record.window() if a.outcome == "failure"]
-        attempt = len(record.window()) + 1
+        attempt = record.window_count + 1
         action = "Take a different approach than before." if failed else "Carry out this step."
         requirements = load_requirements(task.path.parent)
         wanted = [f"- {rid}: {requirements[rid]}" for rid in step.requirements if rid in requirements]

@@ -165,6 +165,8 @@ def run_session(
         watcher.start()
         stack.callback(watcher.stop)
         loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait)
+        if loop.engine.runner.ledger is not None:
+            stack.callback(loop.engine.runner.ledger.close)  # runs after the kill below (LIFO)
         stack.callback(loop.engine.runner.kill)  # a command still running in a worker thread
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             previous = signal.signal(signum, lambda *_: loop.force_stop())

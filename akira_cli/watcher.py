@@ -11,13 +11,37 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from akira_cli.workspace import Workspace
 
 # watchdog logs a harmless error when an observer is stopped mid-read; it is not the user's concern.
 logging.getLogger("watchdog").setLevel(logging.CRITICAL)
+
+
+WANTED = [
+    FileCreatedEvent,
+    DirCreatedEvent,
+    FileDeletedEvent,
+    DirDeletedEvent,
+    FileMovedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+]
+"""What a person does: create, delete, move, save. Not opens and reads: with those the loop's own
+listing of .hooks/ and Specs/ woke the observer's threads several times an iteration, and
+their work on the GIL made every step of the loop slower (3x for a file walk, +0.4 ms a spawn)."""
 
 
 class _Handler(FileSystemEventHandler):
@@ -50,10 +74,10 @@ class WorkspaceWatcher:
         # Specs/ still shows (it appears in Done/ or Needs_Action/), and boundaries rescan.
         for folder in (self.workspace.done, self.workspace.needs_action):
             if folder.is_dir():
-                observer.schedule(handler, str(folder), recursive=True)
+                observer.schedule(handler, str(folder), recursive=True, event_filter=WANTED)
         for folder in (self.workspace.specs, self.workspace.hooks):
             if folder.is_dir():
-                observer.schedule(handler, str(folder), recursive=False)
+                observer.schedule(handler, str(folder), recursive=False, event_filter=WANTED)
         observer.daemon = True
         observer.start()
         self._observer = observer

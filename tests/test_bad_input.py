@@ -116,7 +116,7 @@ def test_status_json_and_dashboard(akira: Akira) -> None:
     progress = json.loads(akira.cli("loop", "progress", "--task-id", "stuck", "--json").out)
     assert progress["steps_done"] == 0 and progress["steps_total"] == 1
     state = json.loads(akira.cli("loop", "state", "--task-id", "Specs/stuck/tasks.md", "--json").out)
-    assert state["status"] == "needs_action" and state["schema_version"] == 1
+    assert state["status"] == "needs_action" and state["schema_version"] == 2
 
 
 def test_near_miss_directives_are_warned_about_once_and_never_run(akira: Akira) -> None:

@@ -359,8 +359,8 @@ def test_events_cover_the_loop(akira: Akira, capsys: pytest.CaptureFixture[str])
     assert replanned.step_id == "2" and "approach: Run -> Fallback 1" in replanned.data["differences"]
     outcomes = [e.data["outcome"] for e in events if e.type == EventType.REFLECTION_LOOP_COMPLETED]
     assert outcomes == ["success"] * 4
-    metrics = [e for e in events if e.type == EventType.METRICS][-1]
-    assert metrics.data["iterations_per_step"]["2"] == 2
+    metrics = [e for e in events if e.type == EventType.METRICS and e.step_id == "2"][-1]
+    assert metrics.data["step_iterations"] == 2 and "iterations_per_step" not in metrics.data
     task_id = akira.task_id()
     capsys.readouterr()
     logs = akira.run("loop", "logs", "--task-id", task_id, "--json", capsys=capsys)

@@ -16,7 +16,7 @@ def state_with_history() -> LoopState:
     state = LoopState(task_id="task_20260101_000000", task_path="/w/Specs/x/tasks.md")
     for n in range(1, 4):
         record = state.record(str(n), f"step {n}")
-        record.attempts.append(
+        record.add(
             Attempt(
                 step_id=str(n), number=1, iteration=n, approach="Run", actions=["true"], outcome="success"
             )
@@ -34,14 +34,14 @@ def test_cached_encoding_matches_pydantic_and_follows_every_change(tmp_path: Pat
 
     same()
     record = state.steps["2"]
-    record.attempts.append(Attempt(step_id="2", number=2, iteration=4, approach="Fallback 1"))
+    record.add(Attempt(step_id="2", number=2, iteration=4, approach="Fallback 1"))
     same()
     record.reflections.append("ref-1")
     record.post_action = PostActionReflection(what_worked="it ran")
     record.guidance = "try harder"
     record.window_start = 2
     same()
-    state.record("9", "new").attempts.append(Attempt(step_id="9", number=1, iteration=5, approach="Run"))
+    state.record("9", "new").add(Attempt(step_id="9", number=1, iteration=5, approach="Run"))
     state.iteration = 5
     same()
 

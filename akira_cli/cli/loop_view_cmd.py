@@ -122,17 +122,19 @@ def _steps(state: LoopState) -> list[dict[str, object]]:
                 "id": r.step_id,
                 "title": r.description,
                 "done": r.step_id in done_ids,
-                "attempts": len(r.attempts),
+                "attempts": r.attempts_total,
             }
             for r in state.steps.values()
         ]
     leaves = task.leaves(state.include_optional)
+    attempts = {s.step_id: s.attempts for s in state.completed_steps}
+    attempts.update({r.step_id: r.attempts_total for r in state.steps.values()})
     return [
         {
             "id": s.id,
             "title": s.title,
             "done": s.ticked or s.id in done_ids,
-            "attempts": len(state.steps[s.id].attempts) if s.id in state.steps else 0,
+            "attempts": attempts.get(s.id, 0),
         }
         for s in leaves
     ]

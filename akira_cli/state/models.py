@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from akira_cli.events import utcnow
 from akira_cli.failures import key_line
 from akira_cli.usage import Usage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: bounded lists with counters (`StepRecord.attempts_total`, `LoopState.history`); the full
+history lives in the journal (`state/journal.py`). Version 1 files are read and trimmed."""
+KEEP_ATTEMPTS = 6
+"""Attempts kept per step record; older ones live in the journal."""
+KEEP_ENTRIES = 20
+"""Completed steps, failures, reflection ids and finished step records kept in the state file.
+A list is trimmed back to this when it reaches twice as many, so trimming is rare."""
 Status = Literal["running", "paused", "needs_action", "completed", "failed", "cancelled"]
 Outcome = Literal["success", "failure", "interrupted"]
 
@@ -56,6 +63,12 @@ class CompletedStep(Model):
     @property
     def how(self) -> str:
         return DONE_BY_TEXT[(self.done_by, self.verified)]
+
+
+def breakdown_key(step: CompletedStep) -> str:
+    if step.done_by == "akira":
+        return "verified" if step.verified else "unverified"
+    return f"done_by_{step.done_by}"
 
 
 class FailedStep(Model):
@@ -142,20 +155,59 @@ class StepRecord(Model):
     step_id: str
     description: str
     attempts: list[Attempt] = Field(default_factory=list)
+    """The last KEEP_ATTEMPTS attempts; every one is in the journal."""
+    attempts_total: int = 0
+    """Attempts ever recorded for this step, including those only in the journal."""
+    journaled: int = 0
+    """How many of them the journal holds already."""
     window_start: int = 0
     """Attempts before this index belong to an earlier run (before a resume) and are not counted."""
+    window_count: int = 0
+    """Attempts (not interrupted ones) since the window started: the next attempt's number - 1."""
+    approaches: list[str] = Field(default_factory=list)
+    """Every approach tried for this step (not interrupted), across resumes."""
     reflections: list[str] = Field(default_factory=list)
     guidance: str | None = None
     post_action: PostActionReflection | None = None
     session_id: str | None = None
     """The agent CLI's conversation for this step (claude's session_id, codex's thread_id)."""
 
+    @model_validator(mode="after")
+    def _from_version_1(self) -> StepRecord:
+        """A version 1 record holds every attempt and no counters: count them once."""
+        if self.attempts_total < len(self.attempts):
+            self.attempts_total = self.journaled = len(self.attempts)
+            self.window_count = len(self.window())
+            self.approaches = sorted({a.approach for a in self.attempts if a.outcome != "interrupted"})
+        return self
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts.append(attempt)
+        self.attempts_total += 1
+        if attempt.outcome != "interrupted":
+            self.window_count += 1
+            if attempt.approach not in self.approaches:
+                self.approaches.append(attempt.approach)
+        self.trim(KEEP_ATTEMPTS)
+
+    def trim(self, keep: int) -> None:
+        excess = len(self.attempts) - keep
+        if excess > 0:
+            del self.attempts[:excess]
+            self.window_start = max(0, self.window_start - excess)
+        del self.reflections[: max(0, len(self.reflections) - KEEP_ENTRIES)]
+
+    def new_window(self) -> None:
+        """A person stepped in: the attempts so far no longer count against the step."""
+        self.window_start, self.window_count = len(self.attempts), 0
+
     def window(self) -> list[Attempt]:
+        """The kept attempts of the current window (at most KEEP_ATTEMPTS)."""
         return [a for a in self.attempts[self.window_start :] if a.outcome != "interrupted"]
 
     def tried(self) -> set[str]:
         """Every approach tried for this step, across resumes: each Fallback: gets its turn."""
-        return {attempt.approach for attempt in self.attempts if attempt.outcome != "interrupted"}
+        return set(self.approaches)
 
 
 class Context(Model):
@@ -191,6 +243,23 @@ class Metrics(Model):
     iterations_per_step: dict[str, int] = Field(default_factory=dict)
     reflections_generated: int = 0
     reflection_tokens: int = 0
+
+
+class History(Model):
+    """Where the state file's bounded lists stand against the journal's full ones."""
+
+    completed_sealed: int = 0
+    """The oldest completed steps, this many, live only in the journal's sealed batches."""
+    completed_journaled: int = 0
+    failed_dropped: int = 0
+    failed_journaled: int = 0
+    reflections_dropped: int = 0
+    reflections_journaled: int = 0
+    sealed_by: dict[str, int] = Field(default_factory=dict)
+    """`done_breakdown` of the sealed steps."""
+    sealed_seconds: float = 0.0
+    sealed_first_attempt: int = 0
+    """Sealed steps done on their first attempt (for `first_attempt_success_rate`)."""
 
 
 TASK_ID_PATTERN = r"^task_\d{8}_\d{6}(_\d{1,6})?$"
@@ -238,6 +307,23 @@ class LoopState(Model):
     """When an agent CLI's usage limit resets: the loop waits until then (spending nothing)."""
     advisory_checks: bool = False
     """The project checks failed before the first step: this run records them, they do not gate."""
+    history: History = Field(default_factory=History)
+    _sealed: set[str] = PrivateAttr(default_factory=set)
+    """Ids of the completed steps sealed into the journal (read back by the store on load)."""
+    _done: tuple[int, set[str]] = PrivateAttr(default=(-1, set()))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields and the same sealed steps (the caches do not count)."""
+        if not isinstance(other, LoopState):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self._sealed == other._sealed
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _bounded(self) -> LoopState:
+        self.schema_version = SCHEMA_VERSION  # a version 1 file is read as it is, trimmed on save
+        return self
 
     @field_validator("feature")
     @classmethod
@@ -253,16 +339,26 @@ class LoopState(Model):
 
     def done_breakdown(self) -> dict[str, int]:
         """Completed steps by how they were decided: checked by akira, or taken on trust."""
-        steps = self.completed_steps
-        return {
-            "verified": sum(1 for s in steps if s.done_by == "akira" and s.verified),
-            "unverified": sum(1 for s in steps if s.done_by == "akira" and not s.verified),
-            "done_by_person": sum(1 for s in steps if s.done_by == "person"),
-            "done_by_claim": sum(1 for s in steps if s.done_by == "claim"),
-        }
+        counts = {"verified": 0, "unverified": 0, "done_by_person": 0, "done_by_claim": 0}
+        counts.update(self.history.sealed_by)
+        for step in self.completed_steps:
+            counts[breakdown_key(step)] += 1
+        return counts
 
     def completed_ids(self) -> set[str]:
-        return {step.step_id for step in self.completed_steps}
+        """Every completed step, the sealed ones too. Kept up to date as the list grows, so the
+        loop can ask at every iteration without going over the whole list."""
+        count, ids = self._done
+        steps = self.completed_steps
+        if count < 0 or count > len(steps) or (count and steps[count - 1].step_id not in ids):
+            count, ids = 0, set(self._sealed)
+        ids.update(step.step_id for step in steps[count:])
+        self._done = (len(steps), ids)
+        return ids
+
+    @property
+    def completed_total(self) -> int:
+        return self.history.completed_sealed + len(self.completed_steps)
 
     @property
     def success_rate(self) -> float:

@@ -16,6 +16,7 @@ from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write, fsync_dir
 from akira_cli.orphans import alive, start_time
+from akira_cli.state.journal import History, Journal, read_history
 from akira_cli.state.models import LoopState
 
 PREFIX = "autonomous_loop_"
@@ -79,7 +80,9 @@ class StateStore:
         self.archive_dir = state_dir / "archive"
         self.backup_dir = state_dir / "backups"
         self.corrupt_dir = state_dir / "corrupt"
+        self.history_dir = state_dir / "history"
         self._encoded: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._journals: dict[str, Journal] = {}
 
     def path(self, task_id: str) -> Path:
         return self.dir / f"{PREFIX}{task_id}.json"
@@ -102,26 +105,38 @@ class StateStore:
     def exists(self, task_id: str) -> bool:
         return self.path(task_id).exists() or self.archived_path(task_id).exists()
 
+    def journal_path(self, task_id: str) -> Path:
+        return self.history_dir / f"{task_id}.jsonl"
+
     def save(self, state: LoopState) -> None:
+        """The journal gets what is new (no fsync unless completed steps leave the state file),
+        then the bounded state file is replaced durably: one fsync'd write per iteration."""
         state.updated_at = utcnow()
+        journal = self._journals.get(state.task_id)
+        if journal is None:
+            journal = self._journals[state.task_id] = Journal(self.journal_path(state.task_id))
+        journal.record(state)
         atomic_write(self.path(state.task_id), self.encode(state))
 
-    def encode(self, state: LoopState) -> bytes:
-        """The same JSON as `state.model_dump_json()` (steps last), without re-encoding history.
+    def history(self, state: LoopState, kinds: frozenset[str] | None = None) -> History:
+        """The full history of a loop: what the journal holds (see `state.journal`)."""
+        return read_history(self.journal_path(state.task_id), kinds)
 
-        A step's record only grows (attempts, reflections, a lesson, guidance, a new window), so
-        its JSON is cached under those sizes; without this every save re-encodes every attempt
-        ever made, which makes a long run quadratic.
-        """
+    def encode(self, state: LoopState) -> bytes:
+        """The same JSON as `state.model_dump_json()` (steps last), without re-encoding records
+        that did not change since the last save (their JSON is cached under their counters)."""
         head = state.model_dump_json(exclude={"steps"})
         parts = []
         for step_id, record in state.steps.items():
             key = (
-                len(record.attempts),
+                record.attempts_total,
                 record.window_start,
+                record.window_count,
                 len(record.reflections),
+                record.reflections[-1:],
                 record.guidance,
                 record.post_action is not None,
+                record.session_id,
             )
             cached = self._encoded.get(step_id)
             if cached is None or cached[0] != key:
@@ -139,7 +154,7 @@ class StateStore:
 
     def read(self, path: Path) -> LoopState:
         try:
-            return LoopState.model_validate_json(path.read_bytes())
+            state = LoopState.model_validate_json(path.read_bytes())
         except (ValidationError, ValueError, UnicodeDecodeError) as exc:
             moved = self.quarantine(path)
             reason = _first_error(exc)
@@ -150,6 +165,11 @@ class StateStore:
             else:
                 fix = "there is no backup of it; start the task again with 'akira loop start --task'"
             raise AkiraError(f"{path}: corrupt state file ({reason}); moved to {moved}; {fix}") from None
+        sealed = state.history.completed_sealed
+        if sealed:  # the ledger: completed steps that live only in the journal
+            ids = self.history(state, frozenset({"sealed"})).sealed_ids(sealed)
+            state._sealed = ids
+        return state
 
     def quarantine(self, path: Path) -> Path:
         self.corrupt_dir.mkdir(parents=True, exist_ok=True)

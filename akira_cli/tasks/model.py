@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 
 class Step(BaseModel):
@@ -54,8 +54,24 @@ class TaskFile(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     """What the parse read leniently (repeated numbers, near-miss directives), line by line."""
 
+    _index: tuple[int, dict[str, Step]] = PrivateAttr(default=(-1, {}))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields (the lookup index does not count)."""
+        if not isinstance(other, TaskFile):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
     def get(self, step_id: str) -> Step | None:
-        return next((step for step in self.steps if step.id == step_id), None)
+        count, index = self._index
+        if count != len(self.steps):
+            index = {}
+            for step in self.steps:
+                index.setdefault(step.id, step)  # the first of a repeated id, as before
+            self._index = (len(self.steps), index)
+        return index.get(step_id)
 
     def leaves(self, include_optional: bool = False) -> list[Step]:
         """The executable steps: no children, and not optional unless asked for."""

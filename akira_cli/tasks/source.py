@@ -34,12 +34,15 @@ class TaskSource:
         return self._task
 
 
-def is_done(task: TaskFile, step: Step, include_optional: bool) -> bool:
+def is_done(
+    task: TaskFile, step: Step, include_optional: bool, completed: frozenset[str] | set[str] = frozenset()
+) -> bool:
+    """Ticked (a leaf), or every child done (a parent); `completed` counts as ticked."""
     if not step.children:
-        return step.ticked
+        return step.ticked or step.id in completed
     children = [task.get(child) for child in step.children]
     return all(
-        is_done(task, child, include_optional)
+        is_done(task, child, include_optional, completed)
         for child in children
         if child is not None and (include_optional or not child.optional)
     )

@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from akira_cli.tasks.model import TaskFile
+from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
 
 WRITABLE_BOXES = (" ", "x", "X", "-", "~")
@@ -28,41 +28,45 @@ def set_box(path: Path, step_id: str, char: str, known: TaskFile | None = None) 
     """Set one step's checkbox to `char` and return the file as it now is on disk.
 
     `known` is a parse of the file's current content: when its box offset still points at a
-    checkbox, the file is patched without parsing it again (the loop does this every step).
+    checkbox, the file is patched without reading or parsing it again (the loop does this every
+    step, so the cost does not grow with the file).
     """
     if char not in WRITABLE_BOXES:
         raise ValueError(f"checkbox character must be one of {WRITABLE_BOXES}, got {char!r}")
-    data = read_task_bytes(path)
-    task_file = known if known is not None and _points_at_box(data, known, step_id) else None
-    task_file = task_file or parse_task_text(data, path)
+    step = known.get(step_id) if known is not None else None
+    if known is not None and step is not None and _patch(path, step, char):
+        return known
+    task_file = parse_task_text(read_task_bytes(path), path)
     step = task_file.get(step_id)
     if step is None:
         raise TaskFileError(f"{path}: no step with id '{step_id}'; check the id against the task file")
-    if step.box != char:
-        _write_byte(path, step.box_offset, char.encode("ascii"))
-        step.box = char
+    if step.box != char and not _patch(path, step, char):
+        raise TaskFileError(f"{path}: changed while its checkbox was being written; it is read again")
     return task_file
 
 
-def _write_byte(path: Path, offset: int, byte: bytes) -> None:
-    """One byte written in place: it cannot tear, the inode and the rest of the file stay as
-    they are. Not fsynced on purpose: the state file is the truth, and the loop re-ticks
-    completed steps from it after a crash."""
-    fd = os.open(path, os.O_WRONLY)
+def _patch(path: Path, step: Step, char: str) -> bool:
+    """Writes one byte in place when the three bytes around it are still `[box]`: it cannot
+    tear, the inode and the rest of the file stay as they are. Not fsynced on purpose: the
+    state file is the truth, and the loop re-ticks completed steps from it after a crash."""
+    at = step.box_offset
     try:
-        os.pwrite(fd, byte, offset)
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise TaskFileError(
+            f"{path}: cannot write the task file ({exc.strerror}); check its permissions"
+        ) from None
+    try:
+        if os.pread(fd, 3, at - 1) != f"[{step.box}]".encode():
+            return False
+        if step.box != char:
+            os.pwrite(fd, char.encode("ascii"), at)
+            step.box = char
+        return True
     finally:
         os.close(fd)
-
-
-def _points_at_box(data: bytes, task_file: TaskFile, step_id: str) -> bool:
-    step = task_file.get(step_id)
-    if step is None:
-        return False
-    at = step.box_offset
-    return (
-        data[at - 1 : at] == b"[" and data[at + 1 : at + 2] == b"]" and data[at : at + 1] == step.box.encode()
-    )
 
 
 def load_requirements(feature_dir: Path) -> dict[str, str]:

@@ -1,0 +1,214 @@
+"""The journal `.state/history/<id>.jsonl`: the full history a bounded state file leaves out.
+
+The state file (schema 2) keeps counters and the last few of everything; each save first
+appends what is new since the last save to the journal (attempts, completed steps, failures,
+reflection ids), one JSON object per line, in one `write` and without fsync: a `kill -9` does
+not lose the page cache, and the state file, written durably right after, is the truth.
+
+Completed steps are the ledger, so they leave the state file only once they are durable here:
+a save that trims them first appends them as one `sealed` batch and fsyncs the journal. A load
+reads the batches back, chained by the count each starts at, so a batch written by a save that
+a crash then cut off is replaced by the next one and never counted twice. Lines are keyed (step
+and number), so a save cut off after its append and repeated writes nothing new to a reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from akira_cli.redaction import redact_bytes
+from akira_cli.state.models import (
+    KEEP_ATTEMPTS,
+    KEEP_ENTRIES,
+    Attempt,
+    CompletedStep,
+    FailedStep,
+    LoopState,
+    breakdown_key,
+)
+
+FLUSH_LINES = 64
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._buffer: list[dict[str, Any]] = []
+
+    def record(self, state: LoopState) -> None:
+        """Takes what is new in `state`, then trims its lists back to their bounds.
+
+        The lines wait in memory while the state file still holds what they say; they are
+        written before anything leaves it (with an fsync when completed steps do), every
+        FLUSH_LINES lines, and when the loop stops, so the journal costs a write in tens of
+        iterations, not one each.
+        """
+        dropped = any(  # a record past KEEP_ATTEMPTS dropped its oldest attempt to take a new one
+            record.attempts_total > max(KEEP_ATTEMPTS, record.journaled) for record in state.steps.values()
+        )
+        self._buffer += _new_lines(state)
+        sealing = len(state.completed_steps) >= 2 * KEEP_ENTRIES
+        if sealing:
+            batch = state.completed_steps[: len(state.completed_steps) - KEEP_ENTRIES]
+            ids = [step.step_id for step in batch]
+            self._buffer.append({"kind": "sealed", "from": state.history.completed_sealed, "ids": ids})
+        full = len(self._buffer) >= FLUSH_LINES or state.status != "running"
+        if sealing or dropped or full or _over(state):
+            self.flush(durable=sealing)
+        if sealing:
+            _seal(state, len(batch))
+        _trim(state)
+
+    def flush(self, *, durable: bool = False) -> None:
+        lines, self._buffer = self._buffer, []
+        if not lines:
+            return
+        data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
+        fd = self._open()
+        os.write(fd, redact_bytes(data))
+        if durable:
+            os.fsync(fd)
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            size = os.fstat(self._fd).st_size
+            if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                os.write(self._fd, b"\n")  # a line torn by a crash stays one bad line
+        return self._fd
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+def _new_lines(state: LoopState) -> Iterator[dict[str, Any]]:
+    history = state.history
+    start = history.completed_sealed
+    for n, step in enumerate(state.completed_steps, start):
+        if n >= history.completed_journaled:
+            yield {"kind": "completed", "n": n, **step.model_dump()}
+    history.completed_journaled = start + len(state.completed_steps)
+    start = history.failed_dropped
+    for n, failed in enumerate(state.failed_steps, start):
+        if n >= history.failed_journaled:
+            yield {"kind": "failed", "n": n, **failed.model_dump()}
+    history.failed_journaled = start + len(state.failed_steps)
+    start = history.reflections_dropped
+    for n, reflection in enumerate(state.reflections, start):
+        if n >= history.reflections_journaled:
+            yield {"kind": "reflection", "n": n, "id": reflection}
+    history.reflections_journaled = start + len(state.reflections)
+    for record in state.steps.values():
+        new = min(record.attempts_total - record.journaled, len(record.attempts))
+        first = record.attempts_total - new
+        for n, attempt in enumerate(record.attempts[len(record.attempts) - new :], first):
+            yield {"kind": "attempt", "n": n, **attempt.model_dump()}
+        record.journaled = record.attempts_total
+
+
+def _seal(state: LoopState, count: int) -> None:
+    """Moves the oldest `count` completed steps out of the state file, keeping their sums."""
+    history = state.history
+    for step in state.completed_steps[:count]:
+        key = breakdown_key(step)
+        history.sealed_by[key] = history.sealed_by.get(key, 0) + 1
+        history.sealed_seconds += step.duration_seconds
+        history.sealed_first_attempt += step.attempts == 1
+        state._sealed.add(step.step_id)
+    history.completed_sealed += count
+    del state.completed_steps[:count]
+
+
+def _over(state: LoopState) -> bool:
+    """Something is about to leave the state file: its lines must be on disk first."""
+    if len(state.failed_steps) >= 2 * KEEP_ENTRIES or len(state.reflections) >= 2 * KEEP_ENTRIES:
+        return True
+    done = state.completed_ids()
+    return sum(1 for step_id in state.steps if step_id in done) >= 2 * KEEP_ENTRIES
+
+
+def _trim(state: LoopState) -> None:
+    history = state.history
+    bounded = ((state.failed_steps, "failed_dropped"), (state.reflections, "reflections_dropped"))
+    for items, dropped in bounded:
+        if len(items) >= 2 * KEEP_ENTRIES:
+            excess = len(items) - KEEP_ENTRIES
+            del items[:excess]
+            setattr(history, dropped, getattr(history, dropped) + excess)
+    done = state.completed_ids()
+    finished = [step_id for step_id in state.steps if step_id in done]
+    if len(finished) >= 2 * KEEP_ENTRIES:
+        per_step = state.metrics.iterations_per_step
+        for step_id in finished[: len(finished) - KEEP_ENTRIES]:
+            del state.steps[step_id]
+            per_step.pop(step_id, None)
+
+
+@dataclass
+class History:
+    """What the journal holds, each entry once (the last copy of a repeated line wins)."""
+
+    completed: list[CompletedStep] = field(default_factory=list)
+    failed: list[FailedStep] = field(default_factory=list)
+    attempts: dict[str, list[Attempt]] = field(default_factory=dict)
+    reflections: list[str] = field(default_factory=list)
+    sealed: dict[int, list[str]] = field(default_factory=dict)
+
+    def sealed_ids(self, count: int) -> set[str]:
+        """The ids of the first `count` sealed steps, following the chain of batches."""
+        ids: set[str] = set()
+        at = 0
+        while at < count and at in self.sealed:
+            batch = self.sealed[at][: count - at]
+            ids.update(batch)
+            at += len(self.sealed[at]) or 1
+        return ids
+
+
+def read_history(path: Path, kinds: frozenset[str] | None = None) -> History:
+    """The journal at `path` (empty when there is none); torn or foreign lines are skipped."""
+    found: dict[str, dict[Any, dict[str, Any]]] = {}
+    sealed: dict[int, list[str]] = {}
+    with contextlib.suppress(FileNotFoundError), path.open("rb") as handle:
+        wanted = [f'"kind":"{kind}"'.encode() for kind in kinds or ()]
+        for raw in handle:
+            if wanted and not any(mark in raw for mark in wanted):
+                continue
+            try:
+                line = json.loads(raw)
+                kind = line.pop("kind")
+                if kinds is not None and kind not in kinds:
+                    continue
+                if kind == "sealed":
+                    sealed[int(line["from"])] = [str(i) for i in line["ids"]]
+                else:
+                    found.setdefault(kind, {})[(line.get("step_id"), line.pop("n"))] = line
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+    history = History(sealed=sealed)
+
+    def each(kind: str) -> list[dict[str, Any]]:
+        return [found[kind][key] for key in sorted(found.get(kind, {}), key=lambda k: k[1])]
+
+    with contextlib.suppress(ValueError):
+        history.completed = [CompletedStep.model_validate(line) for line in each("completed")]
+        history.failed = [FailedStep.model_validate(line) for line in each("failed")]
+        history.reflections = [str(line["id"]) for line in each("reflection")]
+        for line in each("attempt"):
+            attempt = Attempt.model_validate(line)
+            history.attempts.setdefault(attempt.step_id, []).append(attempt)
+    return history
