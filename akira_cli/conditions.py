@@ -74,6 +74,7 @@ class Guard:
     workspace: Workspace
     config: Config
     locator: TaskLocator
+    _where: tuple[Path | None, str | None] = (None, None)
 
     def check_location(self, state: LoopState) -> Path:
         """Raises when the task was moved to Done/ or Needs_Action/, or deleted."""
@@ -85,7 +86,9 @@ class Guard:
                 f"Specs/) and run '{resume}'"
             )
         state.task_path = str(path)
-        area = self.workspace.area_of(path)
+        if path != self._where[0]:  # resolving symlinks costs syscalls: once per place
+            self._where = (path, self.workspace.area_of(path))
+        area = self._where[1]
         loop = self.config.autonomous_loop
         if area == "Done" and loop.check_done_folder:
             raise TaskMovedToDone(f"task moved to {self.workspace.relative(path)} by a person")

@@ -6,7 +6,7 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
+import threading
 from pathlib import Path
 
 from akira_cli.redaction import redact_bytes
@@ -14,9 +14,16 @@ from akira_cli.redaction import redact_bytes
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = redact_bytes(data)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # One writer per process and thread: a name of its own, without mkstemp's retries.
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -50,6 +50,7 @@ class ChildLedger:
         self._groups: dict[int, str] = {}
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._size = 0
 
     def started(self, pgid: int) -> None:
         with self._lock:
@@ -67,9 +68,12 @@ class ChildLedger:
         data = "".join(f"{pgid} {started}\n" for pgid, started in self._groups.items()).encode()
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._size = os.fstat(self._fd).st_size
         if data:
             os.pwrite(self._fd, data, 0)
-        os.ftruncate(self._fd, len(data))
+        if len(data) < self._size:
+            os.ftruncate(self._fd, len(data))
+        self._size = len(data)
 
     def close(self) -> None:
         """At the end of a run: nothing runs any more, so the file goes."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
+import select
 import signal
 import subprocess
 import threading
@@ -59,6 +59,7 @@ class CommandRunner:
         self._current: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.killed = False
+        self._base: dict[str, str] | None = None
 
     def run(
         self,
@@ -69,7 +70,9 @@ class CommandRunner:
         env: dict[str, str] | None = None,
     ) -> CommandResult:
         started = time.monotonic()
-        merged = {**os.environ, **(self.env or {}), **(env or {})}
+        if self._base is None:  # the environment of a run does not change under it
+            self._base = {**os.environ, **(self.env or {})}
+        merged = {**self._base, **(env or {})} if env else self._base
         process = subprocess.Popen(
             ["bash", "-c", command],
             cwd=self.cwd,
@@ -109,35 +112,38 @@ class CommandRunner:
                 self._kill_group(self._current)
 
     def _collect(self, process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bool]:
-        """Reads output until the command exits or the deadline passes, in one select loop.
+        """Reads output until the command exits or the deadline passes, in one poll loop.
 
         communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
-        fast command either is most of akira's per-step overhead. A pidfd makes exit selectable.
+        fast command either is most of akira's per-step overhead. A pidfd makes the exit
+        pollable, so a background child that keeps the pipe open cannot hold the step.
         """
         assert process.stdout is not None
         out_fd, pid_fd = process.stdout.fileno(), os.pidfd_open(process.pid)
         chunks: list[bytes] = []
         deadline = time.monotonic() + timeout
         timed_out = exited = False
-        with selectors.DefaultSelector() as selector:
-            selector.register(out_fd, selectors.EVENT_READ)
-            selector.register(pid_fd, selectors.EVENT_READ)
-            while not exited or selector.select(0):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out = True
-                    self._kill_group(process)
-                    break
-                for key, _ in selector.select(remaining):
-                    if key.fd == pid_fd:
-                        exited = True
-                        selector.unregister(pid_fd)
-                    elif data := os.read(out_fd, 65536):
-                        chunks.append(data)
-                    else:
-                        selector.unregister(out_fd)
-                if exited and out_fd not in selector.get_map():
-                    break
+        poller = select.poll()
+        poller.register(out_fd, select.POLLIN)
+        poller.register(pid_fd, select.POLLIN)
+        reading = True
+        while reading:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                self._kill_group(process)
+                break
+            ready = poller.poll(0 if exited else remaining * 1000)
+            if not ready and exited:
+                break  # nothing more is waiting in the pipe (a background child may hold it)
+            for fd, _ in ready:
+                if fd == pid_fd:
+                    exited = True
+                    poller.unregister(pid_fd)
+                elif data := os.read(out_fd, 65536):
+                    chunks.append(data)
+                else:
+                    reading = False
         os.close(pid_fd)
         process.stdout.close()
         process.wait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import sys
 from pathlib import Path
@@ -171,6 +172,7 @@ def run_session(
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             previous = signal.signal(signum, lambda *_: loop.force_stop())
             stack.callback(signal.signal, signum, previous)
+        gc.freeze()  # what start-up built lives as long as the run: no collection walks it again
         try:
             stop = loop.run()
         except OSError as exc:

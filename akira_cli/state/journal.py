@@ -22,10 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from akira_cli.redaction import redact_bytes
 from akira_cli.state.models import (
     KEEP_ATTEMPTS,
     KEEP_ENTRIES,
+    KEEP_FINISHED,
     Attempt,
     CompletedStep,
     FailedStep,
@@ -40,7 +43,7 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[Line] = []
 
     def record(self, state: LoopState) -> None:
         """Takes what is new in `state`, then trims its lists back to their bounds.
@@ -58,7 +61,8 @@ class Journal:
         if sealing:
             batch = state.completed_steps[: len(state.completed_steps) - KEEP_ENTRIES]
             ids = [step.step_id for step in batch]
-            self._buffer.append({"kind": "sealed", "from": state.history.completed_sealed, "ids": ids})
+            sealed = {"kind": "sealed", "from": state.history.completed_sealed, "ids": ids}
+            self._buffer.append(json.dumps(sealed, separators=(",", ":")))
         full = len(self._buffer) >= FLUSH_LINES or state.status != "running"
         if sealing or dropped or full or _over(state):
             self.flush(durable=sealing)
@@ -70,7 +74,7 @@ class Journal:
         lines, self._buffer = self._buffer, []
         if not lines:
             return
-        data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
+        data = "".join(_text(line) + "\n" for line in lines).encode()
         fd = self._open()
         os.write(fd, redact_bytes(data))
         if durable:
@@ -95,28 +99,39 @@ class Journal:
             self._fd = None
 
 
-def _new_lines(state: LoopState) -> Iterator[dict[str, Any]]:
+Line = str | tuple[str, int, BaseModel]
+"""A journal line: its text, or (kind, number, model), encoded when the buffer is written."""
+
+
+def _text(line: Line) -> str:
+    if isinstance(line, str):
+        return line
+    kind, n, model = line
+    return f'{{"kind":"{kind}","n":{n},{model.model_dump_json()[1:]}'
+
+
+def _new_lines(state: LoopState) -> Iterator[Line]:
     history = state.history
     start = history.completed_sealed
     for n, step in enumerate(state.completed_steps, start):
         if n >= history.completed_journaled:
-            yield {"kind": "completed", "n": n, **step.model_dump()}
+            yield ("completed", n, step)
     history.completed_journaled = start + len(state.completed_steps)
     start = history.failed_dropped
     for n, failed in enumerate(state.failed_steps, start):
         if n >= history.failed_journaled:
-            yield {"kind": "failed", "n": n, **failed.model_dump()}
+            yield ("failed", n, failed)
     history.failed_journaled = start + len(state.failed_steps)
     start = history.reflections_dropped
     for n, reflection in enumerate(state.reflections, start):
         if n >= history.reflections_journaled:
-            yield {"kind": "reflection", "n": n, "id": reflection}
+            yield json.dumps({"kind": "reflection", "n": n, "id": reflection}, separators=(",", ":"))
     history.reflections_journaled = start + len(state.reflections)
     for record in state.steps.values():
         new = min(record.attempts_total - record.journaled, len(record.attempts))
         first = record.attempts_total - new
         for n, attempt in enumerate(record.attempts[len(record.attempts) - new :], first):
-            yield {"kind": "attempt", "n": n, **attempt.model_dump()}
+            yield ("attempt", n, attempt)
         record.journaled = record.attempts_total
 
 
@@ -138,7 +153,7 @@ def _over(state: LoopState) -> bool:
     if len(state.failed_steps) >= 2 * KEEP_ENTRIES or len(state.reflections) >= 2 * KEEP_ENTRIES:
         return True
     done = state.completed_ids()
-    return sum(1 for step_id in state.steps if step_id in done) >= 2 * KEEP_ENTRIES
+    return sum(1 for step_id in state.steps if step_id in done) >= 2 * KEEP_FINISHED
 
 
 def _trim(state: LoopState) -> None:
@@ -151,9 +166,9 @@ def _trim(state: LoopState) -> None:
             setattr(history, dropped, getattr(history, dropped) + excess)
     done = state.completed_ids()
     finished = [step_id for step_id in state.steps if step_id in done]
-    if len(finished) >= 2 * KEEP_ENTRIES:
+    if len(finished) >= 2 * KEEP_FINISHED:
         per_step = state.metrics.iterations_per_step
-        for step_id in finished[: len(finished) - KEEP_ENTRIES]:
+        for step_id in finished[: len(finished) - KEEP_FINISHED]:
             del state.steps[step_id]
             per_step.pop(step_id, None)
 

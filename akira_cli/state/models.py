@@ -19,9 +19,11 @@ SCHEMA_VERSION = 2
 history lives in the journal (`state/journal.py`). Version 1 files are read and trimmed."""
 KEEP_ATTEMPTS = 6
 """Attempts kept per step record; older ones live in the journal."""
-KEEP_ENTRIES = 20
-"""Completed steps, failures, reflection ids and finished step records kept in the state file.
-A list is trimmed back to this when it reaches twice as many, so trimming is rare."""
+KEEP_ENTRIES = 10
+"""Completed steps, failures and reflection ids kept in the state file. A list is trimmed back
+to this when it reaches twice as many, so trimming is rare."""
+KEEP_FINISHED = 3
+"""Records of completed steps kept (their lessons feed the next prompts), trimmed at twice."""
 Status = Literal["running", "paused", "needs_action", "completed", "failed", "cancelled"]
 Outcome = Literal["success", "failure", "interrupted"]
 

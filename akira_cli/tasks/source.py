@@ -23,12 +23,10 @@ class TaskSource:
             self._task, self._key = parse_task_file(path), key
         return self._task
 
-    def _fresh(self, path: Path) -> bool:
-        stat = path.stat()
-        return self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
-        self._task = set_box(path, step_id, box, known=self._task if self._fresh(path) else None)
+        stat = path.stat()
+        fresh = self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        self._task = set_box(path, step_id, box, known=self._task if fresh else None)
         stat = path.stat()
         self._key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         return self._task
