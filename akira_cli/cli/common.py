@@ -7,15 +7,18 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 
 import typer
 
-from akira_cli.config import Config, load_config
 from akira_cli.errors import AkiraError
-from akira_cli.state.models import TASK_ID_PATTERN, LoopState
-from akira_cli.state.store import StateStore
 from akira_cli.workspace import Workspace
+
+if TYPE_CHECKING:
+    from akira_cli.config import Config
+    from akira_cli.state.models import LoopState
+    from akira_cli.state.store import StateStore
+
 
 P = ParamSpec("P")
 
@@ -37,11 +40,15 @@ def workspace_and_config(
     overrides: dict[str, Any] | None = None,
     task: Path | None = None,
 ) -> tuple[Workspace, Config]:
+    from akira_cli.config import load_config
+
     workspace = Workspace.resolve(root, task)
     return workspace, load_config(workspace.root, config_file, overrides)
 
 
 def store_for(workspace: Workspace) -> StateStore:
+    from akira_cli.state.store import StateStore
+
     return StateStore(workspace.state_dir)
 
 
@@ -62,6 +69,8 @@ def same_file(a: Path, b: Path) -> bool:
 
 def resolve_task(workspace: Workspace, store: StateStore, ref: str) -> str:
     """A task id, the task file's path (wherever it is now), or the feature folder's name."""
+    from akira_cli.state.models import TASK_ID_PATTERN
+
     if re.fullmatch(TASK_ID_PATTERN, ref) and store.exists(ref):
         return ref
     path = find_path(workspace, ref)

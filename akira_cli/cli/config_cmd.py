@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-import yaml
 
 from akira_cli.cli.common import ConfigOption, RootOption, exits, workspace_and_config
 
@@ -14,6 +13,8 @@ app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 @exits
 def show(config: ConfigOption = None, root: RootOption = None) -> int:
     """Print the effective configuration (defaults < file < --config < env)."""
+    import yaml
+
     _, effective = workspace_and_config(root, config)
     typer.echo(yaml.safe_dump(effective.public_dict(), sort_keys=False).rstrip())
     return 0

@@ -11,12 +11,10 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from filelock import Timeout
 
-from akira_cli.agents.base import preflight
 from akira_cli.cli.common import (
     ConfigOption,
     RootOption,
@@ -28,20 +26,16 @@ from akira_cli.cli.common import (
     store_for,
     workspace_and_config,
 )
-from akira_cli.conditions import TaskLocator
-from akira_cli.config import Config, load_config
-from akira_cli.control import ResumeRequest, apply_resume, write_request
 from akira_cli.errors import AkiraError
-from akira_cli.evidence import red_baseline
-from akira_cli.hooks import remove_hooks, write_hook
 from akira_cli.redaction import MIN_SECRET, too_short
-from akira_cli.reports import take_guidance
 from akira_cli.runner import CommandRunner
-from akira_cli.session import agent_workdir, run_session
-from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore, TaskLock
-from akira_cli.tasks.parser import parse_task_file
 from akira_cli.workspace import Workspace, command_line
+
+if TYPE_CHECKING:
+    from akira_cli.config import Config
+    from akira_cli.state.models import LoopState
+    from akira_cli.state.store import StateStore, TaskLock
+
 
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
 STARTING_GRACE_SECONDS = 5.0
@@ -72,6 +66,11 @@ def start(
     root: RootOption = None,
 ) -> int:
     """Start a loop on a task file."""
+    from akira_cli.agents.base import preflight
+    from akira_cli.evidence import red_baseline
+    from akira_cli.session import agent_workdir, run_session
+    from akira_cli.tasks.parser import parse_task_file
+
     overrides = {
         "autonomous_loop.max_iterations": max_iterations,
         "autonomous_loop.failure_threshold": failure_threshold,
@@ -121,6 +120,8 @@ def start(
 
 @contextlib.contextmanager
 def start_lock(store: StateStore) -> Iterator[None]:
+    from filelock import Timeout
+
     try:
         with store.start_lock():
             yield
@@ -141,6 +142,8 @@ def new_loop(
     detach: bool,
 ) -> tuple[LoopState, TaskLock | None]:
     """The new loop's state, saved, with its lock taken (a detached child takes its own)."""
+    from akira_cli.state.models import LoopState
+
     now, stat = datetime.now(UTC), path.stat()
     state = LoopState(
         task_id=workspace.new_task_id(now, set(store.task_ids())),
@@ -242,6 +245,12 @@ def resume(
     root: RootOption = None,
 ) -> int:
     """Resume a paused, interrupted or escalated loop."""
+    from akira_cli.config import load_config
+    from akira_cli.control import ResumeRequest, apply_resume, write_request
+    from akira_cli.hooks import remove_hooks
+    from akira_cli.reports import take_guidance
+    from akira_cli.session import run_session
+
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
     config_file = config or (Path(state.config_file) if state.config_file else None)
@@ -280,6 +289,8 @@ def resume(
 
 def bring_back(workspace: Workspace, state: LoopState) -> None:
     """A task a person parked in Needs_Action/ goes back under Specs/ on resume."""
+    from akira_cli.conditions import TaskLocator
+
     found = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
     if found is not None:
         state.task_path = str(found)
@@ -310,6 +321,8 @@ def stop(
     root: RootOption = None,
 ) -> int:
     """Pause a loop with a stop hook (--force also kills the running command)."""
+    from akira_cli.hooks import write_hook
+
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
     if state.status in ("completed", "cancelled"):
@@ -344,6 +357,8 @@ def stop_message(state: LoopState, pid: int | None, force: bool, waiting: bool) 
 @exits
 def cancel(task_id: TaskIdOption, root: RootOption = None) -> int:
     """End a loop for good: status cancelled, state archived, task file left where it is."""
+    from akira_cli.hooks import remove_hooks
+
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
     if state.status in ("completed", "cancelled"):

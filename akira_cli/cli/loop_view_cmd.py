@@ -6,20 +6,18 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from akira_cli.cli.common import JsonOption, RootOption, TaskIdOption, exits, load_task, store_for
 from akira_cli.cli.loop_cmd import STARTING_GRACE_SECONDS, app
-from akira_cli.cli.status_view import dashboard, effective_status, summary
 from akira_cli.errors import AkiraError
-from akira_cli.events import read_events
-from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore
-from akira_cli.tasks.parser import parse_task_file
 from akira_cli.workspace import Workspace
+
+if TYPE_CHECKING:
+    from akira_cli.state.models import LoopState
+    from akira_cli.state.store import StateStore
 
 
 @app.command("status")
@@ -32,6 +30,8 @@ def status(
     root: RootOption = None,
 ) -> int:
     """One loop's status, or a dashboard of every loop."""
+    from akira_cli.cli.status_view import dashboard, plain_dashboard, summary
+
     workspace = Workspace.resolve(root)
     store = store_for(workspace)
     if task_id:
@@ -48,8 +48,12 @@ def status(
     rows.sort(key=lambda row: row["task_id"])
     if json_out:
         typer.echo(json.dumps({"loops": rows, "corrupt": corrupt}, indent=2))
-    else:
+    elif sys.stdout.isatty():
+        from rich.console import Console
+
         Console().print(dashboard(rows, corrupt))
+    else:
+        typer.echo(plain_dashboard(rows, corrupt))
     return 0
 
 
@@ -62,6 +66,8 @@ def _status_text(row: dict[str, object]) -> str:
 @exits
 def state_cmd(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOption = None) -> int:
     """Print the state file."""
+    from rich.console import Console
+
     _, state = load_task(Workspace.resolve(root), task_id)
     text = state.model_dump_json(indent=None if json_out else 2)
     if json_out or not sys.stdout.isatty():
@@ -75,6 +81,8 @@ def state_cmd(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpt
 @exits
 def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOption = None) -> int:
     """Steps done, the current step and the rate of success."""
+    from akira_cli.cli.status_view import effective_status
+
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
     steps = _steps(state)
@@ -112,6 +120,8 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
 
 
 def _steps(state: LoopState) -> list[dict[str, object]]:
+    from akira_cli.tasks.parser import parse_task_file
+
     path = Path(state.task_path)
     done_ids = state.completed_ids()
     try:
@@ -151,6 +161,8 @@ def logs(
     root: RootOption = None,
 ) -> int:
     """Show the event history; --follow tails it until the loop ends."""
+    from akira_cli.events import read_events
+
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
     path = workspace.log_path(state.task_id)

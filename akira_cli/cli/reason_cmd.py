@@ -9,7 +9,6 @@ import typer
 
 from akira_cli.cli.common import ConfigOption, JsonOption, RootOption, workspace_and_config
 from akira_cli.errors import LoopStop
-from akira_cli.events import EventBus
 
 
 def reason(
@@ -24,6 +23,7 @@ def reason(
     passes, the scores and reason codes, then the answer. Exit 0 when there is an answer, even
     a non-converged one; 1 when the LLM endpoint cannot be used or failed during the run.
     """
+    from akira_cli.events import EventBus
     from akira_cli.llm.client import LLMClient
     from akira_cli.reasoning.engine import ReasoningEngine
 

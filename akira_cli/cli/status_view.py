@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Group
 
-from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore
+    from akira_cli.state.models import LoopState
+    from akira_cli.state.store import StateStore
+
 
 GROUPS = ("Active", "Paused", "Needs action", "Completed", "Failed", "Cancelled")
 
@@ -65,7 +65,56 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
     }
 
 
+COLUMNS = ("task", "status", "iteration", "success", "step", "duration")
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    return [
+        f"{row['task_id']}\n{row['feature']}",
+        row["status"],
+        f"{row['iteration']}/{row['max_iterations']}",
+        f"{row['success_rate']:.0%}",
+        row["current_step"] or "-",
+        _duration(row["duration_seconds"]),
+    ]
+
+
+def _notes(rows: list[dict[str, Any]], corrupt: list[str]) -> list[str]:
+    notes = []
+    systemic = sorted({sig for row in rows for sig in row["systemic_issues"]})
+    if systemic:
+        notes.append(f"Systemic issues (same error in several tasks): {', '.join(systemic)}")
+    notes += [f"corrupt state file (not shown): {path}" for path in corrupt]
+    if not rows and not corrupt:
+        notes.append("no loops yet; start one with 'akira loop start --task PATH'")
+    return notes
+
+
+def plain_dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> str:
+    """The dashboard as plain aligned text, for a pipe or a file (no Rich to import)."""
+    lines = ["Autonomous Loop Progress"]
+    for group in GROUPS:
+        members = [row for row in rows if row["group"] == group]
+        if not members:
+            continue
+        table = [list(COLUMNS)] + [_cells(row) for row in members]
+        widths = [max(len(part) for cells in table for part in cells[i].split("\n")) for i in range(6)]
+        lines += ["", f"{group} ({len(members)})"]
+        for cells in table:
+            height = max(cell.count("\n") + 1 for cell in cells)
+            for n in range(height):
+                parts = [(cell.split("\n") + [""] * height)[n] for cell in cells]
+                lines.append("  ".join(p.ljust(w) for p, w in zip(parts, widths, strict=True)).rstrip())
+    notes = _notes(rows, corrupt)
+    return "\n".join(lines + ([""] if notes else []) + notes)
+
+
 def dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> Group:
+    """The dashboard for a terminal: Rich tables."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     parts: list[Any] = [Text("Autonomous Loop Progress", style="bold")]
     for group in GROUPS:
         members = [row for row in rows if row["group"] == group]
@@ -73,27 +122,11 @@ def dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> Group:
             continue
         table = Table(title=f"{group} ({len(members)})", title_justify="left", expand=False)
         table.add_column("task", no_wrap=True, min_width=22)
-        for column in ("status", "iteration", "success", "step", "duration"):
+        for column in COLUMNS[1:]:
             table.add_column(column, no_wrap=column != "step")
         for row in members:
-            table.add_row(
-                f"{row['task_id']}\n{row['feature']}",
-                row["status"],
-                f"{row['iteration']}/{row['max_iterations']}",
-                f"{row['success_rate']:.0%}",
-                row["current_step"] or "-",
-                _duration(row["duration_seconds"]),
-            )
+            table.add_row(*_cells(row))
         parts.append(table)
-    systemic = sorted({sig for row in rows for sig in row["systemic_issues"]})
-    if systemic:
-        parts.append(
-            Text(
-                f"Systemic issues (same error in several tasks): {', '.join(systemic)}",
-                style="yellow",
-            )
-        )
-    parts += [Text(f"corrupt state file (not shown): {path}", style="red") for path in corrupt]
-    if len(parts) == 1:
-        parts.append(Text("no loops yet; start one with 'akira loop start --task PATH'"))
+    style = {True: "red", False: "yellow"}
+    parts += [Text(note, style=style[note.startswith("corrupt")]) for note in _notes(rows, corrupt)]
     return Group(*parts)

@@ -8,8 +8,8 @@ import os
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from akira_cli.errors import AkiraError
@@ -18,6 +18,9 @@ from akira_cli.fileio import atomic_write, fsync_dir
 from akira_cli.orphans import alive, start_time
 from akira_cli.state.journal import History, Journal, read_history
 from akira_cli.state.models import LoopState
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 PREFIX = "autonomous_loop_"
 KEEP_BACKUPS = 5
@@ -38,10 +41,13 @@ class TaskLock:
     def __init__(self, lock_path: Path) -> None:
         self.lock_path = lock_path
         self.pid_path = lock_path.with_suffix(".pid")
-        self._lock = FileLock(str(lock_path))
+        self._lock: FileLock | None = None
 
     def acquire(self, what: str) -> None:
+        from filelock import FileLock, Timeout  # only a running loop takes a lock
+
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.lock_path))
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
@@ -56,7 +62,8 @@ class TaskLock:
     def release(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.pid_path.unlink()
-        self._lock.release()
+        if self._lock is not None:
+            self._lock.release()
 
     def holder(self) -> int | None:
         """The PID of the live process that holds the lock, or None."""
@@ -93,6 +100,8 @@ class StateStore:
     def start_lock(self) -> FileLock:
         """Held while a `loop start` looks for an unfinished loop, picks an id and takes the
         task's lock, so two starts on one file cannot both run and ids never clash."""
+        from filelock import FileLock
+
         self.dir.mkdir(parents=True, exist_ok=True)
         return FileLock(str(self.dir / "start.lock"), timeout=60)
 
