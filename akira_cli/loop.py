@@ -327,7 +327,7 @@ class AutonomousLoop:
             self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.open_steps() if isinstance(stop, TaskMovedToDone) else []
-            completion_report(self.workspace, self.state, open_steps)
+            completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))
         self.bus.emit(
             EventType.LOOP_COMPLETED,
             task_path=self.state.task_path,

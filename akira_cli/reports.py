@@ -11,7 +11,7 @@ from akira_cli.errors import LoopStop
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write
 from akira_cli.reflection.memory import ReflectionMemory
-from akira_cli.state.models import LoopState
+from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace, command_line
 
@@ -34,11 +34,14 @@ def _recent_attempts(state: LoopState, limit: int = 5) -> str:
     return _bullets([f"{a.render()}" for a in attempts[-limit:]])
 
 
-def completion_report(workspace: Workspace, state: LoopState, open_steps: list[str]) -> Path:
-    """`open_steps`: what was still open when a person moved the task to Done/ (declared done)."""
+def completion_report(
+    workspace: Workspace, state: LoopState, open_steps: list[str], done: list[CompletedStep]
+) -> Path:
+    """`open_steps`: what was still open when a person moved the task to Done/ (declared done).
+    `done`: every completed step, the ones only the journal holds included."""
     completed = [
         f"- {s.step_id}: {s.description} ({s.how}; {s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
-        for s in state.completed_steps
+        for s in done
     ]
     breakdown = state.done_breakdown()
     recovered = [
@@ -68,8 +71,8 @@ def completion_report(workspace: Workspace, state: LoopState, open_steps: list[s
             ),
             duration=f"{state.metrics.total_duration_seconds:.1f}",
             iteration=state.iteration,
-            total_steps=len(state.completed_steps),
-            completed_count=len(state.completed_steps),
+            total_steps=len(done),
+            completed_count=len(done),
             verified=breakdown["verified"],
             unverified=breakdown["unverified"],
             by_person=breakdown["done_by_person"],

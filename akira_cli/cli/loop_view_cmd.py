@@ -68,12 +68,20 @@ def state_cmd(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpt
     """Print the state file."""
     from rich.console import Console
 
-    _, state = load_task(Workspace.resolve(root), task_id)
+    store, state = load_task(Workspace.resolve(root), task_id)
     text = state.model_dump_json(indent=None if json_out else 2)
     if json_out or not sys.stdout.isatty():
         typer.echo(text)
     else:
         Console().print_json(text)
+    history = state.history
+    if not json_out and (history.completed_sealed or history.failed_dropped or history.reflections_dropped):
+        journal = store.journal_path(state.task_id)
+        typer.echo(
+            f"akira: the state file keeps the last few of each list; the full history "
+            f"({state.completed_total} completed steps, every attempt) is in {journal}",
+            err=True,
+        )
     return 0
 
 
@@ -85,7 +93,7 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
-    steps = _steps(state)
+    steps = _steps(state, store)
     done = sum(1 for step in steps if step["done"])
     data = {
         "task_id": state.task_id,
@@ -119,7 +127,7 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
     return 0
 
 
-def _steps(state: LoopState) -> list[dict[str, object]]:
+def _steps(state: LoopState, store: StateStore) -> list[dict[str, object]]:
     from akira_cli.tasks.parser import parse_task_file
 
     path = Path(state.task_path)
@@ -137,7 +145,7 @@ def _steps(state: LoopState) -> list[dict[str, object]]:
             for r in state.steps.values()
         ]
     leaves = task.leaves(state.include_optional)
-    attempts = {s.step_id: s.attempts for s in state.completed_steps}
+    attempts = {s.step_id: s.attempts for s in store.all_completed(state)}
     attempts.update({r.step_id: r.attempts_total for r in state.steps.values()})
     return [
         {

@@ -158,6 +158,9 @@ def _over(state: LoopState) -> bool:
 
 def _trim(state: LoopState) -> None:
     history = state.history
+    for record in state.steps.values():
+        if len(record.attempts) > KEEP_ATTEMPTS:  # only a version 1 record (add() trims)
+            record.trim(KEEP_ATTEMPTS)
     bounded = ((state.failed_steps, "failed_dropped"), (state.reflections, "reflections_dropped"))
     for items, dropped in bounded:
         if len(items) >= 2 * KEEP_ENTRIES:

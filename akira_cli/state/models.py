@@ -176,9 +176,10 @@ class StepRecord(Model):
 
     @model_validator(mode="after")
     def _from_version_1(self) -> StepRecord:
-        """A version 1 record holds every attempt and no counters: count them once."""
+        """A version 1 record holds every attempt and no counters: count them once (the next
+        save journals them all, then trims the record)."""
         if self.attempts_total < len(self.attempts):
-            self.attempts_total = self.journaled = len(self.attempts)
+            self.attempts_total, self.journaled = len(self.attempts), 0
             self.window_count = len(self.window())
             self.approaches = sorted({a.approach for a in self.attempts if a.outcome != "interrupted"})
         return self

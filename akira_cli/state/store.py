@@ -17,7 +17,7 @@ from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write, fsync_dir
 from akira_cli.orphans import alive, start_time
 from akira_cli.state.journal import History, Journal, read_history
-from akira_cli.state.models import LoopState
+from akira_cli.state.models import CompletedStep, LoopState
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -88,7 +88,7 @@ class StateStore:
         self.backup_dir = state_dir / "backups"
         self.corrupt_dir = state_dir / "corrupt"
         self.history_dir = state_dir / "history"
-        self._encoded: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._encoded: dict[tuple[str, str], tuple[tuple[object, ...], str]] = {}
         self._journals: dict[str, Journal] = {}
 
     def path(self, task_id: str) -> Path:
@@ -131,6 +131,14 @@ class StateStore:
         """The full history of a loop: what the journal holds (see `state.journal`)."""
         return read_history(self.journal_path(state.task_id), kinds)
 
+    def all_completed(self, state: LoopState) -> list[CompletedStep]:
+        """Every completed step in order: the sealed ones from the journal, then the state's."""
+        sealed = state.history.completed_sealed
+        if not sealed:
+            return list(state.completed_steps)
+        earlier = self.history(state, frozenset({"completed"})).completed[:sealed]
+        return earlier + state.completed_steps
+
     def encode(self, state: LoopState) -> bytes:
         """The same JSON as `state.model_dump_json()` (steps last), without re-encoding records
         that did not change since the last save (their JSON is cached under their counters)."""
@@ -147,11 +155,13 @@ class StateStore:
                 record.post_action is not None,
                 record.session_id,
             )
-            cached = self._encoded.get(step_id)
+            cached = self._encoded.get((state.task_id, step_id))
             if cached is None or cached[0] != key:
                 cached = (key, record.model_dump_json())
-                self._encoded[step_id] = cached
+                self._encoded[(state.task_id, step_id)] = cached
             parts.append(f"{json.dumps(step_id)}:{cached[1]}")
+        if len(self._encoded) > 2 * len(state.steps) + 8:  # records that left the state file
+            self._encoded = {k: v for k, v in self._encoded.items() if k[1] in state.steps}
         steps = ",".join(parts)
         return f'{head[:-1]},"steps":{{{steps}}}}}'.encode()
 
