@@ -1,6 +1,6 @@
 """The phase driver: A (profile, TTL) -> B (plan, validate, refine) -> C passes (-> D).
 
-Every run ends by raising `_Stop`, which carries its label and reason codes; the result is
+Every run ends by raising `Stop`, which carries its label and reason codes; the result is
 assembled from what the run recorded, whatever stopped it. The model only fills in structured
 replies; the decisions to continue, refine, adapt or stop are all taken here (FR-018).
 
@@ -16,82 +16,37 @@ several terminal steps gets one more call that merges their outputs (see `synthe
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from akira_cli.config import ReasoningSettings
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm.client import LLMClient
-from akira_cli.llm.types import LLMError, LLMSchemaError, LLMTransientError
+from akira_cli.llm.types import LLMError, LLMSchemaError
 from akira_cli.reasoning import synthesis
 from akira_cli.reasoning.convergence import ConvergenceEngine, thresholds
 from akira_cli.reasoning.executor import LLMStepExecutor, StepExecutor, step_prompt
 from akira_cli.reasoning.models import (
     ConvergenceAssessment,
-    Label,
     PassRecord,
     Plan,
     PlanStep,
-    ProfileUpdate,
     ReasoningResult,
-    RefinementAction,
-    RepairConflict,
-    TaskProfile,
-    TTLAllocation,
-    ValidationIssue,
     ValidationReport,
 )
 from akira_cli.reasoning.planner import (
-    DeltaApplier,
     Planner,
-    RefinementReply,
     build_plan,
-    repair_conflicts,
 )
-from akira_cli.reasoning.profile import infer_profile, reassess_profile, ttl_for
+from akira_cli.reasoning.profile import infer_profile, ttl_for
+from akira_cli.reasoning.refining import Refinement
+from akira_cli.reasoning.run import Run, Stop, dump_issues, last_completed, plan_of
 from akira_cli.reasoning.validation import SemanticValidator
 
 
-class _Stop(Exception):
-    """Ends a run with a label and the reason codes the stop adds."""
-
-    def __init__(self, label: Label, *codes: str, error: str | None = None, transient: bool = False) -> None:
-        super().__init__(label)
-        self.label: Label = label
-        self.codes = list(codes)
-        self.error = error
-        self.transient = transient
-
-    @classmethod
-    def llm_failure(cls, exc: LLMError, code: str = "llm_failure") -> _Stop:
-        return cls("failed", code, error=str(exc), transient=isinstance(exc, LLMTransientError))
-
-
-@dataclass
-class _Run:
-    task: str
-    context: str
-    profile: TaskProfile
-    profile_source: Literal["inferred", "default"]
-    ttl: TTLAllocation
-    plan: Plan | None = None
-    applier: DeltaApplier | None = None
-    plan_validation: ValidationReport | None = None
-    plan_refinements: list[RefinementAction] = field(default_factory=list)
-    plan_refinement_validation: ValidationReport | None = None
-    passes: list[PassRecord] = field(default_factory=list)
-    questions: list[str] = field(default_factory=list)
-    conflicts: list[RepairConflict] = field(default_factory=list)
-    updates: list[ProfileUpdate] = field(default_factory=list)
-    stop: _Stop = field(default_factory=lambda: _Stop("failed", "not_run"))
-    synthesized: str | None = None
-
-
-class ReasoningEngine:
+class ReasoningEngine(Refinement):
     """Runs one task at a time through the phases; see the module doc."""
 
     def __init__(
@@ -135,14 +90,14 @@ class ReasoningEngine:
             self._phase_b(run)
             while True:
                 self._execution_pass(run)
-        except _Stop as stop:
+        except Stop as stop:
             run.stop = stop
         self._synthesize(run)
         return self._result(run, usage_before)
 
     # -- Phase A ------------------------------------------------------------------------------
 
-    def _phase_a(self, task: str, context: str) -> _Run:
+    def _phase_a(self, task: str, context: str) -> Run:
         self._phase("A")
         profile, problem = infer_profile(self.client, task, context)
         if problem:
@@ -157,11 +112,11 @@ class ReasoningEngine:
             ttl=ttl.model_dump(),
         )
         self._warn_caps(ttl)
-        return _Run(task=task, context=context, profile=profile, profile_source=source, ttl=ttl)
+        return Run(task=task, context=context, profile=profile, profile_source=source, ttl=ttl)
 
     # -- Phase B ------------------------------------------------------------------------------
 
-    def _phase_b(self, run: _Run) -> None:
+    def _phase_b(self, run: Run) -> None:
         self._phase("B", stage="plan")
         self._boundary()
         try:
@@ -175,25 +130,25 @@ class ReasoningEngine:
             run.plan_validation = report
             if report.issues:
                 self._phase("B", stage="refine")
-                triggers = {"validation_issues": _dump(report.issues)}
+                triggers = {"validation_issues": dump_issues(report.issues)}
                 ids = [issue.issue_id for issue in report.issues]
                 refined = self._refine(run, triggers, report.issues, ids)
                 run.plan_refinements, _, run.plan_refinement_validation = refined
         except LLMSchemaError as exc:
-            raise _Stop("failed", "plan_unusable", error=str(exc)) from None
+            raise Stop("failed", "plan_unusable", error=str(exc)) from None
         except LLMError as exc:
-            raise _Stop.llm_failure(exc) from None
+            raise Stop.llm_failure(exc) from None
 
     # -- Phase C ------------------------------------------------------------------------------
 
-    def _execution_pass(self, run: _Run) -> None:
-        plan = _plan(run)
+    def _execution_pass(self, run: Run) -> None:
+        plan = plan_of(run)
         number = len(run.passes) + 1
         if number > run.ttl.passes:
-            raise _Stop("ttl_expired", "ttl_expired")
+            raise Stop("ttl_expired", "ttl_expired")
         self._boundary()
         if not plan.ready():
-            raise _Stop("non_converged", "no_runnable_steps")
+            raise Stop("non_converged", "no_runnable_steps")
         self._phase("C", pass_number=number)
         record = PassRecord(number=number, started_at=self.clock(), ttl_remaining=run.ttl.passes - number)
         run.passes.append(record)
@@ -207,15 +162,15 @@ class ReasoningEngine:
             self._adapt(run, record)
         except LLMError as exc:
             record.error = str(exc)
-            raise _Stop.llm_failure(exc) from None
+            raise Stop.llm_failure(exc) from None
         finally:
             self._close_pass(record)
 
-    def _execute_batch(self, run: _Run, record: PassRecord) -> None:
-        ready = _plan(run).ready()
+    def _execute_batch(self, run: Run, record: PassRecord) -> None:
+        ready = plan_of(run).ready()
         for step in ready:
             if step.dependencies:
-                step.incoming_context = _incoming(_plan(run), step)
+                step.incoming_context = _incoming(plan_of(run), step)
         workers = max(1, min(self.settings.max_parallel_steps, len(ready)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="akira-step") as pool:
             errors = list(pool.map(lambda step: self._execute_step(run, step), ready))
@@ -226,7 +181,7 @@ class ReasoningEngine:
         if failure is not None:
             raise failure
 
-    def _execute_step(self, run: _Run, step: PlanStep) -> LLMError | None:
+    def _execute_step(self, run: Run, step: PlanStep) -> LLMError | None:
         """One step; a safe boundary before it. Returns an API failure instead of raising."""
         if self.ttl_expired():
             step.status = "incomplete"
@@ -252,8 +207,8 @@ class ReasoningEngine:
         )
         return None
 
-    def _evaluate(self, run: _Run, record: PassRecord) -> None:
-        plan = _plan(run)
+    def _evaluate(self, run: Run, record: PassRecord) -> None:
+        plan = plan_of(run)
         record.answer = plan.answer()
         record.answer_step_ids = [step.id for step in plan.terminal_steps()]
         record.validation = self._validate(run, plan, answer=record.answer)
@@ -270,154 +225,23 @@ class ReasoningEngine:
         record.convergence, record.completed = assessment, True
         self._emit(EventType.CONVERGENCE, pass_number=record.number, **assessment.model_dump())
 
-    def _decide(self, run: _Run, record: PassRecord) -> None:
+    def _decide(self, run: Run, record: PassRecord) -> None:
         """The host's decision: converged, TTL expired, or refine (by returning)."""
         if record.convergence is not None and record.convergence.converged:
-            raise _Stop("converged")
+            raise Stop("converged")
         if record.number >= run.ttl.passes:
-            raise _Stop("ttl_expired", "ttl_expired")
-
-    def _refine_after_pass(self, run: _Run, record: PassRecord) -> None:
-        """Refinement triggers: validation issues, BLOCKED steps, failed steps, convergence."""
-        plan = _plan(run)
-        issues = record.validation.issues if record.validation else []
-        blocked = [step for step in plan.steps if step.status == "invalid" and not step.invalidation]
-        failed = [s for s in plan.steps if s.id in record.executed_step_ids and s.status == "failed"]
-        replaced = {step.replaces for step in plan.steps}
-        invalidated = [s for s in plan.steps if s.invalidation and s.id not in replaced]
-        convergence = record.convergence or ConvergenceAssessment(
-            converged=False, reason_codes=[], scores={}, thresholds={}
-        )
-        triggers = {
-            "validation_issues": _dump(issues),
-            "blocked_steps": [{"id": s.id, "step_output": s.step_output} for s in blocked],
-            "failed_steps": [{"id": s.id, "error": s.error} for s in failed],
-            "invalidated_steps_not_replaced": [{"id": s.id, "reason": s.invalidation} for s in invalidated],
-            "convergence": convergence.model_dump(include={"reason_codes", "scores", "detected_issues"}),
-        }
-        ids = [issue.issue_id for issue in issues] + [step.id for step in blocked]
-        record.refinements, record.conflicts, record.refinement_validation = self._refine(
-            run, triggers, issues, ids
-        )
-        record.invalidated_step_ids = [
-            a.target for a in record.refinements if a.type == "step_mark_invalid" and a.accepted
-        ]
-
-    def _refine(
-        self,
-        run: _Run,
-        triggers: dict[str, Any],
-        issues: Sequence[ValidationIssue],
-        trigger_ids: list[str],
-    ) -> tuple[list[RefinementAction], list[RepairConflict], ValidationReport | None]:
-        """Planner deltas, validated on a trial copy, then applied through the guarded applier.
-
-        Schema trouble keeps the plan as it is."""
-        plan, applier = _plan(run), _applier(run)
-        if applier.exhausted:
-            reason = f"refinement limit of {applier.ttl.max_refinements_total} in all reached"
-            for step_id in {issue.location for issue in issues} | set(trigger_ids):
-                if plan.get(step_id) is not None:
-                    applier.mark(step_id, reason)
-            self._emit(EventType.WARNING, message=f"{reason}; plan kept as is")
-            return [], [], None
-        try:
-            reply = self.planner.refine(run.task, plan, triggers)
-        except LLMSchemaError as exc:
-            self._emit(EventType.WARNING, message=f"refinement skipped, plan kept: {exc}")
-            return [], [], None
-        run.questions += reply.follow_up_questions
-        report, vetoed = self._validate_refinement(run, reply, trigger_ids)
-        actions = applier.apply_all(
-            plan, reply.deltas, trigger_ids, invalidate=reply.invalidate, vetoed=vetoed
-        )
-        for action in actions:
-            data = action.model_dump(exclude={"type"})
-            self._emit(EventType.REFINEMENT, action.target, action=action.type, **data)
-        conflicts = repair_conflicts(actions, issues)
-        for conflict in conflicts:
-            self._emit(EventType.REFINEMENT, conflict.target, conflict=conflict.model_dump())
-        run.conflicts += conflicts
-        return actions, conflicts, report
-
-    def _validate_refinement(
-        self, run: _Run, reply: RefinementReply, trigger_ids: list[str]
-    ) -> tuple[ValidationReport | None, dict[int, str]]:
-        """Applies the reply to a copy of the plan and validates the steps it adds or changes.
-
-        Returns the report and, by delta index, why a delta is vetoed: its step got a
-        high-severity issue. One LLM call at most; none when no step would change."""
-        trial = _plan(run).model_copy(deep=True)
-        actions = (
-            _applier(run).copy().apply_all(trial, reply.deltas, trigger_ids, invalidate=reply.invalidate)
-        )
-        changed = {
-            index: action.target
-            for index, action in enumerate(actions[len(reply.invalidate) :])
-            if action.accepted and reply.deltas[index].op != "REMOVE"
-        }
-        if not changed:
-            return None, {}
-        report = self.validator.validate_fragment(run.task, trial, list(dict.fromkeys(changed.values())))
-        self._emit(EventType.VALIDATION, **report.model_dump())
-        vetoed = {}
-        for index, target in changed.items():
-            high = [i for i in report.issues if i.location == target and i.severity == "high"]
-            if high:
-                vetoed[index] = "refined step failed validation: " + "; ".join(i.description for i in high)
-                self._emit(
-                    EventType.WARNING, target, message=f"refinement of {target} rejected: {vetoed[index]}"
-                )
-        return report, vetoed
-
-    # -- Phase D ------------------------------------------------------------------------------
-
-    def _adapt(self, run: _Run, record: PassRecord) -> None:
-        """Profile update at the pass boundary, only when all three indicators hold (FR-023)."""
-        issues = record.validation.issues if record.validation else []
-        assessment = record.convergence
-        if assessment is None or assessment.converged or not issues:
-            return
-        if not record.blocked_step_ids:
-            return
-        codes = assessment.reason_codes
-        self._phase("D", pass_number=record.number)
-        reason = (
-            f"not converged ({', '.join(codes)}); {len(issues)} validation issue(s); "
-            f"BLOCKED step(s): {', '.join(record.blocked_step_ids)}"
-        )
-        observations = {"reason": reason, "issues": _dump(issues)}
-        try:
-            new = reassess_profile(self.client, run.task, run.profile, _json(observations))
-        except LLMSchemaError as exc:
-            self._emit(EventType.WARNING, message=f"profile kept: reassessment unusable: {exc}")
-            return
-        ttl = ttl_for(new, self.settings)
-        update = ProfileUpdate(
-            pass_number=record.number,
-            reason=reason,
-            old=run.profile,
-            new=new,
-            ttl_before=run.ttl.passes,
-            ttl_after=ttl.passes,
-            cap_hits=ttl.cap_hits,
-        )
-        run.profile, run.ttl, _applier(run).ttl = new, ttl, ttl
-        record.profile_update = update
-        run.updates.append(update)
-        self._emit(EventType.PROFILE_UPDATED, stage="adaptive", **update.model_dump(mode="json"))
-        self._warn_caps(ttl)
+            raise Stop("ttl_expired", "ttl_expired")
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _validate(self, run: _Run, plan: Plan, answer: str | None = None) -> ValidationReport:
+    def _validate(self, run: Run, plan: Plan, answer: str | None = None) -> ValidationReport:
         report = self.validator.validate(run.task, plan, answer=answer)
         self._emit(EventType.VALIDATION, **report.model_dump())
         return report
 
     def _boundary(self) -> None:
         if self.ttl_expired():
-            raise _Stop("ttl_expired", "ttl_expired", "time_budget_spent")
+            raise Stop("ttl_expired", "ttl_expired", "time_budget_spent")
 
     def _close_pass(self, record: PassRecord) -> None:
         record.ended_at = self.clock()
@@ -433,23 +257,13 @@ class ReasoningEngine:
             error=record.error,
         )
 
-    def _warn_caps(self, ttl: TTLAllocation) -> None:
-        for hit in ttl.cap_hits:
-            self._emit(EventType.WARNING, message=f"reasoning cap applied: {hit}")
-
-    def _phase(self, phase: str, **data: Any) -> None:
-        self._emit(EventType.REASONING_PHASE, phase=phase, **data)
-
-    def _emit(self, type_: str, step_id: str | None = None, **data: Any) -> None:
-        self.bus.emit(type_, step_id, **data)
-
-    def _synthesize(self, run: _Run) -> None:
+    def _synthesize(self, run: Run) -> None:
         """One call merging the answer's terminal steps, when there are several (`synthesis`).
 
         Only for a converged run or one whose pass TTL expired: after an API failure another call
         is pointless, and a spent wall-clock budget allows none. A failed merge keeps the
         outputs as they are."""
-        last, stop = _last_completed(run), run.stop
+        last, stop = last_completed(run), run.stop
         if not self.synthesize or last is None or run.plan is None:
             return
         if stop.label not in {"converged", "ttl_expired"} or "time_budget_spent" in stop.codes:
@@ -466,12 +280,12 @@ class ReasoningEngine:
             return
         run.synthesized = answer or None
 
-    def _result(self, run: _Run, before: tuple[int, int, int]) -> ReasoningResult:
+    def _result(self, run: Run, before: tuple[int, int, int]) -> ReasoningResult:
         stop = run.stop
         calls, prompt_tokens, completion_tokens = (
             now - then for now, then in zip(_usage(self.client), before, strict=True)
         )
-        last = _last_completed(run)
+        last = last_completed(run)
         partial = last is None and stop.label != "converged"
         answer = last.answer if last else (run.plan.answer() if run.plan else "")
         answer = run.synthesized or answer
@@ -514,22 +328,6 @@ def _usage(client: LLMClient) -> tuple[int, int, int]:
     return usage.calls, usage.prompt_tokens, usage.completion_tokens
 
 
-def _last_completed(run: _Run) -> PassRecord | None:
-    """The last pass that was evaluated: the one a result reports."""
-    completed = [p for p in run.passes if p.completed and p.convergence is not None]
-    return completed[-1] if completed else None
-
-
-def _plan(run: _Run) -> Plan:
-    assert run.plan is not None, "Phase C needs the plan of Phase B"
-    return run.plan
-
-
-def _applier(run: _Run) -> DeltaApplier:
-    assert run.applier is not None, "refinement needs the plan of Phase B"
-    return run.applier
-
-
 def _incoming(plan: Plan, step: PlanStep) -> str:
     """The actual upstream context: the outputs of the step's dependencies (FR-014)."""
     parts = []
@@ -538,11 +336,3 @@ def _incoming(plan: Plan, step: PlanStep) -> str:
         if dep is not None:
             parts.append(f"[{dep.id}] {dep.description}\n{dep.step_output or ''}".strip())
     return "\n\n".join(parts)
-
-
-def _dump(items: Sequence[ValidationIssue]) -> list[dict[str, Any]]:
-    return [item.model_dump(mode="json", exclude_none=True) for item in items]
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, default=str)
