@@ -12,8 +12,10 @@ from pathlib import Path
 from akira_cli.redaction import redact_bytes
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked."""
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked.
+    `durable=False` skips both fsyncs: still all or nothing for every reader, but a power cut
+    may leave the previous version (for copies and reports that are rewritten anyway)."""
     data = redact_bytes(data)
     # One writer per process and thread: a name of its own, without mkstemp's retries.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -27,8 +29,9 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(FileNotFoundError):
@@ -38,7 +41,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(folder: Path) -> None:

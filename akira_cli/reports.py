@@ -108,7 +108,7 @@ def progress_report(workspace: Workspace, state: LoopState) -> Path:
             status=state.status + (f" ({state.stop_reason})" if state.stop_reason else ""),
             iteration=state.iteration,
             max_iterations=state.max_iterations,
-            done=len(state.completed_steps),
+            done=state.completed_total,
             success_rate=f"{state.success_rate:.0%}",
             current_step=_current(state),
             elapsed=f"{state.elapsed_seconds:.0f}",
@@ -116,6 +116,7 @@ def progress_report(workspace: Workspace, state: LoopState) -> Path:
             completed=_bullets(completed),
             recent=_recent_attempts(state),
         ).encode(),
+        durable=False,  # rewritten every few iterations; the state file is the record
     )
     return path
 

@@ -46,6 +46,22 @@ def tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+_ENVIRON = threading.Lock()
+
+
+def inherit(variables: dict[str, str] | None) -> None:
+    """Puts a command's variables (AKIRA_TASK_ID, AKIRA_STEP_ID, ...) into akira's own
+    environment, which the command inherits. Passing `env=` instead makes every spawn encode the
+    whole environment again: the most expensive part of starting a command after the fork.
+    They are the current step's, the same for every command of that step."""
+    if not variables:
+        return
+    with _ENVIRON:
+        for name, value in variables.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+
+
 class CommandRunner:
     """One command at a time; `kill()` from another thread ends the running one's process group."""
 
@@ -59,7 +75,6 @@ class CommandRunner:
         self._current: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.killed = False
-        self._base: dict[str, str] | None = None
 
     def run(
         self,
@@ -70,13 +85,11 @@ class CommandRunner:
         env: dict[str, str] | None = None,
     ) -> CommandResult:
         started = time.monotonic()
-        if self._base is None:  # the environment of a run does not change under it
-            self._base = {**os.environ, **(self.env or {})}
-        merged = {**self._base, **(env or {})} if env else self._base
+        inherit(self.env)
+        inherit(env)
         process = subprocess.Popen(
             ["bash", "-c", command],
             cwd=self.cwd,
-            env=merged,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

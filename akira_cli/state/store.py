@@ -198,7 +198,8 @@ class StateStore:
 
     def backup(self, state: LoopState) -> Path:
         target = self.backup_dir / f"{PREFIX}{state.task_id}.{state.iteration}.json"
-        atomic_write(target, state.model_dump_json().encode())
+        # A copy for a person to restore by hand: the state file itself is the durable one.
+        atomic_write(target, state.model_dump_json().encode(), durable=False)
         old = sorted(self.backup_dir.glob(f"{PREFIX}{state.task_id}.*.json"), key=_iteration)
         for stale in old[:-KEEP_BACKUPS]:
             stale.unlink(missing_ok=True)
