@@ -62,10 +62,43 @@ class StepEngine:
     judge: Judge | None = None
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
+        """One attempt at a step: the agent's run, the control plane and files watched around
+        it, the evaluation, then success or failure (which may stop the loop)."""
         record = self.state.record(step.id, step.title)
-        if checkpoint := is_checkpoint(step):
+        agent = self.agent_of(step)
+        request = self.request(step, task, record, agent)
+        self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
+        started, spent = time.monotonic(), self.state.usage.model_copy()
+        files, plane = self.files(), self.control.snapshot()
+        result, retries = self.execute(agent, request)
+        self.note_control_plane(step, plane)
+        self.account(record, result, agent.name, spent)
+        files_changed = self.changed_files(files)
+        gating = bool(self.config.checks) and not self.state.advisory_checks
+        extra = evidence_check(step, self.config, agent.name, files_changed, gating)
+        took = time.monotonic() - started
+        attempt = self.conclude(step, request, result, retries, took, extra, agent.name)
+        attempt.files_changed = files_changed
+        if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
+            attempt.outcome = "interrupted"
+        self.keep(record, attempt, request.prompt, result)
+        if attempt.outcome == "interrupted":
+            self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)
+            raise ForceStopped(f"step {step.id} attempt {attempt.number} was interrupted")
+        if attempt.outcome == "success":
+            self.succeeded(record, attempt)
+        else:
+            self.failed(step, record, attempt)
+        return attempt
+
+    def agent_of(self, step: Step) -> Agent:
+        if is_checkpoint(step):
             require_project_checks(step, self.config)
-        agent = CheckpointAgent() if checkpoint else self.agent_for(step)
+            return CheckpointAgent()
+        return self.agent_for(step)
+
+    def request(self, step: Step, task: TaskFile, record: StepRecord, agent: Agent) -> AgentRequest:
+        """The prompt (the whole context, or only what is new to a kept conversation)."""
         session = record.session_id if self.config.agent.session == "continue" else None
         if session and agent.wants_prompt and not self.context_due():
             prompt = self.prompts.followup(self.state, step, record)  # the conversation has the rest
@@ -74,7 +107,7 @@ class StepEngine:
             prompt = self.prompts.build(self.state, task, step, record) if agent.wants_prompt else ""
             if prompt:
                 self.note_reinjection(step)
-        request = AgentRequest(
+        return AgentRequest(
             self.state.task_id,
             step,
             record.window_count + 1,
@@ -86,39 +119,26 @@ class StepEngine:
             Path(self.state.task_path),
             session,
         )
-        self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
-        started, spent, files = time.monotonic(), self.state.usage.model_copy(), self.files()
-        plane = self.control.snapshot()
-        result, retries = self.execute(agent, request)
-        self.note_control_plane(step, plane)
+
+    def account(self, record: StepRecord, result: AgentResult, agent: str, spent: Usage) -> None:
         if result.usage.calls or result.usage.total_tokens:  # what an agent CLI reported itself
-            self.state.usage.add(self.priced(result.usage, agent.name))
+            self.state.usage.add(self.priced(result.usage, agent))
         result.usage = self.state.usage.since(spent)  # with every call of the shared LLM client
         record.session_id = result.session_id or record.session_id
-        control = self.control  # the task file an agent ticks is no evidence of work
-        files_changed = [f for f in changed(files, self.files()) if not control.covers(self.workdir / f)]
-        gating = bool(self.config.checks) and not self.state.advisory_checks
-        extra = evidence_check(step, self.config, agent.name, files_changed, gating)
-        took = time.monotonic() - started
-        attempt = self.conclude(step, request, result, retries, took, extra, agent.name)
-        attempt.files_changed = files_changed
-        if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
-            attempt.outcome = "interrupted"
+
+    def changed_files(self, before: Snapshot | None) -> list[str]:
+        """Files the attempt changed; the task file an agent ticks is no evidence of work."""
+        control = self.control
+        return [f for f in changed(before, self.files()) if not control.covers(self.workdir / f)]
+
+    def keep(self, record: StepRecord, attempt: Attempt, prompt: str, result: AgentResult) -> None:
         self.note_replan(record, attempt)
         record.add(attempt)
         if attempt.outcome != "interrupted":
             per_step = self.state.metrics.iterations_per_step
-            per_step[step.id] = per_step.get(step.id, 0) + 1
+            per_step[attempt.step_id] = per_step.get(attempt.step_id, 0) + 1
         self.state.context.last_prompt = tail(prompt, 4000)
         self.state.context.last_response = tail(result.response or result.output, 4000)
-        if attempt.outcome == "interrupted":
-            self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)
-            raise ForceStopped(f"step {step.id} attempt {attempt.number} was interrupted")
-        if attempt.outcome == "success":
-            self.succeeded(record, attempt)
-        else:
-            self.failed(step, record, attempt)
-        return attempt
 
     def priced(self, usage: Usage, agent: str) -> Usage:
         """An agent CLI's usage with a cost from `llm.prices` (by model, else by the CLI's

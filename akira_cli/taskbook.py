@@ -1,0 +1,176 @@
+"""The task file as the loop sees it: parsed on change, the next step to run, the checkboxes
+akira writes, and the ledger applied to what others wrote (SPEC 2, SPEC 11).
+
+A step's box is ticked only after the state that completes it is on disk (`hold`, then
+`flush` from the loop's save), so a tick on disk always has its completion on disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from akira_cli.conditions import TaskLocator
+from akira_cli.errors import AkiraError, LoopFailed, StopRequested, TaskCompleted, TaskFileInvalid
+from akira_cli.events import EventBus, EventType
+from akira_cli.hooks import write_hook
+from akira_cli.ledger import Ledger
+from akira_cli.state.models import LoopState
+from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.source import TaskSource, is_done
+from akira_cli.workspace import Workspace, command_line
+
+
+@dataclass
+class TaskBook:
+    workspace: Workspace
+    state: LoopState
+    bus: EventBus
+    locator: TaskLocator
+    check_claim: Callable[[Step], bool]
+    """Runs a step's own checks (never the agent); True when they all pass."""
+    held: list[Step] = field(default_factory=list)
+    """Steps completed in memory, ticked in the file after the next save."""
+
+    def __post_init__(self) -> None:
+        self.tasks = TaskSource()
+        self.ledger = Ledger(self.state, self.bus, self.check_claim)
+        self._cursor: tuple[TaskFile | None, int] = (None, 0)
+
+    def hold(self, step: Step) -> None:
+        self.held.append(step)
+
+    def flush(self, tick: Callable[[Path, Step], None]) -> None:
+        """After a save: the boxes of the steps it completed (through the loop's `tick`)."""
+        held, self.held = self.held, []
+        for step in held:
+            tick(Path(self.state.task_path), step)
+
+    def load(self, path: Path) -> TaskFile:
+        try:
+            return self.tasks.load(path)
+        except TaskFileError as exc:
+            raise TaskFileInvalid(f"{exc} (the loop continues once the file parses again)") from None
+
+    def next_step(self, task: TaskFile) -> Step:
+        """The first step, in document order, that can run. Steps before the remembered place
+        were all done or skipped in this same parse, so the search starts there."""
+        optional = self.state.include_optional
+        completed = self.state.completed_ids()
+        start = self._cursor[1] if self._cursor[0] is task else 0
+        waiting = False
+        for index in range(start, len(task.steps)):
+            step = task.steps[index]
+            if step.children or step.ticked or step.id in completed:
+                continue
+            if (not optional and task.is_optional(step)) or task.under_ticked_parent(step):
+                continue
+            if not waiting:
+                self._cursor, waiting = (task, index), True
+            deps = [task.get(dep) for dep in step.depends or []]
+            if all(dep is not None and is_done(task, dep, optional, completed) for dep in deps):
+                return step
+        if not waiting:
+            raise TaskCompleted(f"all {len(task.leaves(optional))} steps are done")
+        raise LoopFailed(
+            f"{task.path}: no pending step can start, their 'Depends:' wait on each other; "
+            "fix the Depends: lines"
+        )
+
+    def steps_total(self) -> int:
+        path = Path(self.state.task_path)
+        try:
+            return len(self.tasks.load(path).leaves(self.state.include_optional))
+        except (AkiraError, OSError):
+            return 0
+
+    def open_steps(self) -> list[str]:
+        """The steps still open when a person declared the task done by moving it to Done/."""
+        try:
+            task = self.tasks.load(Path(self.state.task_path))
+        except (AkiraError, OSError):
+            return ["(the task file could not be read)"]
+        done = self.state.completed_ids()
+        optional = self.state.include_optional
+        return [
+            f"{step.id}. {step.title}"
+            for step in task.leaves(optional)
+            if not step.ticked and step.id not in done and not task.under_ticked_parent(step)
+        ]
+
+    def after_attempt(self, path: Path, step: Step) -> bool:
+        """Ticks the agent made are claims; directives it changed wait for a person. True when
+        the state changed (a claim or a person's tick was taken)."""
+        current = self.locator.locate(path)
+        if current is None:
+            return False  # deleted or moved: the next boundary says so
+        task = self.load(current)
+        settled = self.settle_ticks(current, task, during_attempt=True, running=step.id)
+        changed = self.ledger.changed_directives(self.tasks.load(current))
+        if changed:
+            resume = command_line(self.workspace, "loop", "resume", "--task-id", self.state.task_id)
+            reason = (
+                f"directives of step(s) {', '.join(changed[:10])} changed in "
+                f"{self.workspace.relative(current)} during an attempt; read them, then delete "
+                f"this hook or run '{resume}' to let them run"
+            )
+            hook = write_hook(self.workspace, self.state, reason)
+            self.bus.emit(EventType.LEDGER, step.id, action="directives_held", steps=changed[:20])
+            raise StopRequested(f"{reason} ({self.workspace.relative(hook)})")
+        return settled
+
+    def settle_ticks(
+        self, path: Path, task: TaskFile, *, during_attempt: bool, running: str | None = None
+    ) -> bool:
+        """Applies the ledger to the file; True when the state changed (claims or person ticks)."""
+        before = self.state.completed_total
+        held = frozenset(step.id for step in self.held)
+        writes = self.ledger.reconcile(task, during_attempt=during_attempt, current=running, held=held)
+        for step_id, box in writes.items():
+            self.mark(path, step_id, box)
+        return bool(writes) or self.state.completed_total != before
+
+    def tick(self, path: Path, step: Step) -> None:
+        task = self.mark(path, step.id, "x")
+        parent = task.get(step.parent_id) if task and step.parent_id else None
+        while task is not None and parent is not None and is_done(task, parent, self.state.include_optional):
+            task = self.mark(path, parent.id, "x")
+            parent = task.get(parent.parent_id) if task and parent.parent_id else None
+
+    def mark(self, path: Path, step_id: str, box: str) -> TaskFile | None:
+        """Writes one checkbox; a file a person just moved is found again, a deleted one skipped."""
+        for _ in range(3):
+            current = self.locator.locate(path)
+            if current is None:
+                return None
+            try:
+                task = self.tasks.mark(current, step_id, box)
+            except (TaskFileError, FileNotFoundError) as exc:
+                if current.exists():  # a person's edit broke the file: the next boundary pauses
+                    self.bus.emit(EventType.WARNING, step_id, message=f"checkbox not written: {exc}")
+                    return None
+                continue  # moved between finding it and writing it: look again
+            self.state.task_file_identity = self.locator.remember(current)
+            return task
+        return None
+
+    def reconcile(self) -> None:
+        """At a start, a resume or the end of a pause: the file as it is now is what a person
+        left. Ticks new since akira last looked are theirs; completed steps are ticked back
+        (a crash can fall between save and tick, a person can revert a box)."""
+        path = self.locator.locate(Path(self.state.task_path))
+        if path is None:
+            return
+        self.state.task_file_identity = self.locator.remember(path)
+        task: TaskFile | None = self.load(path)
+        assert task is not None
+        self.ledger.trust(task)
+        self.settle_ticks(path, task, during_attempt=False)
+        task = self.tasks.load(path)
+        for parent in reversed(task.steps if task else []):  # deepest parents first
+            if task is None:
+                break
+            if parent.children and not parent.ticked and is_done(task, parent, self.state.include_optional):
+                task = self.mark(path, parent.id, "x")
