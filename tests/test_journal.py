@@ -169,7 +169,9 @@ def test_the_journal_reader_skips_torn_lines_and_repeats_and_follows_the_sealed_
 ) -> None:
     path = tmp_path / "task.jsonl"
     completed = CompletedStep(step_id="1", description="one").model_dump_json()
+    lost = CompletedStep(step_id="7", description="seven").model_dump_json()
     lines = [
+        f'{{"kind":"completed","n":0,{lost[1:]}',  # its state file was never saved
         '{"kind":"sealed","from":0,"ids":["a","b"]}',  # cut off before its state file was saved
         f'{{"kind":"completed","n":0,{completed[1:]}',
         f'{{"kind":"completed","n":0,{completed[1:]}',  # a save repeated after a crash
@@ -182,3 +184,78 @@ def test_the_journal_reader_skips_torn_lines_and_repeats_and_follows_the_sealed_
     assert [step.step_id for step in history.completed] == ["1"]
     assert history.sealed_ids(3) == {"1", "2", "3"}
     assert history.sealed_ids(2) == {"1", "2"}
+
+
+def full_completed(ws: Path) -> list[str]:
+    """Every completed step of the one loop in `ws`: the sealed ones and the state file's."""
+    store = StateStore(ws / ".state")
+    ids = store.task_ids()
+    if not ids:
+        return []
+    state = store.load(ids[0])
+    return [step.step_id for step in store.all_completed(state)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("seed", [5, 17, 29])
+def test_kill9_while_completed_steps_are_sealed_into_the_journal(tmp_path: Path, seed: int) -> None:
+    """test_crash's invariants on a task long enough that completed steps leave the state file
+    for the journal several times: no state file is corrupt, no completed step is lost or runs
+    again, and at most the step in flight runs twice."""
+    import random
+    import subprocess
+
+    from test_crash import (
+        AKIRA,
+        Plan,
+        init_workspace,
+        kill9,
+        load_states,
+        loops_started,
+        output_of,
+        read_ledger,
+        run_to_end,
+        settle_orphans,
+        spawn,
+        wait_until_started,
+    )
+
+    plan = Plan([(str(n), []) for n in range(1, 51)])
+    ws = init_workspace(tmp_path, plan)
+    out = tmp_path / "akira.out"
+    rng = random.Random(seed)
+    completed: list[str] = []
+    ledger = read_ledger(ws)
+    kills = 0
+    for _ in range(12):
+        before = loops_started(ws)
+        proc = spawn(ws, AKIRA, out)
+        wait_until_started(ws, proc, before)
+        try:
+            code = proc.wait(timeout=rng.uniform(0.2, 0.9))
+        except subprocess.TimeoutExpired:
+            settle_orphans(kill9(proc), kill=False)
+            kills += 1
+            load_states(ws)  # every state file is valid JSON and a valid LoopState
+            now, runs = full_completed(ws), read_ledger(ws)
+            assert len(now) == len(set(now)), f"a step completed twice: {now}"
+            assert now[: len(completed)] == completed, "completed steps were lost"
+            assert all((ws / f"done_{step}.txt").exists() for step in now)
+            delta = runs - ledger
+            assert not set(delta) & set(completed), f"a completed step ran again: {delta}"
+            assert all(count == 1 for count in delta.values()), delta
+            assert len(set(runs) - set(now)) <= 1, "several steps started and not done"
+            completed, ledger = now, runs
+            continue
+        assert code == 0, output_of(out)
+        break
+    else:
+        run_to_end(ws, out, AKIRA)
+    assert kills >= 3
+    assert full_completed(ws) == plan.leaves
+    runs = read_ledger(ws)
+    assert sum(runs.values()) - len(plan.leaves) <= kills  # one in-flight step per crash at most
+    [archived] = (ws / ".state" / "archive").glob("autonomous_loop_*.json")
+    state = LoopState.model_validate_json(archived.read_bytes())
+    assert state.status == "completed" and state.history.completed_sealed >= KEEP_ENTRIES

@@ -8,8 +8,9 @@ not lose the page cache, and the state file, written durably right after, is the
 Completed steps are the ledger, so they leave the state file only once they are durable here:
 a save that trims them first appends them as one `sealed` batch and fsyncs the journal. A load
 reads the batches back, chained by the count each starts at, so a batch written by a save that
-a crash then cut off is replaced by the next one and never counted twice. Lines are keyed (step
-and number), so a save cut off after its append and repeated writes nothing new to a reader.
+a crash then cut off is replaced by the next one and never counted twice. Lines are numbered,
+and a reader keeps the last line of each number: a save cut off after its append is written
+again by the next one, which is the one its state file counts.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ from akira_cli.state.models import (
     breakdown_key,
 )
 
-FLUSH_LINES = 64
-
 
 class Journal:
     def __init__(self, path: Path) -> None:
@@ -46,16 +45,12 @@ class Journal:
         self._buffer: list[Line] = []
 
     def record(self, state: LoopState) -> None:
-        """Takes what is new in `state`, then trims its lists back to their bounds.
+        """Appends what is new in `state` (one write, before the state file that counts it as
+        journaled is saved), then trims the state's lists back to their bounds.
 
-        The lines wait in memory while the state file still holds what they say; they are
-        written before anything leaves it (with an fsync when completed steps do), every
-        FLUSH_LINES lines, and when the loop stops, so the journal costs a write in tens of
-        iterations, not one each.
-        """
-        dropped = any(  # a record past KEEP_ATTEMPTS dropped its oldest attempt to take a new one
-            record.attempts_total > max(KEEP_ATTEMPTS, record.journaled) for record in state.steps.values()
-        )
+        The lines are not fsynced unless completed steps leave the state file: a kill -9 keeps
+        the page cache, and a line a crash cut off before its state file was saved is written
+        again by the next save (a reader keeps the last line of each number)."""
         self._buffer += _new_lines(state)
         sealing = len(state.completed_steps) >= 2 * KEEP_ENTRIES
         if sealing:
@@ -63,9 +58,7 @@ class Journal:
             ids = [step.step_id for step in batch]
             sealed = {"kind": "sealed", "from": state.history.completed_sealed, "ids": ids}
             self._buffer.append(json.dumps(sealed, separators=(",", ":")))
-        full = len(self._buffer) >= FLUSH_LINES or state.status != "running"
-        if sealing or dropped or full or _over(state):
-            self.flush(durable=sealing)
+        self.flush(durable=sealing)
         if sealing:
             _seal(state, len(batch))
         _trim(state)
@@ -148,14 +141,6 @@ def _seal(state: LoopState, count: int) -> None:
     del state.completed_steps[:count]
 
 
-def _over(state: LoopState) -> bool:
-    """Something is about to leave the state file: its lines must be on disk first."""
-    if len(state.failed_steps) >= 2 * KEEP_ENTRIES or len(state.reflections) >= 2 * KEEP_ENTRIES:
-        return True
-    done = state.completed_ids()
-    return sum(1 for step_id in state.steps if step_id in done) >= 2 * KEEP_FINISHED
-
-
 def _trim(state: LoopState) -> None:
     history = state.history
     for record in state.steps.values():
@@ -213,8 +198,9 @@ def read_history(path: Path, kinds: frozenset[str] | None = None) -> History:
                     continue
                 if kind == "sealed":
                     sealed[int(line["from"])] = [str(i) for i in line["ids"]]
-                else:
-                    found.setdefault(kind, {})[(line.get("step_id"), line.pop("n"))] = line
+                else:  # the last line of a number wins: it is the one its state file counts
+                    key = (line.get("step_id"), line.pop("n")) if kind == "attempt" else (None, line.pop("n"))
+                    found.setdefault(kind, {})[key] = line
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
     history = History(sealed=sealed)
