@@ -51,7 +51,8 @@ def test_save_is_atomic_and_loadable(tmp_path: Path) -> None:
     state = state_with_history()
     store.save(state)
     assert store.load(state.task_id) == state
-    assert [p.name for p in tmp_path.iterdir()] == [f"autonomous_loop_{state.task_id}.json"]
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f"autonomous_loop_{state.task_id}.json", "history"]  # history: the journal
 
 
 def test_backups_keep_the_last_five(tmp_path: Path) -> None:

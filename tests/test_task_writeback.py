@@ -133,3 +133,29 @@ def test_load_requirements_missing_or_odd(tmp_path: Path) -> None:
     odd = "### Requirement 3 - Bulleted\n#### Acceptance Criteria\n- first\n- second\n"
     (tmp_path / "requirements.md").write_text(odd, encoding="utf-8")
     assert load_requirements(tmp_path) == {"3": "Bulleted", "3.1": "first", "3.2": "second"}
+
+
+def test_the_source_parses_only_on_change_and_sees_an_edit_hidden_by_the_timestamp(
+    tmp_path: Path,
+) -> None:
+    """A person's same-size edit within one timestamp tick of akira's own write keeps size and
+    mtime; the source compares the bytes then (git's racily-clean check) and reads the edit."""
+    import os
+
+    from akira_cli.tasks.source import TaskSource
+
+    path = tmp_path / "tasks.md"
+    path.write_text("- [ ] 1. one\n  - Run: `true`\n- [ ] 2. two\n  - Run: `true`\n")
+    source = TaskSource()
+    first = source.load(path)
+    assert source.load(path) is first  # unchanged: the same parse, not a new one
+    marked = source.mark(path, "1", "x")
+    assert marked is first and source.load(path) is first  # akira's own write: no parse
+    stat = path.stat()
+    data = path.read_bytes().replace(b"- [ ] 2. two", b"- [x] 2. two")
+    with path.open("r+b") as handle:  # in place, same size
+        handle.write(data)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same timestamp
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    again = source.load(path)
+    assert again is not first and again.get("2") is not None and again.get("2").ticked  # type: ignore[union-attr]

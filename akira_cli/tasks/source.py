@@ -2,34 +2,66 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import parse_task_file
+from akira_cli.tasks.parser import parse_task_text, read_task_bytes
 from akira_cli.tasks.writeback import set_box
+
+RACY_NS = 20_000_000
+"""A file changed less than this before akira last looked at it may have changed again since
+with the same size and timestamp (timestamps move in kernel ticks of a few milliseconds)."""
 
 
 class TaskSource:
-    """Re-parses the task file before each iteration, unless it is unchanged since last time."""
+    """The parse of the task file, done again only when the file changed.
+
+    A change shows in the file's inode, size or modification time, except within one timestamp
+    tick of akira's last look (its own checkbox write, or a read): then the bytes are compared
+    with what akira last wrote or read, as git does for "racily clean" files. So a person's edit
+    is read at the next boundary, and an unchanged file is never parsed twice.
+    """
 
     def __init__(self) -> None:
         self._key: tuple[int, int, int] | None = None
         self._task: TaskFile | None = None
+        self._data: bytearray | None = None
+        self._seen = 0
 
     def load(self, path: Path) -> TaskFile:
         stat = path.stat()
         key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        if key != self._key or self._task is None:
-            self._task, self._key = parse_task_file(path), key
+        if key == self._key and self._task is not None:
+            if stat.st_mtime_ns < self._seen - RACY_NS:
+                return self._task
+            data = read_task_bytes(path)
+            if self._data is not None and data == bytes(self._data):
+                self._seen = time.time_ns()
+                return self._task
+        else:
+            data = read_task_bytes(path)
+        self._task, self._data = parse_task_text(data, path), bytearray(data)
+        self._key, self._seen = key, time.time_ns()
         return self._task
 
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
         stat = path.stat()
-        fresh = self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        self._task = set_box(path, step_id, box, known=self._task if fresh else None)
+        fresh = self._task is not None and self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        known = self._task if fresh else None
+        task = set_box(path, step_id, box, known=known)
+        step = task.get(step_id)
+        if task is known and self._data is not None and step is not None:
+            self._data[step.box_offset : step.box_offset + 1] = box.encode()  # what akira wrote
+        else:
+            self._data = None  # parsed anew by set_box: the next load reads the bytes again
         stat = path.stat()
-        self._key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        return self._task
+        self._task, self._key, self._seen = (
+            task,
+            (stat.st_ino, stat.st_mtime_ns, stat.st_size),
+            time.time_ns(),
+        )
+        return task
 
 
 def is_done(
