@@ -67,6 +67,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     steps = args.steps
+    import akira_cli.session  # noqa: F401  (the CLI imports the loop lazily)
     from akira_cli.cli import main as _  # noqa: F401  (imports before any timing)
 
     kinds = variants()

@@ -351,12 +351,14 @@ class LoopState(Model):
     def completed_ids(self) -> set[str]:
         """Every completed step, the sealed ones too. Kept up to date as the list grows, so the
         loop can ask at every iteration without going over the whole list."""
-        count, ids = self._done
-        steps = self.completed_steps
-        if count < 0 or count > len(steps) or (count and steps[count - 1].step_id not in ids):
-            count, ids = 0, set(self._sealed)
-        ids.update(step.step_id for step in steps[count:])
-        self._done = (len(steps), ids)
+        counted, ids = self._done  # ids of the first `counted` completed steps (sealed or not)
+        steps, total = self.completed_steps, self.completed_total
+        new = total - counted
+        if counted < 0 or not 0 <= new <= len(steps):  # a new state, or a list replaced
+            ids = set(self._sealed).union(step.step_id for step in steps)
+        else:  # sealing moves steps out of the list, not out of this set: no copy
+            ids.update(step.step_id for step in steps[len(steps) - new :])
+        self._done = (total, ids)
         return ids
 
     @property

@@ -187,7 +187,7 @@ class StateStore:
         sealed = state.history.completed_sealed
         if sealed:  # the ledger: completed steps that live only in the journal
             ids = self.history(state, frozenset({"sealed"})).sealed_ids(sealed)
-            state._sealed = ids
+            state._sealed, state._done = ids, (-1, set())
         return state
 
     def quarantine(self, path: Path) -> Path:
