@@ -85,12 +85,17 @@ class ChildLedger:
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
 
-    def reap(self) -> list[int]:
-        """Kills the groups a dead akira left running; returns their ids."""
+    def reap(self, task_id: str | None = None) -> list[int]:
+        """Kills the groups a dead akira left running; returns their ids.
+
+        The sidecar lists a group once akira has written it, a moment after the spawn; a kill -9
+        in that moment leaves a command it does not list. So the groups of live processes that
+        carry the task's `AKIRA_TASK_ID` (every command akira runs has it from its first
+        instruction) are killed too."""
         try:
             lines = self.path.read_text().splitlines()
         except (OSError, UnicodeDecodeError):
-            return []
+            lines = []
         killed = []
         for line in lines:
             fields = line.split()
@@ -107,6 +112,51 @@ class ChildLedger:
             except (ProcessLookupError, PermissionError):
                 continue
             killed.append(pgid)
+        for pgid in marked(task_id) - set(killed) if task_id else ():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+                killed.append(pgid)
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         return killed
+
+
+def marked(task_id: str) -> set[int]:
+    """Process groups of live processes whose environment holds AKIRA_TASK_ID=<task_id>, other
+    than this process's own group and the groups of its ancestors (the shell that started it)."""
+    mark = f"AKIRA_TASK_ID={task_id}".encode()
+    spared = {os.getpgrp()}
+    for pid in ancestors():
+        with contextlib.suppress(OSError):
+            spared.add(os.getpgid(pid))
+    groups: set[int] = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return groups  # no /proc: the sidecar is all there is
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if mark not in handle.read().split(b"\0"):
+                    continue
+            pgid = os.getpgid(int(name))
+        except OSError:
+            continue
+        if pgid > 1 and pgid not in spared:
+            groups.add(pgid)
+    return groups
+
+
+def ancestors() -> list[int]:
+    found: list[int] = []
+    pid = os.getppid()
+    while pid > 1 and len(found) < 64:
+        found.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                pid = int(handle.read().rsplit(b")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found

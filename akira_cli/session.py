@@ -142,7 +142,7 @@ def run_session(
             lock = store.lock(state.task_id)
             lock.acquire(f"task {state.task_id} ({Path(state.task_path).name})")
         stack.callback(lock.release)
-        orphans = ChildLedger(store.children_path(state.task_id)).reap()
+        orphans = ChildLedger(store.children_path(state.task_id)).reap(state.task_id)
         bus = EventBus(state.task_id)
         bus.iteration = state.iteration
         log = JsonlLog(workspace.log_path(state.task_id))

@@ -115,3 +115,54 @@ def test_status_of_a_live_loop_shows_its_holder(akira: Akira) -> None:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)
     assert process.returncode == 3
+
+
+KILL_BEFORE_PGID_RECORDED = r"""
+import os, sys, time
+from pathlib import Path
+from akira_cli.cli import main
+from akira_cli.orphans import ChildLedger
+
+def die(self, pgid):  # a kill -9 after the spawn, before the group reached the sidecar
+    pids = Path("pids")
+    while not pids.exists() or not pids.read_text().strip():
+        time.sleep(0.01)
+    os._exit(137)
+
+ChildLedger.started = die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_command_spawned_just_before_a_kill_9_is_killed_by_the_resume(akira: Akira) -> None:
+    """The sidecar lists a group a moment after the spawn; a kill -9 in that moment must not
+    leave the command running beside the step's second run (it carries AKIRA_TASK_ID)."""
+    pids = akira.root / "pids"
+    task = akira.write_task("race", "- [ ] 1. long\n  - Run: `echo $$ >> pids; sleep 100`\n")
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            KILL_BEFORE_PGID_RECORDED,
+            "loop",
+            "start",
+            "--task",
+            str(task),
+            "--root",
+            str(akira.root),
+        ],
+        cwd=akira.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert first.wait(timeout=60) == 137
+    old = int(pids.read_text().split()[0])
+    assert alive(old)
+    second = akira.spawn("loop", "resume", "--task-id", akira.task_id())
+    akira.wait_for(lambda: len(pids.read_text().split()) == 2, 60, "the step to run again")
+    assert not alive(old)
+    second.send_signal(signal.SIGTERM)
+    second.communicate(timeout=60)
+    new = int(pids.read_text().split()[1])
+    akira.wait_for(lambda: not alive(new), 30, "the second command to die with akira")
