@@ -85,13 +85,13 @@ class ChildLedger:
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
 
-    def reap(self, task_id: str | None = None) -> list[int]:
+    def reap(self, task_id: str | None = None, workspace: Path | None = None) -> list[int]:
         """Kills the groups a dead akira left running; returns their ids.
 
         The sidecar lists a group once akira has written it, a moment after the spawn; a kill -9
         in that moment leaves a command it does not list. So the groups of live processes that
-        carry the task's `AKIRA_TASK_ID` (every command akira runs has it from its first
-        instruction) are killed too."""
+        carry the task's `AKIRA_TASK_ID` and the workspace's `AKIRA_WORKSPACE` (every command
+        akira runs has both from its first instruction) are killed too."""
         try:
             lines = self.path.read_text().splitlines()
         except (OSError, UnicodeDecodeError):
@@ -112,7 +112,8 @@ class ChildLedger:
             except (ProcessLookupError, PermissionError):
                 continue
             killed.append(pgid)
-        for pgid in marked(task_id) - set(killed) if task_id else ():
+        leftover = marked(task_id, workspace) if task_id and workspace else set()
+        for pgid in leftover - set(killed):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
                 killed.append(pgid)
@@ -121,10 +122,11 @@ class ChildLedger:
         return killed
 
 
-def marked(task_id: str) -> set[int]:
-    """Process groups of live processes whose environment holds AKIRA_TASK_ID=<task_id>, other
-    than this process's own group and the groups of its ancestors (the shell that started it)."""
-    mark = f"AKIRA_TASK_ID={task_id}".encode()
+def marked(task_id: str, workspace: Path) -> set[int]:
+    """Process groups of live processes whose environment holds AKIRA_TASK_ID=<task_id> and
+    AKIRA_WORKSPACE=<workspace> (ids are unique within a workspace only), other than this
+    process's own group and the groups of its ancestors (the shell that started it)."""
+    marks = {f"AKIRA_TASK_ID={task_id}".encode(), f"AKIRA_WORKSPACE={workspace}".encode()}
     spared = {os.getpgrp()}
     for pid in ancestors():
         with contextlib.suppress(OSError):
@@ -139,7 +141,7 @@ def marked(task_id: str) -> set[int]:
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as handle:
-                if mark not in handle.read().split(b"\0"):
+                if not marks <= set(handle.read().split(b"\0")):
                     continue
             pgid = os.getpgid(int(name))
         except OSError:

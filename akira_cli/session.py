@@ -91,7 +91,11 @@ def build_loop(
     wait: bool,
 ) -> AutonomousLoop:
     workdir = agent_workdir(workspace, config)
-    runner = CommandRunner(workdir, ledger=ChildLedger(store.children_path(state.task_id)))
+    runner = CommandRunner(
+        workdir,
+        env={"AKIRA_TASK_ID": state.task_id, "AKIRA_WORKSPACE": str(workspace.root)},
+        ledger=ChildLedger(store.children_path(state.task_id)),
+    )
     client = llm_client(config, state, bus)
     context = AgentContext(config, workspace, runner, bus, state.task_id, client)
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
@@ -142,7 +146,7 @@ def run_session(
             lock = store.lock(state.task_id)
             lock.acquire(f"task {state.task_id} ({Path(state.task_path).name})")
         stack.callback(lock.release)
-        orphans = ChildLedger(store.children_path(state.task_id)).reap(state.task_id)
+        orphans = ChildLedger(store.children_path(state.task_id)).reap(state.task_id, workspace.root)
         bus = EventBus(state.task_id)
         bus.iteration = state.iteration
         log = JsonlLog(workspace.log_path(state.task_id))
