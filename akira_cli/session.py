@@ -176,7 +176,9 @@ def run_session(
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             previous = signal.signal(signum, lambda *_: loop.force_stop())
             stack.callback(signal.signal, signum, previous)
-        gc.freeze()  # what start-up built lives as long as the run: no collection walks it again
+        gc.collect()  # then what start-up built lives as long as the run: no collection walks it
+        gc.freeze()  # again (unfrozen at the end, for callers that run several loops in-process)
+        stack.callback(gc.unfreeze)
         try:
             stop = loop.run()
         except OSError as exc:
