@@ -13,9 +13,8 @@ from typing import Any
 
 from akira_cli.agents.presets import CliReport, register_preset
 from akira_cli.agents.presets import limits as limit_text
-from akira_cli.agents.presets.jsonout import json_objects, number
+from akira_cli.agents.presets.jsonout import json_objects, one_call
 from akira_cli.config import AgentSettings
-from akira_cli.usage import Usage
 
 
 class Codex:
@@ -42,14 +41,7 @@ class Codex:
                     answers.append(str(item["text"]))
             elif kind in ("turn.completed", "turn.failed") and isinstance(event.get("usage"), dict):
                 usage = event["usage"]
-                report.usage.add(
-                    Usage(
-                        prompt_tokens=number(usage.get("input_tokens")),
-                        completion_tokens=number(usage.get("output_tokens")),
-                        cached_tokens=number(usage.get("cached_input_tokens")),
-                        calls=1,
-                    )
-                )
+                report.usage.add(one_call(usage, "input_tokens", "output_tokens", "cached_input_tokens"))
             if kind in ("turn.failed", "error"):
                 raw = event.get("error")
                 error: dict[str, Any] = raw if isinstance(raw, dict) else event

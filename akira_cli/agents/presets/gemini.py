@@ -11,9 +11,8 @@ from typing import Any
 
 from akira_cli.agents.presets import CliReport, register_preset
 from akira_cli.agents.presets import limits as limit_text
-from akira_cli.agents.presets.jsonout import json_objects, number
+from akira_cli.agents.presets.jsonout import json_objects, one_call
 from akira_cli.config import AgentSettings
-from akira_cli.usage import Usage
 
 
 class Gemini:
@@ -39,14 +38,7 @@ class Gemini:
         for model in (models or {}).values():
             tokens = model.get("tokens") if isinstance(model, dict) else None
             if isinstance(tokens, dict):
-                report.usage.add(
-                    Usage(
-                        prompt_tokens=number(tokens.get("prompt")),
-                        completion_tokens=number(tokens.get("candidates")),
-                        cached_tokens=number(tokens.get("cached")),
-                        calls=1,
-                    )
-                )
+                report.usage.add(one_call(tokens, "prompt", "candidates", "cached"))
         error = data.get("error")
         if error:
             report.failed = True

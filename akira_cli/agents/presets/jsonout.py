@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from akira_cli.usage import Usage
+
 
 def json_objects(output: str) -> list[dict[str, Any]]:
     """Every line that is a JSON object, in order; else the whole output as one, if it is one."""
@@ -33,3 +35,13 @@ def json_objects(output: str) -> list[dict[str, Any]]:
 
 def number(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def one_call(counts: dict[str, Any], prompt: str, completion: str, cached: str) -> Usage:
+    """One model call's usage from a JSON object of token counts, under the CLI's own keys."""
+    return Usage(
+        prompt_tokens=number(counts.get(prompt)),
+        completion_tokens=number(counts.get(completion)),
+        cached_tokens=number(counts.get(cached)),
+        calls=1,
+    )
