@@ -119,7 +119,8 @@ class AutonomousLoop:
         self.book.hold(step)
 
     def report_completed(self, step: Step, attempt: Attempt) -> None:
-        """The run's figures, without the per-step map: an event never grows with the run."""
+        """The run's figures (without the per-step map: no event grows with the run), then the
+        step's completion."""
         runs = self.state.metrics.iterations_per_step.get(step.id, 0)
         self.bus.emit(EventType.METRICS, step.id, step_iterations=runs, **self.metrics_event())
         self.bus.emit(

@@ -42,7 +42,6 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
-        self._buffer: list[Line] = []
 
     def record(self, state: LoopState) -> None:
         """Appends what is new in `state` (one write, before the state file that counts it as
@@ -51,20 +50,19 @@ class Journal:
         The lines are not fsynced unless completed steps leave the state file: a kill -9 keeps
         the page cache, and a line a crash cut off before its state file was saved is written
         again by the next save (a reader keeps the last line of each number)."""
-        self._buffer += _new_lines(state)
+        lines = list(_new_lines(state))
         sealing = len(state.completed_steps) >= 2 * KEEP_ENTRIES
         if sealing:
             batch = state.completed_steps[: len(state.completed_steps) - KEEP_ENTRIES]
             ids = [step.step_id for step in batch]
             sealed = {"kind": "sealed", "from": state.history.completed_sealed, "ids": ids}
-            self._buffer.append(json.dumps(sealed, separators=(",", ":")))
-        self.flush(durable=sealing)
+            lines.append(json.dumps(sealed, separators=(",", ":")))
+        self.append(lines, durable=sealing)
         if sealing:
             _seal(state, len(batch))
         _trim(state)
 
-    def flush(self, *, durable: bool = False) -> None:
-        lines, self._buffer = self._buffer, []
+    def append(self, lines: list[Line], *, durable: bool) -> None:
         if not lines:
             return
         data = "".join(_text(line) + "\n" for line in lines).encode()
