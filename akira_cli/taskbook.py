@@ -108,7 +108,9 @@ class TaskBook:
             return False  # deleted or moved: the next boundary says so
         task = self.load(current)
         settled = self.settle_ticks(current, task, during_attempt=True, running=step.id)
-        changed = self.ledger.changed_directives(self.tasks.load(current))
+        if settled:  # boxes were written: the parse after them
+            task = self.load(current)
+        changed = self.ledger.changed_directives(task)
         if changed:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", self.state.task_id)
             reason = (
