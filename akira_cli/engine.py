@@ -128,8 +128,8 @@ class StepEngine:
 
     def changed_files(self, before: Snapshot | None) -> list[str]:
         """Files the attempt changed; the task file an agent ticks is no evidence of work."""
-        control = self.control
-        return [f for f in changed(before, self.files()) if not control.covers(self.workdir / f)]
+        control, workdir = self.control, self.workdir
+        return [f for f in changed(before, self.files()) if not control.covers(workdir / f)]
 
     def keep(self, record: StepRecord, attempt: Attempt, prompt: str, result: AgentResult) -> None:
         self.note_replan(record, attempt)
