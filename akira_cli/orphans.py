@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 
@@ -30,6 +31,17 @@ def start_time(pid: int) -> str:
     finally:
         os.close(fd)
     return data.rsplit(b")", 1)[-1].split()[19].decode()
+
+
+_BOOT_CLOCK = getattr(time, "CLOCK_BOOTTIME", None)
+_TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0
+
+
+def boot_tick() -> int | None:
+    """Now, in /proc's unit for start times (clock ticks since boot), or None."""
+    if _BOOT_CLOCK is None or _TICK_NS <= 0:
+        return None
+    return time.clock_gettime_ns(_BOOT_CLOCK) // _TICK_NS
 
 
 def alive(pid: int) -> bool:
@@ -51,11 +63,31 @@ class ChildLedger:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._size = 0
+        self._before: int | None = None
+        self._clock: bool | None = None
+        """Whether the boot clock gives /proc's start times here (checked once against /proc)."""
+
+    def spawning(self) -> None:
+        """Called just before a spawn: the clock tick the child cannot have started before."""
+        self._before = boot_tick()
 
     def started(self, pgid: int) -> None:
         with self._lock:
-            self._groups[pgid] = start_time(pgid)
+            self._groups[pgid] = self._start_time(pgid)
             self._write()
+
+    def _start_time(self, pgid: int) -> str:
+        """The child's start time. When the spawn began and ended within one clock tick, that
+        tick is it, without reading /proc (a read that waits while the new process still maps
+        its libraries); the boot clock is trusted so only once a read agreed with it."""
+        before, self._before = self._before, None
+        if before is None or self._clock is False or boot_tick() != before:
+            return start_time(pgid)
+        if self._clock:
+            return str(before)
+        read = start_time(pgid)
+        self._clock = read == str(before)
+        return read
 
     def ended(self, pgid: int) -> None:
         with self._lock:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,12 +68,23 @@ class CommandRunner:
     """One command at a time; `kill()` from another thread ends the running one's process group."""
 
     def __init__(
-        self, cwd: Path, env: dict[str, str] | None = None, ledger: ChildLedger | None = None
+        self,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        ledger: ChildLedger | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> None:
         self.cwd = cwd
         self.env = env
         self.ledger = ledger
         """Where the running groups are listed, so that a later run can kill what a crash left."""
+        self.on_start = on_start
+        """Called once each command has started: a wait that can wait until then (a pending
+        fsync) is done while the command runs, not before it starts."""
+        self.commands = 0
+        """How many commands this runner has started."""
+        self.bash = shutil.which("bash") or "bash"
+        """Found once: `bash` alone makes every spawn try each folder of PATH in turn."""
         self._current: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.killed = False
@@ -87,25 +100,34 @@ class CommandRunner:
         started = time.monotonic()
         inherit(self.env)
         inherit(env)
+        if self.ledger is not None:
+            self.ledger.spawning()
         process = subprocess.Popen(
             ["bash", "-c", command],
+            executable=self.bash,
             cwd=self.cwd,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        self.commands += 1
         with self._lock:
             self._current = process
             if self.killed:  # a forced stop came while the command was starting
                 self._kill_group(process)
-        if self.ledger is not None:
-            self.ledger.started(process.pid)
         try:
+            if self.ledger is not None:
+                self.ledger.started(process.pid)
+            if self.on_start is not None:
+                self.on_start()
             if stdin is None:
                 out, timed_out = self._collect(process, timeout)
             else:
                 out, timed_out = self._communicate(process, stdin.encode(), timeout)
+        except BaseException:
+            self._kill_group(process)  # nobody would wait for it any more
+            raise
         finally:
             with self._lock:
                 self._current = None

@@ -166,3 +166,49 @@ def test_a_command_spawned_just_before_a_kill_9_is_killed_by_the_resume(akira: A
     second.communicate(timeout=60)
     new = int(pids.read_text().split()[1])
     akira.wait_for(lambda: not alive(new), 30, "the second command to die with akira")
+
+
+def test_the_sidecar_lists_each_group_with_its_real_start_time(tmp_path: Path) -> None:
+    """The start time keeps a reused pid from being taken for the old group. It is read from
+    /proc once; later ones come from the boot clock when the spawn fits in one clock tick."""
+    from akira_cli.orphans import ChildLedger
+    from akira_cli.runner import CommandRunner
+
+    sidecar = tmp_path / "x.pgid"
+    seen: list[tuple[str, str]] = []
+
+    def look() -> None:
+        pgid, started = sidecar.read_text().split()
+        with open(f"/proc/{pgid}/stat") as handle:
+            seen.append((started, handle.read().rsplit(")", 1)[-1].split()[19]))
+
+    runner = CommandRunner(tmp_path, ledger=ChildLedger(sidecar), on_start=look)
+    for _ in range(20):
+        assert runner.run("sleep 0.01", 30).ok
+    assert len(seen) == 20 and all(listed == real for listed, real in seen)
+    assert runner.ledger is not None and runner.ledger._clock is True  # the clock was trusted
+
+
+@pytest.mark.timeout(60)
+def test_a_failure_while_a_command_starts_kills_its_group(tmp_path: Path) -> None:
+    """Nothing would wait for the command any more: it must not run on alone."""
+    from akira_cli.runner import CommandRunner
+
+    pid = tmp_path / "pid"
+
+    def fail_once_it_runs() -> None:
+        for _ in range(3000):
+            if pid.exists() and pid.read_text().strip():
+                raise OSError(28, "No space left on device")
+            threading.Event().wait(0.01)
+        raise AssertionError("the command never started")
+
+    runner = CommandRunner(tmp_path, on_start=fail_once_it_runs)
+    with pytest.raises(OSError, match="No space"):
+        runner.run("echo $$ > pid; exec sleep 100", 30)
+    started = int(pid.read_text())
+    for _ in range(3000):
+        if not alive(started):
+            break
+        threading.Event().wait(0.01)
+    assert not alive(started)
