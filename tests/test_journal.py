@@ -5,6 +5,7 @@ file, and version 1 files are read."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,48 @@ def test_kill9_while_completed_steps_are_sealed_into_the_journal(tmp_path: Path,
     [archived] = (ws / ".state" / "archive").glob("autonomous_loop_*.json")
     state = LoopState.model_validate_json(archived.read_bytes())
     assert state.status == "completed" and state.history.completed_sealed >= KEEP_ENTRIES
+
+
+def test_a_deferred_seal_lets_completed_steps_go_only_once_their_batch_is_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The save at a step's start leaves the seal's fsync to the command starting next: until
+    it is done, the state file still holds the steps, so a crash in between loses none."""
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".jsonl"):  # the journal's, not the state's
+            synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    store = StateStore(tmp_path)
+    state = LoopState(task_id="task_20260101_000000", task_path="/w/Specs/x/tasks.md")
+    for n in range(1, 2 * KEEP_ENTRIES + 1):
+        state.completed_steps.append(CompletedStep(step_id=str(n), description=f"step {n}"))
+    store.save(state, defer_seal=True)
+    on_disk = json.loads(store.path(state.task_id).read_bytes())
+    assert not synced and len(on_disk["completed_steps"]) == 2 * KEEP_ENTRIES
+    assert on_disk["history"]["completed_sealed"] == 0
+    assert read_history(store.journal_path(state.task_id)).sealed == {0: [str(n) for n in range(1, 11)]}
+
+    store.sync_journals()  # the next command's start
+    assert len(synced) == 1
+    store.save(state, defer_seal=True)
+    on_disk = json.loads(store.path(state.task_id).read_bytes())
+    assert len(synced) == 1 and on_disk["history"]["completed_sealed"] == KEEP_ENTRIES
+    assert [s["step_id"] for s in on_disk["completed_steps"]] == [str(n) for n in range(11, 21)]
+    assert StateStore(tmp_path).load(state.task_id).completed_ids() == {str(n) for n in range(1, 21)}
+
+
+def test_without_a_command_in_between_the_next_save_syncs_the_batch_itself(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = LoopState(task_id="task_20260101_000000", task_path="/w/Specs/x/tasks.md")
+    for n in range(1, 2 * KEEP_ENTRIES + 1):
+        state.completed_steps.append(CompletedStep(step_id=str(n), description=f"step {n}"))
+    store.save(state, defer_seal=True)
+    store.save(state)  # a stop, say: no command ran
+    loaded = StateStore(tmp_path).load(state.task_id)
+    assert loaded.history.completed_sealed == KEEP_ENTRIES and len(loaded.completed_steps) == KEEP_ENTRIES
+    assert loaded.completed_ids() == {str(n) for n in range(1, 21)}

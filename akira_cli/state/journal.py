@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,34 +43,65 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+        self._lock = threading.Lock()
+        self._sealing = 0
+        """How many completed steps the last `sealed` batch written holds, until they leave
+        the state file."""
+        self._synced = False
+        """Whether that batch is on disk (fsynced)."""
 
-    def record(self, state: LoopState) -> None:
+    def record(self, state: LoopState, *, defer: bool = False) -> None:
         """Appends what is new in `state` (one write, before the state file that counts it as
         journaled is saved), then trims the state's lists back to their bounds.
 
-        The lines are not fsynced unless completed steps leave the state file: a kill -9 keeps
-        the page cache, and a line a crash cut off before its state file was saved is written
-        again by the next save (a reader keeps the last line of each number)."""
-        lines = list(_new_lines(state))
-        sealing = len(state.completed_steps) >= 2 * KEEP_ENTRIES
-        if sealing:
+        The lines are not fsynced: a kill -9 keeps the page cache, and a line a crash cut off
+        before its state file was saved is written again by the next save (a reader keeps the
+        last line of each number). Completed steps are the ledger: they leave the state file
+        only once the `sealed` batch listing them is fsynced. With `defer` (the save at a
+        step's start) that fsync is left to `sync`, which the command starting next calls, and
+        the steps leave the state file at the next save."""
+        lines, batch = list(_new_lines(state)), []
+        if self._sealing:
+            self._let_go(state)
+        elif len(state.completed_steps) >= 2 * KEEP_ENTRIES:
             batch = state.completed_steps[: len(state.completed_steps) - KEEP_ENTRIES]
             ids = [step.step_id for step in batch]
             sealed = {"kind": "sealed", "from": state.history.completed_sealed, "ids": ids}
             lines.append(json.dumps(sealed, separators=(",", ":")))
-        self.append(lines, durable=sealing)
-        if sealing:
-            _seal(state, len(batch))
+        self.append(lines)
+        if batch:
+            self._sealing = len(batch)
+            if not defer:
+                self._let_go(state)
         _trim(state)
 
-    def append(self, lines: list[Line], *, durable: bool) -> None:
+    def _let_go(self, state: LoopState) -> None:
+        """The written batch made durable (unless a command's start did it), then its steps
+        leave the state file."""
+        self.sync(raise_errors=True)
+        _seal(state, self._sealing)
+        self._sealing, self._synced = 0, False
+
+    def sync(self, *, raise_errors: bool = False) -> None:
+        """Makes a written `sealed` batch durable. From a command's start an error is left to
+        the next save, which tries again and says what failed."""
+        with self._lock:
+            if not self._sealing or self._synced or self._fd is None:
+                return
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                if raise_errors:
+                    raise
+                return
+            self._synced = True
+
+    def append(self, lines: list[Line]) -> None:
         if not lines:
             return
         data = "".join(_text(line) + "\n" for line in lines).encode()
         fd = self._open()
         os.write(fd, redact_bytes(data))
-        if durable:
-            os.fsync(fd)
 
     def _open(self) -> int:
         if self._fd is None:

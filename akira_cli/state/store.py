@@ -117,15 +117,21 @@ class StateStore:
     def journal_path(self, task_id: str) -> Path:
         return self.history_dir / f"{task_id}.jsonl"
 
-    def save(self, state: LoopState) -> None:
-        """The journal gets what is new (no fsync unless completed steps leave the state file),
-        then the bounded state file is replaced durably: one fsync'd write per iteration."""
+    def save(self, state: LoopState, *, defer_seal: bool = False) -> None:
+        """The journal gets what is new (no fsync unless completed steps leave the state file;
+        with `defer_seal`, that fsync waits for `sync_journals`), then the bounded state file
+        is replaced durably: one fsync'd write per iteration."""
         state.updated_at = utcnow()
         journal = self._journals.get(state.task_id)
         if journal is None:
             journal = self._journals[state.task_id] = Journal(self.journal_path(state.task_id))
-        journal.record(state)
+        journal.record(state, defer=defer_seal)
         atomic_write(self.path(state.task_id), self.encode(state))
+
+    def sync_journals(self) -> None:
+        """Makes the journals' pending `sealed` batches durable (see `Journal.record`)."""
+        for journal in list(self._journals.values()):
+            journal.sync()
 
     def history(self, state: LoopState, kinds: frozenset[str] | None = None) -> History:
         """The full history of a loop: what the journal holds (see `state.journal`)."""
