@@ -20,6 +20,8 @@ PROTECTED_DIRS = (".state", ".hooks", "config", ".git")
 REPORT_DIRS = (("Logs", "completion_reports"), ("Needs_Action",))
 WATCHED = ("config", ".hooks", ".git/hooks", ".git/config", ".state", ".state/memory")
 """What `snapshot` looks at: small folders (one level each) and single files."""
+AKIRAS = (".state", ".state/memory")
+"""The watched places akira itself writes between two attempts (its state, its memory)."""
 Fingerprint = tuple[int, int, int]
 
 
@@ -62,11 +64,11 @@ class ControlPlane:
             return False
         return existing is not None and (existing.st_dev, existing.st_ino) == (info.st_dev, info.st_ino)
 
-    def snapshot(self) -> dict[str, Fingerprint]:
+    def snapshot(self, names: tuple[str, ...] = WATCHED) -> dict[str, Fingerprint]:
         """(size, mtime, inode) of each watched file; one listing per folder, one stat per file."""
         seen: dict[str, Fingerprint] = {}
         root = str(self.root)
-        for name in WATCHED:
+        for name in names:
             path = f"{root}/{name}"
             records_only = name.startswith(".state")  # its lock, pid and pgid files churn
             try:

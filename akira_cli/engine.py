@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
-from akira_cli.changes import AKIRA_AREAS, Snapshot, changed, snapshot
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
-from akira_cli.control_plane import ControlPlane, Fingerprint
+from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop, NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
@@ -28,6 +27,7 @@ from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState,
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.usage_limits import LimitWaiter
+from akira_cli.witness import Witness
 from akira_cli.workspace import Workspace, command_line
 
 
@@ -61,6 +61,9 @@ class StepEngine:
     limits: LimitWaiter
     judge: Judge | None = None
 
+    def __post_init__(self) -> None:
+        self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner)
+
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
         """One attempt at a step: the agent's run, the control plane and files watched around
         it, the evaluation, then success or failure (which may stop the loop)."""
@@ -69,11 +72,11 @@ class StepEngine:
         request = self.request(step, task, record, agent)
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         started, spent = time.monotonic(), self.state.usage.model_copy()
-        files, plane = self.files(), self.control.snapshot()
+        self.witness.before()
         result, retries = self.execute(agent, request)
-        self.note_control_plane(step, plane)
+        plane_changed, files_changed = self.witness.after()
+        self.note_control_plane(step, plane_changed)
         self.account(record, result, agent.name, spent)
-        files_changed = self.changed_files(files)
         gating = bool(self.config.checks) and not self.state.advisory_checks
         extra = evidence_check(step, self.config, agent.name, files_changed, gating)
         took = time.monotonic() - started
@@ -126,11 +129,6 @@ class StepEngine:
         result.usage = self.state.usage.since(spent)  # with every call of the shared LLM client
         record.session_id = result.session_id or record.session_id
 
-    def changed_files(self, before: Snapshot | None) -> list[str]:
-        """Files the attempt changed; the task file an agent ticks is no evidence of work."""
-        control, workdir = self.control, self.workdir
-        return [f for f in changed(before, self.files()) if not control.covers(workdir / f)]
-
     def keep(self, record: StepRecord, attempt: Attempt, prompt: str, result: AgentResult) -> None:
         self.note_replan(record, attempt)
         record.add(attempt)
@@ -153,10 +151,9 @@ class StepEngine:
     def control(self) -> ControlPlane:
         return ControlPlane(self.workspace.root, lambda: Path(self.state.task_path))
 
-    def note_control_plane(self, step: Step, before: dict[str, Fingerprint]) -> None:
+    def note_control_plane(self, step: Step, changed: list[str]) -> None:
         """What the agent changed in config/, .hooks/, .git/ or .state/: reported, never obeyed
         (config was read at the start, the state in memory is akira's, hooks only pause)."""
-        changed = ControlPlane.changed(before, self.control.snapshot())
         if changed:
             self.bus.emit(EventType.CONTROL_PLANE_CHANGED, step.id, paths=changed[:20], count=len(changed))
 
@@ -165,11 +162,6 @@ class StepEngine:
         timeout = step.timeout or self.config.agent.command_timeout_seconds
         checks = step_checks(step, [], self.runner, self.workdir, timeout)
         return bool(checks) and evaluate(checks, 1.0).complete
-
-    def files(self) -> Snapshot | None:
-        """The work folder's files; akira's own folders are skipped when it is the workspace."""
-        workdir = self.workdir
-        return snapshot(workdir, AKIRA_AREAS if workdir == self.workspace.root else frozenset())
 
     @property
     def workdir(self) -> Path:

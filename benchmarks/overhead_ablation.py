@@ -33,10 +33,10 @@ def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
     from akira_cli.control_plane import ControlPlane
-    from akira_cli.engine import StepEngine
     from akira_cli.events import EventBus
     from akira_cli.orphans import ChildLedger
     from akira_cli.taskbook import TaskBook
+    from akira_cli.witness import Witness
 
     real_mark = TaskBook.mark
 
@@ -53,8 +53,8 @@ def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]
 
     return {
         "everything (akira as shipped)": contextlib.nullcontext,
-        "no files-changed walks (evidence)": lambda: patched(StepEngine, "files", lambda self: None),
-        "no control-plane snapshots": lambda: patched(ControlPlane, "snapshot", lambda self: {}),
+        "no files-changed walks (evidence)": lambda: patched(Witness, "files", lambda self: None),
+        "no control-plane snapshots": lambda: patched(ControlPlane, "snapshot", lambda self, names=(): {}),
         "no events (log, display)": lambda: patched(EventBus, "emit", lambda self, *a, **k: None),
         "no in-progress [-] box": lambda: patched(TaskBook, "mark", no_progress_mark),
         "no pgid sidecar (orphans)": no_pgid,

@@ -1,0 +1,71 @@
+"""What an attempt changed: the work folder's files (evidence of work) and the control plane
+(reported, never obeyed), each looked at before and after the agent's run.
+
+Between two attempts of one run akira does only its own bookkeeping, so the "after" of one
+attempt is the "before" of the next when it is fresh and no command ran since (a step's checks
+run after it and may write files). Only `.state`, which akira writes in between (its state, its
+memory), is looked at again. A stop forgets it: what happens while the loop stands still is not
+the next agent's doing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from akira_cli.changes import AKIRA_AREAS, Snapshot, changed, snapshot
+from akira_cli.control_plane import AKIRAS, ControlPlane, Fingerprint
+from akira_cli.runner import CommandRunner
+
+FRESH_SECONDS = 1.0
+"""How old an attempt's "after" may be to serve as the next one's "before"."""
+
+
+@dataclass
+class _Look:
+    at: float
+    commands: int
+    """The runner's count of started commands when the look was taken."""
+    files: Snapshot | None
+    plane: dict[str, Fingerprint]
+
+
+class Witness:
+    def __init__(self, root: Path, workdir: Path, control: ControlPlane, runner: CommandRunner) -> None:
+        self.root, self.workdir, self.control, self.runner = root, workdir, control, runner
+        self._before: _Look | None = None
+        self._after: _Look | None = None
+
+    def files(self) -> Snapshot | None:
+        """The work folder's files; akira's own folders are skipped when it is the workspace."""
+        return snapshot(self.workdir, AKIRA_AREAS if self.workdir == self.root else frozenset())
+
+    def before(self) -> None:
+        """Looks at both just before the agent runs."""
+        last, self._after = self._after, None
+        fresh = last is not None and time.monotonic() - last.at < FRESH_SECONDS
+        if last is not None and fresh and last.commands == self.runner.commands:
+            plane = {name: seen for name, seen in last.plane.items() if not name.startswith(".state/")}
+            plane.update(self.control.snapshot(AKIRAS))
+            self._before = _Look(last.at, last.commands, last.files, plane)
+        else:
+            self._before = _Look(0.0, 0, self.files(), self.control.snapshot())
+
+    def after(self) -> tuple[list[str], list[str]]:
+        """Right after the agent's run: the control-plane paths it changed, and the files it
+        changed (the task file an agent ticks is no evidence of work)."""
+        before = self._before
+        assert before is not None, "before() comes first"
+        plane, files = self.control.snapshot(), self.files()
+        self._after = _Look(time.monotonic(), self.runner.commands, files, plane)
+        control, workdir = self.control, self.workdir
+        task = control.task_path()
+        ticked = os.path.relpath(task, workdir) if task is not None else None  # akira's own ticks
+        work = [f for f in changed(before.files, files) if f != ticked and not control.covers(workdir / f)]
+        return ControlPlane.changed(before.plane, plane), work
+
+    def forget(self) -> None:
+        """The loop stopped, or akira wrote where the agent's files are looked at."""
+        self._after = None
