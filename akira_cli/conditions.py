@@ -32,8 +32,9 @@ class TaskLocator:
     identity: tuple[int, int] | None = None
     _inside: Path | None = None
 
-    def remember(self, path: Path) -> tuple[int, int]:
-        stat = path.stat()
+    def remember(self, path: Path, stat: os.stat_result | None = None) -> tuple[int, int]:
+        """The file's identity, from `stat` when the caller has just taken it."""
+        stat = stat or path.stat()
         self.identity = (stat.st_dev, stat.st_ino)
         return self.identity
 
@@ -75,17 +76,22 @@ class Guard:
     config: Config
     locator: TaskLocator
     _where: tuple[Path | None, str | None] = (None, None)
+    _task: tuple[str, Path] = ("", Path())
+    _hooks: tuple[str, tuple[str, str]] = ("", ("", ""))
 
     def check_location(self, state: LoopState) -> Path:
         """Raises when the task was moved to Done/ or Needs_Action/, or deleted."""
-        path = self.locator.locate(Path(state.task_path))
+        if self._task[0] != state.task_path:
+            self._task = (state.task_path, Path(state.task_path))
+        path = self.locator.locate(self._task[1])
         if path is None:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", state.task_id)
             raise TaskFileDeleted(
                 f"task file {state.task_path} was deleted; restore it (or move it back under "
                 f"Specs/) and run '{resume}'"
             )
-        state.task_path = str(path)
+        if path is not self._task[1]:
+            state.task_path = str(path)
         if path != self._where[0]:  # resolving symlinks costs syscalls: once per place
             self._where = (path, self.workspace.area_of(path))
         area = self._where[1]
@@ -101,6 +107,11 @@ class Guard:
     def check_hook(self, state: LoopState) -> None:
         if not self.config.autonomous_loop.check_stop_hook:
             return
+        if self._hooks[0] != state.task_id:
+            own, shared = self.workspace.hook_path(state.task_id), self.workspace.hook_path()
+            self._hooks = (state.task_id, (str(own), str(shared)))
+        if not any(map(os.path.exists, self._hooks[1])):
+            return  # two stats, every iteration; the files are read only when one is there
         hook = active_hook(self.workspace, state.task_id)
         if hook is not None:
             raise StopRequested(

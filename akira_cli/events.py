@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -18,7 +19,21 @@ from akira_cli.redaction import redact, redact_bytes
 
 
 def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return stamp(time.time())
+
+
+_second: tuple[int, str] = (-1, "")
+
+
+def stamp(seconds: float) -> str:
+    """A Unix time as the ISO 8601 UTC text akira writes, to the millisecond (the text up to
+    the second is kept: a loop stamps a dozen things a millisecond apart)."""
+    global _second
+    whole, millis = divmod(int(seconds * 1000), 1000)
+    known = _second  # one read: another thread may replace it
+    if known[0] != whole:
+        known = _second = (whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{known[1]}.{millis:03d}Z"
 
 
 class EventType(StrEnum):
@@ -95,7 +110,10 @@ class EventBus:
         self._subscribers.append(subscriber)
 
     def emit(self, type: str, step_id: str | None = None, **data: Any) -> Event:
-        event = Event(
+        # Built from akira's own values, whose types are the fields': no validation to pay
+        # for, several times an iteration.
+        event = Event.model_construct(
+            ts=utcnow(),
             type=str(type),
             task_id=self.task_id,
             step_id=step_id,

@@ -37,6 +37,7 @@ from akira_cli.state.store import StateStore
 from akira_cli.taskbook import TaskBook
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace
 
@@ -52,10 +53,19 @@ class AutonomousLoop:
     watcher: WorkspaceWatcher
     locator: TaskLocator
     wait: bool = True
+    tasks: TaskSource | None = None
+    """The start's parse of the task file, when it has one."""
 
     def __post_init__(self) -> None:
         self.guard = Guard(self.workspace, self.config, self.locator)
-        self.book = TaskBook(self.workspace, self.state, self.bus, self.locator, self.engine.check_claim)
+        self.book = TaskBook(
+            self.workspace,
+            self.state,
+            self.bus,
+            self.locator,
+            self.engine.check_claim,
+            tasks=self.tasks or TaskSource(),
+        )
         self.forced = threading.Event()
         self._mark = time.monotonic()
 
@@ -88,7 +98,7 @@ class AutonomousLoop:
         step's start, or the stop), and its box ticked only after that write."""
         self.state.iteration += 1
         self.bus.iteration = self.state.iteration
-        self.begin_step(path, step)
+        self.begin_step(step)
         try:
             attempt = self.engine.attempt(step, task)
             self.account()
@@ -146,7 +156,7 @@ class AutonomousLoop:
             steps_total=self.book.steps_total(),
         )
 
-    def begin_step(self, path: Path, step: Step) -> None:
+    def begin_step(self, step: Step) -> None:
         record = self.state.record(step.id, step.title)
         if self.state.pending_guidance:
             record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
@@ -155,8 +165,9 @@ class AutonomousLoop:
         self.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
         if number == 1:
             self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
-        self.checkpoint()  # the iteration's one durable write: the last result, this step running
-        self.book.mark(path, step.id, "-")
+        # The iteration's one durable write: the last result, and this step running.
+        self.checkpoint(defer_seal=True)
+        self.book.mark(Path(self.state.task_path), step.id, "-")
 
     def tick(self, path: Path, step: Step) -> None:
         """Ticks a completed step's box, then its parents' whose children are all done."""
@@ -167,22 +178,25 @@ class AutonomousLoop:
         self.state.elapsed_seconds += now - self._mark
         self._mark = now
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, defer_seal: bool = False) -> None:
+        """Saves the state (see `StateStore.save`), then ticks the boxes that save completed."""
         self.account()
         self.state.metrics.total_duration_seconds = round(self.state.elapsed_seconds, 3)
         update_metrics(self.state)
-        self.store.save(self.state)
+        self.store.save(self.state, defer_seal=defer_seal)
         self.book.flush(self.tick)  # boxes are ticked once the state completing them is on disk
         settings = self.config.autonomous_loop
         if self.every(settings.backup_state_every_n_iterations):
             self.store.backup(self.state)
         if settings.create_progress_reports and self.every(settings.progress_report_every_n_iterations):
             progress_report(self.workspace, self.state)
+            self.engine.witness.forget()  # in Logs/, which git may show as the work's
 
     def every(self, n: int) -> bool:
         return bool(n) and self.state.iteration > 0 and self.state.iteration % n == 0
 
     def settle(self, stop: LoopStop) -> None:
+        self.engine.witness.forget()  # what happens while the loop stands still is not the agent's
         self.checkpoint()  # the last attempt's result, before any file moves
         self.state.status = stop.status  # type: ignore[assignment]
         self.state.stop_reason = stop.message

@@ -29,6 +29,7 @@ from akira_cli.runner import CommandRunner
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.model import Step
+from akira_cli.tasks.source import TaskSource
 from akira_cli.usage_limits import LimitWaiter
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line
@@ -89,12 +90,14 @@ def build_loop(
     watcher: WorkspaceWatcher,
     *,
     wait: bool,
+    tasks: TaskSource | None = None,
 ) -> AutonomousLoop:
     workdir = agent_workdir(workspace, config)
     runner = CommandRunner(
         workdir,
         env={"AKIRA_TASK_ID": state.task_id, "AKIRA_WORKSPACE": str(workspace.root)},
         ledger=ChildLedger(store.children_path(state.task_id)),
+        on_start=store.sync_journals,
     )
     client = llm_client(config, state, bus)
     context = AgentContext(config, workspace, runner, bus, state.task_id, client)
@@ -123,6 +126,7 @@ def build_loop(
         watcher,
         TaskLocator(workspace, watcher, state.task_file_identity),
         wait=wait,
+        tasks=tasks,
     )
     engine.pause, engine.should_stop = loop.pause, loop.stop_wanted
     engine.limits.pause, engine.limits.save = loop.pause, lambda: store.save(state)
@@ -138,6 +142,7 @@ def run_session(
     wait: bool,
     show: bool = True,
     lock: TaskLock | None = None,
+    tasks: TaskSource | None = None,
 ) -> int:
     """Runs the loop under the task's lock (taken here unless the caller holds it already).
     Whatever happens, the lock is released, the watcher stopped and no command left running."""
@@ -169,15 +174,17 @@ def run_session(
         watcher = WorkspaceWatcher(workspace)
         watcher.start()
         stack.callback(watcher.stop)
-        loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait)
+        loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks)
         if loop.engine.runner.ledger is not None:
             stack.callback(loop.engine.runner.ledger.close)  # runs after the kill below (LIFO)
         stack.callback(loop.engine.runner.kill)  # a command still running in a worker thread
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             previous = signal.signal(signum, lambda *_: loop.force_stop())
             stack.callback(signal.signal, signum, previous)
-        gc.collect()  # then what start-up built lives as long as the run: no collection walks it
-        gc.freeze()  # again (unfrozen at the end, for callers that run several loops in-process)
+        # What start-up built lives as long as the run: no collection walks it again (unfrozen
+        # at the end, for callers that run several loops in-process). No gc.collect() first: on
+        # a large task file it takes tens of milliseconds, for a little garbage kept a while.
+        gc.freeze()
         stack.callback(gc.unfreeze)
         try:
             stop = loop.run()

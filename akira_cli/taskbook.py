@@ -33,11 +33,14 @@ class TaskBook:
     """Runs a step's own checks (never the agent); True when they all pass."""
     held: list[Step] = field(default_factory=list)
     """Steps completed in memory, ticked in the file after the next save."""
+    tasks: TaskSource = field(default_factory=TaskSource)
+    """The task file as parsed: parsed again only when it changed."""
 
     def __post_init__(self) -> None:
-        self.tasks = TaskSource()
         self.ledger = Ledger(self.state, self.bus, self.check_claim)
         self._cursor: tuple[TaskFile | None, int] = (None, 0)
+        self._fresh: tuple[Path, TaskFile] | None = None
+        """The file as `after_attempt` just read it: the next boundary's look, a moment later."""
 
     def hold(self, step: Step) -> None:
         self.held.append(step)
@@ -49,6 +52,9 @@ class TaskBook:
             tick(Path(self.state.task_path), step)
 
     def load(self, path: Path) -> TaskFile:
+        fresh, self._fresh = self._fresh, None
+        if fresh is not None and fresh[0] == path:
+            return fresh[1]  # one read of the file per iteration
         try:
             return self.tasks.load(path)
         except TaskFileError as exc:
@@ -121,6 +127,7 @@ class TaskBook:
             hook = write_hook(self.workspace, self.state, reason)
             self.bus.emit(EventType.LEDGER, step.id, action="directives_held", steps=changed[:20])
             raise StopRequested(f"{reason} ({self.workspace.relative(hook)})")
+        self._fresh = (current, task)
         return settled
 
     def settle_ticks(
@@ -143,6 +150,7 @@ class TaskBook:
 
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile | None:
         """Writes one checkbox; a file a person just moved is found again, a deleted one skipped."""
+        self._fresh = None
         for _ in range(3):
             current = self.locator.locate(path)
             if current is None:
@@ -154,7 +162,9 @@ class TaskBook:
                     self.bus.emit(EventType.WARNING, step_id, message=f"checkbox not written: {exc}")
                     return None
                 continue  # moved between finding it and writing it: look again
-            self.state.task_file_identity = self.locator.remember(current)
+            identity = self.locator.remember(current, self.tasks.stat)
+            if self.state.task_file_identity != identity:
+                self.state.task_file_identity = identity
             return task
         return None
 

@@ -69,7 +69,8 @@ def start(
     from akira_cli.agents.base import preflight
     from akira_cli.evidence import red_baseline
     from akira_cli.session import agent_workdir, run_session
-    from akira_cli.tasks.parser import parse_task_file
+    from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+    from akira_cli.tasks.source import TaskSource
 
     overrides = {
         "autonomous_loop.max_iterations": max_iterations,
@@ -92,7 +93,8 @@ def start(
             + "; move it back under Specs/ to work on it"
         )
     warn_short_secrets(cfg)
-    task_file = parse_task_file(path)
+    data = read_task_bytes(path)
+    task_file = parse_task_text(data, path)
     for warning in task_file.warnings:
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
@@ -115,7 +117,8 @@ def start(
     if detach:
         return spawn_detached(workspace, state, no_wait)
     typer.echo(f"akira: started {state.task_id} on {workspace.relative(path)}", err=True)
-    return run_session(workspace, cfg, store, state, wait=not no_wait, lock=lock)
+    tasks = TaskSource.seeded(path, data, task_file)  # the loop does not parse it again
+    return run_session(workspace, cfg, store, state, wait=not no_wait, lock=lock, tasks=tasks)
 
 
 @contextlib.contextmanager

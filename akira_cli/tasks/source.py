@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -28,6 +29,18 @@ class TaskSource:
         self._task: TaskFile | None = None
         self._data: bytearray | None = None
         self._seen = 0
+        self.stat: os.stat_result | None = None
+        """The file's stat right after akira's last checkbox write."""
+
+    @classmethod
+    def seeded(cls, path: Path, data: bytes, task: TaskFile) -> TaskSource:
+        """A source that already holds `task`, parsed from `data` just read from `path` (the
+        start's own check of the file), so that the loop does not parse it again."""
+        source = cls()
+        stat = path.stat()
+        source._task, source._data = task, bytearray(data)
+        source._key, source._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), time.time_ns()
+        return source
 
     def load(self, path: Path) -> TaskFile:
         stat = path.stat()
@@ -36,7 +49,7 @@ class TaskSource:
             if stat.st_mtime_ns < self._seen - RACY_NS:
                 return self._task
             data = read_task_bytes(path)
-            if self._data is not None and data == bytes(self._data):
+            if self._data is not None and self._data == data:
                 self._seen = time.time_ns()
                 return self._task
         else:
@@ -55,7 +68,7 @@ class TaskSource:
             self._data[step.box_offset : step.box_offset + 1] = box.encode()  # what akira wrote
         else:
             self._data = None  # parsed anew by set_box: the next load reads the bytes again
-        stat = path.stat()
+        self.stat = stat = path.stat()
         self._task, self._key, self._seen = (
             task,
             (stat.st_ino, stat.st_mtime_ns, stat.st_size),
