@@ -32,6 +32,15 @@ SHOWN = {
 }
 
 
+AT_ONCE = {
+    EventType.LOOP_STARTED,
+    EventType.STOP_CONDITION,
+    EventType.LOOP_PAUSED,
+    EventType.LOOP_RESUMED,
+    EventType.LOOP_COMPLETED,
+}
+
+
 class PlainDisplay:
     """One line per meaningful event, no ANSI codes."""
 
@@ -66,11 +75,14 @@ class LiveDisplay:
         self.live.start()
 
     def __call__(self, event: Event) -> None:
+        """Notes the event. A start, a stop or a pause is drawn at once; the rest at the next
+        redraw: drawing the panel takes about a millisecond, and an iteration emits eight events."""
         if event.type == EventType.LOOP_STARTED:
             self.total = int(event.data.get("steps_total") or 0)
         if event.type in SHOWN:
             self.last = event.line()
-        self.live.refresh()
+        if event.type in AT_ONCE:
+            self.live.refresh()
 
     def render(self) -> Any:
         state = self.state

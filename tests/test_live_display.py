@@ -55,3 +55,24 @@ def test_it_fits_80_columns_and_says_what_to_type_when_paused() -> None:
     wrapped = " ".join(line[14:] for line in lines[start:])  # the command, however it wrapped
     expected = "run: akira loop resume --task-id task_20261123_120000 --root '/home/someone/projects/my repo'"
     assert expected in " ".join(wrapped.split())
+
+
+def test_ordinary_events_wait_for_the_next_redraw_and_a_stop_is_drawn_at_once() -> None:
+    """Drawing the panel costs about a millisecond and an iteration emits eight events: it is
+    redrawn twice a second, and at once only for a start, a stop or a pause."""
+    from akira_cli.events import Event, EventType
+
+    out = io.StringIO()
+    state, live = display(out)
+    try:
+        frames = ANSI.sub("", out.getvalue()).count("success rate")
+        for n in range(200):
+            live(Event(type=EventType.EVALUATION, task_id=state.task_id, step_id="3.2", data={"n": n}))
+        ordinary = ANSI.sub("", out.getvalue()).count("success rate") - frames
+        assert ordinary < 50, ordinary  # twice a second at most, not once per event
+        before = ANSI.sub("", out.getvalue()).count("success rate")
+        state.status = "paused"
+        live(Event(type=EventType.STOP_CONDITION, task_id=state.task_id, data={"status": "paused"}))
+        assert ANSI.sub("", out.getvalue()).count("success rate") > before
+    finally:
+        live.close()
