@@ -130,8 +130,8 @@ def evaluate(
         passed = sum(result.passed for result in gating)
         confidence = passed / len(gating) if gating else 0.0
         reasons = [f"{r.name} failed: {r.detail}" for r in gating if not r.passed]
-        evaluation = Evaluation(complete=False, confidence=confidence, checks=results)
         if judge is not None and step is not None and passed == len(gating):
+            evaluation = Evaluation(complete=False, confidence=confidence, checks=results)
             confidence, judge_reasons = judge.judge(step, evaluation, output)
             reasons += judge_reasons if confidence < threshold else []
         complete = passed == len(gating) and confidence >= threshold

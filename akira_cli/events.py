@@ -110,10 +110,7 @@ class EventBus:
         self._subscribers.append(subscriber)
 
     def emit(self, type: str, step_id: str | None = None, **data: Any) -> Event:
-        # Built from akira's own values, whose types are the fields': no validation to pay
-        # for, several times an iteration.
-        event = Event.model_construct(
-            ts=utcnow(),
+        event = Event(
             type=str(type),
             task_id=self.task_id,
             step_id=step_id,

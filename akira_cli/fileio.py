@@ -27,11 +27,14 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        try:
+            view = memoryview(data)
+            while view:  # the file object os.fdopen makes costs three syscalls more
+                view = view[os.write(fd, view) :]
             if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(FileNotFoundError):

@@ -151,8 +151,8 @@ class TaskBook:
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile | None:
         """Writes one checkbox; a file a person just moved is found again, a deleted one skipped."""
         self._fresh = None
+        current: Path | None = path  # where the loop last found it, which it almost always is
         for _ in range(3):
-            current = self.locator.locate(path)
             if current is None:
                 return None
             try:
@@ -161,7 +161,8 @@ class TaskBook:
                 if current.exists():  # a person's edit broke the file: the next boundary pauses
                     self.bus.emit(EventType.WARNING, step_id, message=f"checkbox not written: {exc}")
                     return None
-                continue  # moved between finding it and writing it: look again
+                current = self.locator.locate(path)  # moved: look for it
+                continue
             identity = self.locator.remember(current, self.tasks.stat)
             if self.state.task_file_identity != identity:
                 self.state.task_file_identity = identity

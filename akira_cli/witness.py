@@ -37,6 +37,7 @@ class Witness:
         self.root, self.workdir, self.control, self.runner = root, workdir, control, runner
         self._before: _Look | None = None
         self._after: _Look | None = None
+        self._task: tuple[Path | None, str | None] = (None, None)
 
     def files(self) -> Snapshot | None:
         """The work folder's files; akira's own folders are skipped when it is the workspace."""
@@ -61,10 +62,14 @@ class Witness:
         plane, files = self.control.snapshot(), self.files()
         self._after = _Look(time.monotonic(), self.runner.commands, files, plane)
         control, workdir = self.control, self.workdir
-        task = control.task_path()
-        ticked = os.path.relpath(task, workdir) if task is not None else None  # akira's own ticks
+        ticked = self._relative(control.task_path())  # akira's own ticks: no evidence
         work = [f for f in changed(before.files, files) if f != ticked and not control.covers(workdir / f)]
         return ControlPlane.changed(before.plane, plane), work
+
+    def _relative(self, task: Path | None) -> str | None:
+        if task != self._task[0]:
+            self._task = (task, os.path.relpath(task, self.workdir) if task is not None else None)
+        return self._task[1]
 
     def forget(self) -> None:
         """The loop stopped, or akira wrote where the agent's files are looked at."""

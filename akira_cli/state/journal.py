@@ -136,19 +136,17 @@ def _text(line: Line) -> str:
 def _new_lines(state: LoopState) -> Iterator[Line]:
     history = state.history
     start = history.completed_sealed
-    for n, step in enumerate(state.completed_steps, start):
-        if n >= history.completed_journaled:
-            yield ("completed", n, step)
+    for n in range(max(start, history.completed_journaled), start + len(state.completed_steps)):
+        yield ("completed", n, state.completed_steps[n - start])
     history.completed_journaled = start + len(state.completed_steps)
     start = history.failed_dropped
-    for n, failed in enumerate(state.failed_steps, start):
-        if n >= history.failed_journaled:
-            yield ("failed", n, failed)
+    for n in range(max(start, history.failed_journaled), start + len(state.failed_steps)):
+        yield ("failed", n, state.failed_steps[n - start])
     history.failed_journaled = start + len(state.failed_steps)
     start = history.reflections_dropped
-    for n, reflection in enumerate(state.reflections, start):
-        if n >= history.reflections_journaled:
-            yield json.dumps({"kind": "reflection", "n": n, "id": reflection}, separators=(",", ":"))
+    for n in range(max(start, history.reflections_journaled), start + len(state.reflections)):
+        line = {"kind": "reflection", "n": n, "id": state.reflections[n - start]}
+        yield json.dumps(line, separators=(",", ":"))
     history.reflections_journaled = start + len(state.reflections)
     for record in state.steps.values():
         new = min(record.attempts_total - record.journaled, len(record.attempts))

@@ -48,7 +48,7 @@ class TaskSource:
         if key == self._key and self._task is not None:
             if stat.st_mtime_ns < self._seen - RACY_NS:
                 return self._task
-            data = read_task_bytes(path)
+            data = _same_size(path, stat.st_size) or read_task_bytes(path)
             if self._data is not None and self._data == data:
                 self._seen = time.time_ns()
                 return self._task
@@ -75,6 +75,20 @@ class TaskSource:
             time.time_ns(),
         )
         return task
+
+
+def _same_size(path: Path, size: int) -> bytes | None:
+    """The file's bytes in one read (a file object costs four syscalls more), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def is_done(
