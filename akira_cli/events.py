@@ -124,6 +124,20 @@ class EventBus:
         return event
 
 
+GATHERED = frozenset(
+    {
+        EventType.POST_ACTION_REFLECTION,
+        EventType.REFLECTION_LOOP_COMPLETED,
+        EventType.METRICS,
+        EventType.STEP_COMPLETED,
+        EventType.ITERATION_STARTED,
+        EventType.STEP_STARTED,
+    }
+)
+"""The loop's bookkeeping between two attempts: the next attempt's start, or the stop, follows
+within milliseconds, and writes them with it in one write."""
+
+
 class JsonlLog:
     """Appends events to `.state/logs/<id>.jsonl`, one object per line."""
 
@@ -131,12 +145,23 @@ class JsonlLog:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lines: list[bytes] = []
 
     def __call__(self, event: Event) -> None:
-        os.write(self._fd, redact_bytes((event.model_dump_json() + "\n").encode()))
+        self._lines.append(redact_bytes((event.model_dump_json() + "\n").encode()))
+        if event.type not in GATHERED:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._lines:
+            data, self._lines = b"".join(self._lines), []
+            os.write(self._fd, data)
 
     def close(self) -> None:
-        os.close(self._fd)
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
 
 
 def read_events(path: Path) -> Iterator[Event]:

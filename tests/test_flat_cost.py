@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from conftest import Akira
@@ -38,3 +39,39 @@ def test_a_start_parses_the_task_file_once(akira: Akira, monkeypatch: pytest.Mon
     akira.write_task("once", "- [ ] 1. one\n  - Run: `true`\n- [ ] 2. two\n  - Run: `true`\n")
     assert akira.run("loop", "start", "--task", "Specs/once/tasks.md").code == 0
     assert len(parsed) == 1
+
+
+def test_the_bookkeeping_between_attempts_reaches_the_log_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events the loop emits between two attempts are written with the next attempt's start
+    (or the stop, or the end of the run), in order; every other event at once."""
+    import os
+
+    from akira_cli.events import EventBus, EventType, JsonlLog, read_events
+
+    log_path = tmp_path / "log.jsonl"
+    log = JsonlLog(log_path)
+    writes: list[int] = []
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: (writes.append(fd), real_write(fd, data))[1])
+    bus = EventBus("task_20260101_000000")
+    bus.subscribe(log)
+    for kind in (EventType.METRICS, EventType.STEP_COMPLETED, EventType.ITERATION_STARTED):
+        bus.emit(kind, "1")
+    assert writes == [] and not log_path.read_text()
+    bus.emit(EventType.ATTEMPT_STARTED, "2")
+    assert len(writes) == 1
+    bus.emit(EventType.WARNING, message="at once")
+    bus.emit(EventType.STEP_COMPLETED, "2")
+    assert len(writes) == 2
+    log.close()  # the end of a run writes what waits
+    kinds = [event.type for event in read_events(log_path)]
+    assert kinds == [
+        "metrics",
+        "step_completed",
+        "iteration_started",
+        "attempt_started",
+        "warning",
+        "step_completed",
+    ]
