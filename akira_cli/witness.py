@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from akira_cli.changes import AKIRA_AREAS, Snapshot, changed, snapshot
+from akira_cli.changes import AKIRA_AREAS, Snapshot, Walker, changed, snapshot
 from akira_cli.control_plane import AKIRAS, ControlPlane, Fingerprint
 from akira_cli.runner import CommandRunner
 
@@ -38,10 +38,12 @@ class Witness:
         self._before: _Look | None = None
         self._after: _Look | None = None
         self._task: tuple[Path | None, str | None] = (None, None)
+        self._walker = Walker()
 
     def files(self) -> Snapshot | None:
         """The work folder's files; akira's own folders are skipped when it is the workspace."""
-        return snapshot(self.workdir, AKIRA_AREAS if self.workdir == self.root else frozenset())
+        skip = AKIRA_AREAS if self.workdir == self.root else frozenset()
+        return snapshot(self.workdir, skip, self._walker)
 
     def before(self) -> None:
         """Looks at both just before the agent runs."""

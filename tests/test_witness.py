@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
+from akira_cli.changes import Walker, walk_snapshot
 from akira_cli.control_plane import ControlPlane
 from akira_cli.runner import CommandRunner
 from akira_cli.witness import Witness
@@ -90,3 +93,54 @@ def test_files_written_by_a_step_s_checks_are_no_step_s_evidence(akira: Akira) -
     state = akira.state()
     changed = {n: state.steps[n].attempts[0].files_changed for n in ("1", "2", "3")}
     assert changed == {"1": ["source.txt"], "2": [], "3": ["more.txt"]}
+
+
+def old(path: Path, seconds: float = 5.0) -> None:
+    """Gives a folder (or file) a modification time well in the past."""
+    when = time.time() - seconds
+    os.utime(path, (when, when))
+
+
+def test_a_remembering_walk_sees_every_change_a_fresh_walk_sees(tmp_path: Path) -> None:
+    """Folders unchanged since a listing are not listed again; every kind of change still shows,
+    the same as in a walk from scratch."""
+    tree = tmp_path / "work"
+    (tree / "src" / "deep").mkdir(parents=True)
+    (tree / "src" / "a.py").write_text("a")
+    (tree / "src" / "deep" / "b.py").write_text("b")
+    for folder in (tree, tree / "src", tree / "src" / "deep"):
+        old(folder)
+    walker = Walker()
+    assert walker.walk(tree) == walk_snapshot(tree)
+
+    def same() -> None:
+        assert walker.walk(tree) == walk_snapshot(tree)
+
+    (tree / "src" / "a.py").write_text("a, edited in place")  # its folder's time does not move
+    same()
+    (tree / "src" / "deep" / "c.py").write_text("new")
+    same()
+    (tree / "src" / "deep" / "b.py").unlink()
+    same()
+    os.rename(tree / "src" / "a.py", tree / "src" / "renamed.py")
+    same()
+    (tree / "src" / "deep").rename(tree / "moved")
+    same()
+    (tree / "src" / "new" / "inner").mkdir(parents=True)
+    (tree / "src" / "new" / "inner" / "d.py").write_text("d")
+    same()
+    assert "src/new/inner/d.py" in walker.walk(tree)  # type: ignore[operator]
+
+
+def test_a_folder_listed_in_the_tick_of_its_last_change_is_listed_again(tmp_path: Path) -> None:
+    """An entry added in the same timestamp tick as a listing leaves the folder's time as it
+    was: such a folder is listed every time until its time is well before a listing."""
+    tree = tmp_path / "work"
+    tree.mkdir()
+    walker = Walker()
+    (tree / "a.txt").write_text("a")
+    assert walker.walk(tree) == {"a.txt": walk_snapshot(tree)["a.txt"]}  # type: ignore[index]
+    stamp = tree.stat().st_mtime_ns
+    (tree / "b.txt").write_text("b")
+    os.utime(tree, ns=(stamp, stamp))  # as if b.txt had come within the same tick
+    assert set(walker.walk(tree) or {}) == {"a.txt", "b.txt"}
