@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -331,9 +330,19 @@ def test_parse_text_accepts_str(tmp_path: Path) -> None:
     assert step(plan, "2").box_offset == len("- [ ] 1. Café\n".encode()) + 3
 
 
-def test_five_hundred_steps_parse_fast(tmp_path: Path) -> None:
+def test_five_hundred_steps_parse_whole(tmp_path: Path) -> None:
+    """How fast is `benchmarks/parse_speed.py`'s to say (a timed assertion fails on a loaded
+    machine); this checks that a large Kiro-style file is read whole."""
+    data = big_plan(100)
+    plan = parse_task_text(data, tmp_path / "t.md")
+    assert len(plan.steps) == 500 and plan.warnings == []
+    last = step(plan, "100.4")
+    assert last.parent_id == "100" and last.ticked and last.verify == ["pytest -q tests/test_100_4.py"]
+
+
+def big_plan(tops: int) -> bytes:
     lines = ["# Implementation Plan", ""]
-    for top in range(1, 101):
+    for top in range(1, tops + 1):
         lines.append(f"- [ ] {top}. Top-level task {top}")
         for sub in range(1, 5):
             lines += [
@@ -343,16 +352,7 @@ def test_five_hundred_steps_parse_fast(tmp_path: Path) -> None:
                 f"    - _Requirements: 1.{sub}, 2.{sub}_",
                 "",
             ]
-    data = "\n".join(lines).encode()
-    best = min(_time_parse(data, tmp_path) for _ in range(5))
-    assert len(parse_task_text(data, tmp_path / "t.md").steps) == 500
-    assert best < 0.025  # about 4 ms on a 2-core CI box; generous to avoid flakiness
-
-
-def _time_parse(data: bytes, tmp_path: Path) -> float:
-    start = time.perf_counter()
-    parse_task_text(data, tmp_path / "t.md")
-    return time.perf_counter() - start
+    return "\n".join(lines).encode()
 
 
 # --- errors ------------------------------------------------------------------------------------
