@@ -75,3 +75,24 @@ def test_the_bookkeeping_between_attempts_reaches_the_log_in_one_write(
         "warning",
         "step_completed",
     ]
+
+
+def test_a_task_file_edited_after_the_start_read_it_is_read_again(tmp_path: Path) -> None:
+    """The start hands its parse to the loop; an edit made in between (the project checks may
+    run for minutes first) must not be hidden behind it."""
+    import os
+
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.source import TaskSource
+
+    path = tmp_path / "tasks.md"
+    first = b"- [ ] 1. one\n  - Run: `true`\n"
+    path.write_bytes(first)
+    task = parse_task_text(first, path)
+    path.write_bytes(b"- [ ] 1. two\n  - Run: `true`\n")  # same size, edited meanwhile
+    long_ago = path.stat().st_mtime_ns - 10**10
+    os.utime(path, ns=(long_ago, long_ago))  # and no longer racily clean
+    source = TaskSource.seeded(path, first, task)
+    assert [s.title for s in source.load(path).steps] == ["two"]
+    parsed = parse_task_text(path.read_bytes(), path)
+    assert TaskSource.seeded(path, path.read_bytes(), parsed).load(path) is parsed  # not parsed again

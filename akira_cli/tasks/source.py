@@ -34,12 +34,15 @@ class TaskSource:
 
     @classmethod
     def seeded(cls, path: Path, data: bytes, task: TaskFile) -> TaskSource:
-        """A source that already holds `task`, parsed from `data` just read from `path` (the
-        start's own check of the file), so that the loop does not parse it again."""
+        """A source that already holds `task`, parsed from `data` read from `path` (the start's
+        own check of the file), so that the loop does not parse it again; unless the file
+        changed since (a start may run the project checks first): then it is read anew."""
         source = cls()
+        seen = time.time_ns()
         stat = path.stat()
-        source._task, source._data = task, bytearray(data)
-        source._key, source._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), time.time_ns()
+        if _same_size(path, stat.st_size) == data:  # after the stat: a later edit moves its time
+            source._task, source._data = task, bytearray(data)
+            source._key, source._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), seen
         return source
 
     def load(self, path: Path) -> TaskFile:
