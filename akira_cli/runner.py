@@ -79,8 +79,8 @@ class CommandRunner:
         self.ledger = ledger
         """Where the running groups are listed, so that a later run can kill what a crash left."""
         self.on_start = on_start
-        """Called once each command has started: a wait that can wait until then (a pending
-        fsync) is done while the command runs, not before it starts."""
+        """Called once each command has started: what need not come before it (a pending
+        fsync) is done while it runs."""
         self.commands = 0
         """How many commands this runner has started."""
         self.bash = shutil.which("bash") or "bash"
