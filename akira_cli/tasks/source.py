@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+from akira_cli.fileio import read_bounded
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import parse_task_text, read_task_bytes
 from akira_cli.tasks.writeback import set_box
@@ -81,17 +82,12 @@ class TaskSource:
 
 
 def _same_size(path: Path, size: int) -> bytes | None:
-    """The file's bytes in one read (a file object costs four syscalls more), or None."""
+    """The file's bytes in one read (a file object costs four syscalls more), or None when it
+    cannot be read that way (then `read_task_bytes` says why)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        return read_bounded(path, size + 1)
     except OSError:
         return None
-    try:
-        return os.read(fd, size + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def is_done(
