@@ -18,19 +18,26 @@ import time
 from pathlib import Path
 
 
-def start_time(pid: int) -> str:
-    """The process's start time in clock ticks since boot, or '' where /proc has none."""
+def stat_fields(pid: int) -> list[bytes]:
+    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...), or [] when
+    there is no such process or no /proc."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
-        return ""
+        return []
     try:
         data = os.read(fd, 4096)
     except OSError:
-        return ""
+        return []
     finally:
         os.close(fd)
-    return data.rsplit(b")", 1)[-1].split()[19].decode()
+    return data.rsplit(b")", 1)[-1].split()
+
+
+def start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot, or '' where /proc has none."""
+    fields = stat_fields(pid)
+    return fields[19].decode() if len(fields) > 19 else ""
 
 
 _BOOT_CLOCK = getattr(time, "CLOCK_BOOTTIME", None)
@@ -188,9 +195,8 @@ def ancestors() -> list[int]:
     pid = os.getppid()
     while pid > 1 and len(found) < 64:
         found.append(pid)
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                pid = int(handle.read().rsplit(b")", 1)[-1].split()[1])
-        except (OSError, ValueError, IndexError):
+        fields = stat_fields(pid)
+        if len(fields) < 2 or not fields[1].isdigit():
             break
+        pid = int(fields[1])
     return found
