@@ -19,23 +19,9 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository on sys.path)
 
 from akira_cli.tasks.parser import parse_task_text
+from akira_cli.testing.plans import kiro_plan
 
 TARGET_MS = 25.0
-
-
-def plan(tops: int) -> bytes:
-    lines = ["# Implementation Plan", ""]
-    for top in range(1, tops + 1):
-        lines.append(f"- [ ] {top}. Top-level task {top}")
-        for sub in range(1, 5):
-            lines += [
-                f"  - [x] {top}.{sub} Sub-task {sub}",
-                "    - Implement it carefully",
-                f"    - Verify: `pytest -q tests/test_{top}_{sub}.py`",
-                f"    - _Requirements: 1.{sub}, 2.{sub}_",
-                "",
-            ]
-    return "\n".join(lines).encode()
 
 
 def times(data: bytes, repeat: int) -> list[float]:
@@ -51,7 +37,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
-    small, large = times(plan(100), args.repeat), times(plan(1000), args.repeat)
+    small, large = times(kiro_plan(100), args.repeat), times(kiro_plan(1000), args.repeat)
     print(f"task file parse, {args.repeat} runs each")
     for label, found in (("500 steps", small), ("5,000 steps", large)):
         best, middle = 1000 * min(found), 1000 * statistics.median(found)

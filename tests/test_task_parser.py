@@ -9,6 +9,7 @@ import pytest
 from akira_cli.errors import AkiraError
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError, parse_task_file, parse_task_text
+from akira_cli.testing.plans import kiro_plan
 
 DATA = Path(__file__).parent / "data" / "tasks"
 
@@ -333,26 +334,11 @@ def test_parse_text_accepts_str(tmp_path: Path) -> None:
 def test_five_hundred_steps_parse_whole(tmp_path: Path) -> None:
     """How fast is `benchmarks/parse_speed.py`'s to say (a timed assertion fails on a loaded
     machine); this checks that a large Kiro-style file is read whole."""
-    data = big_plan(100)
+    data = kiro_plan(100)
     plan = parse_task_text(data, tmp_path / "t.md")
     assert len(plan.steps) == 500 and plan.warnings == []
     last = step(plan, "100.4")
     assert last.parent_id == "100" and last.ticked and last.verify == ["pytest -q tests/test_100_4.py"]
-
-
-def big_plan(tops: int) -> bytes:
-    lines = ["# Implementation Plan", ""]
-    for top in range(1, tops + 1):
-        lines.append(f"- [ ] {top}. Top-level task {top}")
-        for sub in range(1, 5):
-            lines += [
-                f"  - [x] {top}.{sub} Sub-task {sub}",
-                "    - Implement it carefully",
-                f"    - Verify: `pytest -q tests/test_{top}_{sub}.py`",
-                f"    - _Requirements: 1.{sub}, 2.{sub}_",
-                "",
-            ]
-    return "\n".join(lines).encode()
 
 
 # --- errors ------------------------------------------------------------------------------------
