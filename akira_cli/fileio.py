@@ -12,11 +12,14 @@ from pathlib import Path
 from akira_cli.redaction import redact_bytes
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked.
-    `durable=False` skips both fsyncs: still all or nothing for every reader, but a power cut
-    may leave the previous version (for copies and reports that are rewritten anyway)."""
-    data = redact_bytes(data)
+def atomic_write(path: Path, data: bytes, *, durable: bool = True, masked: bool = False) -> None:
+    """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked
+    (unless the caller did it: `masked`). `durable=False` skips both fsyncs: still all or
+    nothing for every reader and after a kill -9, but a power cut may leave the previous version
+    (for copies and reports that are rewritten anyway, and for state files, whose save log
+    `state.savelog` is durable)."""
+    if not masked:
+        data = redact_bytes(data)
     # One writer per process and thread: a name of its own, without mkstemp's retries.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:

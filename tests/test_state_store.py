@@ -52,7 +52,8 @@ def test_save_is_atomic_and_loadable(tmp_path: Path) -> None:
     store.save(state)
     assert store.load(state.task_id) == state
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == [f"autonomous_loop_{state.task_id}.json", "history"]  # history: the journal
+    # history: the journal; .wal: the save log that makes each save durable
+    assert names == [f"autonomous_loop_{state.task_id}.{ext}" for ext in ("json", "wal")] + ["history"]
 
 
 def test_backups_keep_the_last_five(tmp_path: Path) -> None:

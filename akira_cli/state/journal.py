@@ -3,7 +3,8 @@
 The state file (schema 2) keeps counters and the last few of everything; each save first
 appends what is new since the last save to the journal (attempts, completed steps, failures,
 reflection ids), one JSON object per line, in one `write` and without fsync: a `kill -9` does
-not lose the page cache, and the state file, written durably right after, is the truth.
+not lose the page cache, and the state file, saved right after (and made durable by its save
+log, `state.savelog`), is the truth.
 
 Completed steps are the ledger, so they leave the state file only once they are durable here:
 a save that trims them first appends them as one `sealed` batch and fsyncs the journal. A load

@@ -278,6 +278,8 @@ class LoopState(Model):
     status: Status = "running"
     started_at: str = Field(default_factory=utcnow)
     updated_at: str = Field(default_factory=utcnow)
+    saves: int = 0
+    """Counts the saves; the save log (`state.savelog`) numbers its records with it."""
     iteration: int = 0
     max_iterations: int = 100
     consecutive_failures: int = 0

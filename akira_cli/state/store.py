@@ -16,6 +16,8 @@ from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write, fsync_dir
 from akira_cli.orphans import alive, start_time
+from akira_cli.redaction import redact_bytes
+from akira_cli.state import savelog
 from akira_cli.state.journal import History, Journal, read_history
 from akira_cli.state.models import CompletedStep, LoopState
 
@@ -90,6 +92,7 @@ class StateStore:
         self.history_dir = state_dir / "history"
         self._encoded: dict[tuple[str, str], tuple[tuple[object, ...], str]] = {}
         self._journals: dict[str, Journal] = {}
+        self._logs: dict[str, savelog.SaveLog] = {}
 
     def path(self, task_id: str) -> Path:
         return self.dir / f"{PREFIX}{task_id}.json"
@@ -117,16 +120,28 @@ class StateStore:
     def journal_path(self, task_id: str) -> Path:
         return self.history_dir / f"{task_id}.jsonl"
 
+    def log_path(self, task_id: str) -> Path:
+        return self.dir / f"{PREFIX}{task_id}.wal"
+
     def save(self, state: LoopState, *, defer_seal: bool = False) -> None:
         """The journal gets what is new (no fsync unless completed steps leave the state file;
         with `defer_seal`, that fsync waits for `sync_journals`), then the bounded state file
-        is replaced durably: one fsync'd write per iteration."""
+        is replaced atomically and its bytes made durable in the save log: one fdatasync per
+        iteration. The state file is fsynced itself on its first save by this process and on
+        every save whose status is not `running` (see `state.savelog`)."""
         state.updated_at = utcnow()
+        state.saves += 1
         journal = self._journals.get(state.task_id)
         if journal is None:
             journal = self._journals[state.task_id] = Journal(self.journal_path(state.task_id))
         journal.record(state, defer=defer_seal)
-        atomic_write(self.path(state.task_id), self.encode(state))
+        data = redact_bytes(self.encode(state))
+        log = self._logs.get(state.task_id)
+        durable = log is None or state.status != "running"
+        if log is None:
+            log = self._logs[state.task_id] = savelog.SaveLog(self.log_path(state.task_id))
+        atomic_write(self.path(state.task_id), data, durable=durable, masked=True)
+        log.write(state.saves, data)
 
     def sync_journals(self) -> None:
         """Makes the journals' pending `sealed` batches durable (see `Journal.record`)."""
@@ -190,6 +205,7 @@ class StateStore:
             else:
                 fix = "there is no backup of it; start the task again with 'akira loop start --task'"
             raise AkiraError(f"{path}: corrupt state file ({reason}); moved to {moved}; {fix}") from None
+        state = _newer_save(path, state)
         sealed = state.history.completed_sealed
         if sealed:  # the ledger: completed steps that live only in the journal
             ids = self.history(state, frozenset({"sealed"})).sealed_ids(sealed)
@@ -197,9 +213,13 @@ class StateStore:
         return state
 
     def quarantine(self, path: Path) -> Path:
+        """Moves a corrupt state file (and its save log, so that a backup a person restores
+        is what the next load reads) to `.state/corrupt/`."""
         self.corrupt_dir.mkdir(parents=True, exist_ok=True)
         target = self.corrupt_dir / f"{path.stem}.{utcnow().replace(':', '')}.json"
         os.replace(path, target)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path.with_suffix(".wal"), target.with_suffix(".wal"))
         return target
 
     def backup(self, state: LoopState) -> Path:
@@ -217,6 +237,8 @@ class StateStore:
         target = self.archived_path(state.task_id)
         os.replace(self.path(state.task_id), target)
         fsync_dir(self.dir)
+        log = self._logs.pop(state.task_id, None) or savelog.SaveLog(self.log_path(state.task_id))
+        log.remove()  # the archived state file is durable on its own
         return target
 
     def task_ids(self) -> list[str]:
@@ -235,6 +257,19 @@ class StateStore:
                 yield path, LoopState.model_validate_json(path.read_bytes())
             except (ValidationError, ValueError, OSError):
                 yield path, None
+
+
+def _newer_save(path: Path, state: LoopState) -> LoopState:
+    """The save log's newest record instead of the state file when it is a later save of the
+    same loop: a power cut took the state file's last replacement, the log kept it."""
+    newer = savelog.latest(path.with_suffix(".wal"))
+    if newer is None or newer[0] <= state.saves:
+        return state
+    try:
+        logged = LoopState.model_validate_json(newer[1])
+    except (ValidationError, ValueError, UnicodeDecodeError):
+        return state
+    return logged if logged.task_id == state.task_id and logged.saves == newer[0] else state
 
 
 def _first_error(exc: Exception) -> str:

@@ -1,0 +1,124 @@
+"""The save log `.state/autonomous_loop_<id>.wal`: one fdatasync makes a save durable.
+
+Every save replaces the state file atomically (temp file, `os.replace`), so every reader sees
+one save whole, and a `kill -9` loses nothing: the page cache outlives the process. What a power
+cut could still take is the replacement itself, so between status changes the state file is
+not fsynced; the same bytes go to this log instead, which survives it:
+
+- two slots of a fixed size, written in turn in place (`pwrite`, then `fdatasync`): no size or
+  name changes, so there is no metadata to commit, and the fsync of a temp file and of its
+  folder (two journal commits on ext4) become one data write;
+- each slot has a header (magic, save number, length, CRC32): a torn write can only damage the
+  slot being written, never the other one, which holds the save before it;
+- a load takes the valid slot with the highest save number; when it is newer than the state
+  file (a power cut came before the state file reached the disk), the load uses it.
+
+A state file that is saved when its status changes (start, pause, stop, completion) is also
+written durably on its own, as SPEC 11 describes; the log covers the saves in between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import zlib
+from pathlib import Path
+
+from akira_cli.fileio import atomic_write, fsync_dir
+
+HEADER = struct.Struct("<4sQII")  # magic, save number, payload length, CRC32
+MAGIC = b"AKS1"
+SLOT = 64 * 1024
+MAX_SLOT = 64 * 1024 * 1024
+
+
+def _crc(seq: int, data: bytes) -> int:
+    return zlib.crc32(data, zlib.crc32(struct.pack("<QI", seq, len(data))))
+
+
+def latest(path: Path) -> tuple[int, bytes] | None:
+    """The save number and bytes of the newest whole record in the log at `path`, or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        slot = size // 2
+        if slot < HEADER.size or slot > MAX_SLOT:
+            return None
+        best: tuple[int, bytes] | None = None
+        for index in (0, 1):
+            raw = os.pread(fd, slot, index * slot)
+            if len(raw) < HEADER.size:
+                continue
+            magic, seq, length, crc = HEADER.unpack_from(raw)
+            data = raw[HEADER.size : HEADER.size + length]
+            if magic != MAGIC or len(data) != length or _crc(seq, data) != crc:
+                continue
+            if best is None or seq > best[0]:
+                best = (seq, data)
+        return best
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+class SaveLog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._slot = 0
+
+    def write(self, seq: int, data: bytes) -> None:
+        """Save number `seq` made durable: its record in slot `seq % 2`, then fdatasync. Saves
+        are numbered one by one, so the other slot keeps the save before it."""
+        record = HEADER.pack(MAGIC, seq, len(data), _crc(seq, data)) + data
+        fd = self._open()
+        if len(record) > self._slot:
+            self._grow(seq, record)
+            return
+        os.pwrite(fd, record, (seq % 2) * self._slot)
+        os.fdatasync(fd)
+
+    def _open(self) -> int:
+        if self._fd is None:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            size = os.fstat(fd).st_size
+            if size < 2 * SLOT or size % 2:  # new (or not one of ours): empty slots
+                os.ftruncate(fd, 2 * SLOT)
+                os.fsync(fd)
+                fsync_dir(self.path.parent)
+                size = 2 * SLOT
+            self._fd, self._slot = fd, size // 2
+        return self._fd
+
+    def _grow(self, seq: int, record: bytes) -> None:
+        """A record over the slot size: the log is replaced, durably, by one with larger slots
+        that holds only this record (the state is bounded, so this is rare)."""
+        slot = self._slot
+        while slot < len(record):
+            slot *= 2
+        if slot > MAX_SLOT:
+            raise OSError(27, "state too large for its save log", str(self.path))  # EFBIG
+        image = bytearray(2 * slot)
+        image[(seq % 2) * slot : (seq % 2) * slot + len(record)] = record
+        self.close()
+        atomic_write(self.path, bytes(image), masked=True)
+        self._open()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def remove(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)

@@ -1,0 +1,170 @@
+"""The save log: one fdatasync per save, and what it gives back after a power cut.
+
+A power cut cannot be made in a test; what it leaves can. The state file's last replacement was
+never fsynced, so the disk may hold an older save (or a torn slot in the log): those files are
+built here by hand, and the load must find the newest whole save.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from akira_cli.errors import AkiraError
+from akira_cli.state import savelog
+from akira_cli.state.models import Attempt, LoopState
+from akira_cli.state.store import StateStore
+
+TASK = "task_20260101_000000"
+
+
+def new_state() -> LoopState:
+    return LoopState(task_id=TASK, task_path="/w/Specs/x/tasks.md")
+
+
+def advance(state: LoopState, n: int) -> None:
+    state.iteration = n
+    state.record(str(n), f"step {n}").add(Attempt(step_id=str(n), number=1, iteration=n, approach="Run"))
+
+
+def test_the_newest_whole_record_wins_and_a_torn_slot_falls_back(tmp_path: Path) -> None:
+    log = savelog.SaveLog(tmp_path / "x.wal")
+    for seq in range(1, 6):
+        log.write(seq, f"save {seq}".encode())
+    assert savelog.latest(log.path) == (5, b"save 5")
+    # a power cut in the middle of save 6's write: its slot (the one save 4 was in) is torn
+    slot = os.path.getsize(log.path) // 2
+    log.write(6, b"save 6 " + b"x" * 100)
+    with open(log.path, "r+b") as handle:
+        handle.seek(0 * slot + savelog.HEADER.size + 50)
+        handle.write(b"\0" * 20)
+    assert savelog.latest(log.path) == (5, b"save 5")
+    assert savelog.latest(tmp_path / "missing.wal") is None
+    (tmp_path / "junk.wal").write_bytes(b"not a log")
+    assert savelog.latest(tmp_path / "junk.wal") is None
+
+
+def test_a_record_over_the_slot_size_grows_the_log(tmp_path: Path) -> None:
+    log = savelog.SaveLog(tmp_path / "x.wal")
+    log.write(1, b"small")
+    big = os.urandom(savelog.SLOT + 10)
+    log.write(2, big)
+    assert os.path.getsize(log.path) >= 4 * savelog.SLOT
+    assert savelog.latest(log.path) == (2, big)
+    log.write(3, b"after")  # the other slot of the grown log; save 2 stays
+    assert savelog.latest(log.path) == (3, b"after")
+    log.close()
+    reopened = savelog.SaveLog(log.path)
+    reopened.write(4, b"again")
+    assert savelog.latest(log.path) == (4, b"again")
+
+
+def test_a_lost_state_file_replacement_is_taken_from_the_log(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = new_state()
+    advance(state, 1)
+    store.save(state)
+    on_disk = tmp_path / "older.json"
+    shutil.copy(store.path(TASK), on_disk)  # what a power cut may leave: the earlier save
+    advance(state, 2)
+    store.save(state)
+    os.replace(on_disk, store.path(TASK))
+
+    loaded = StateStore(tmp_path).load(TASK)
+    assert loaded.iteration == 2 and loaded.saves == state.saves == 2
+    assert set(loaded.steps) == {"1", "2"}
+
+
+def test_the_log_never_overrides_a_newer_state_file_or_another_loop(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = new_state()
+    for n in (1, 2, 3):
+        advance(state, n)
+        store.save(state)
+    log = store.log_path(TASK)
+    # a kill -9 between the state file's replacement and the log's write: the state file is newer
+    savelog.SaveLog(log).write(2, b"{}")
+    assert StateStore(tmp_path).load(TASK).iteration == 3
+    # a newer record of another loop (a copied .wal) is not this loop's save
+    other = LoopState(task_id="task_20260101_000001", task_path="/w/Specs/x/tasks.md", saves=9)
+    savelog.SaveLog(log).write(9, other.model_dump_json().encode())
+    assert StateStore(tmp_path).load(TASK).task_id == TASK
+
+
+def test_saves_while_running_sync_the_log_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One fdatasync per save in between; the state file itself is fsynced on the first save
+    and whenever the status is not `running` (SPEC 11: temp file, fsync, replace, folder fsync)."""
+    calls: list[str] = []
+    real_fsync, real_fdatasync = os.fsync, os.fdatasync
+
+    def fsync(fd: int) -> None:
+        calls.append("fsync")
+        real_fsync(fd)
+
+    def fdatasync(fd: int) -> None:
+        calls.append(f"fdatasync {os.readlink(f'/proc/self/fd/{fd}')}")
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    store = StateStore(tmp_path)
+    state = new_state()
+    store.save(state)
+    assert "fsync" in calls  # the first save: state file (and the new log) durable
+    for n in range(1, 4):
+        calls.clear()
+        advance(state, n)
+        store.save(state)
+        assert calls == [f"fdatasync {store.log_path(TASK)}"]
+    calls.clear()
+    state.status = "paused"
+    store.save(state)
+    assert calls.count("fsync") == 2  # the temp file, then the folder
+
+
+def test_quarantine_takes_the_log_along_so_a_restored_backup_is_read(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = new_state()
+    advance(state, 1)
+    store.save(state)
+    backup = store.backup(state)
+    advance(state, 2)
+    store.save(state)
+    store.path(TASK).write_text('{"task_id": ')
+    with pytest.raises(AkiraError, match="corrupt state file"):
+        StateStore(tmp_path).load(TASK)
+    assert not store.log_path(TASK).exists()
+    assert sorted(p.suffix for p in store.corrupt_dir.iterdir()) == [".json", ".wal"]
+    shutil.copy(backup, store.path(TASK))  # the fix the message prints
+    assert StateStore(tmp_path).load(TASK).iteration == 1
+
+
+def test_archive_removes_the_log_and_old_state_files_still_load(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    state = new_state()
+    store.save(state)
+    assert store.log_path(TASK).exists()
+    state.status = "completed"
+    store.archive(state)
+    assert not store.log_path(TASK).exists()
+    assert StateStore(tmp_path).load(TASK).status == "completed"
+
+    old = new_state().model_dump(exclude={"saves"}) | {"task_id": "task_20260101_000002"}
+    path = tmp_path / "autonomous_loop_task_20260101_000002.json"
+    path.write_text(json.dumps(old))  # written before saves were counted
+    assert StateStore(tmp_path).load("task_20260101_000002").saves == 0
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_fds() -> Iterator[None]:
+    before = len(os.listdir("/proc/self/fd"))
+    yield
+    import gc
+
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= before
