@@ -102,17 +102,15 @@ class ChildLedger:
             self._write()
 
     def _write(self) -> None:
-        """Rewritten in place, new text first and the length after: whenever a `kill -9` lands,
-        the file lists every running group (a removed one may linger a moment; it is dead)."""
+        """Rewritten in place by one write, padded with spaces to the file's length: whenever a
+        `kill -9` lands, the file lists every running group. It never shrinks: a truncate is a
+        journaled metadata change, twice per command."""
         data = "".join(f"{pgid} {started}\n" for pgid, started in self._groups.items()).encode()
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             self._size = os.fstat(self._fd).st_size
-        if data:
-            os.pwrite(self._fd, data, 0)
-        if len(data) < self._size:
-            os.ftruncate(self._fd, len(data))
-        self._size = len(data)
+        os.pwrite(self._fd, data.ljust(self._size), 0)
+        self._size = max(self._size, len(data))
 
     def close(self) -> None:
         """At the end of a run: nothing runs any more, so the file goes."""
