@@ -73,7 +73,10 @@ class StepEngine:
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         started, spent = time.monotonic(), self.state.usage.model_copy()
         self.witness.before()
+        if not agent.spawns:
+            self.runner.sync_pending()  # the start's save, durable before the agent runs
         result, retries = self.execute(agent, request)
+        self.runner.sync_pending()  # whatever ran, durable before the result is looked at
         plane_changed, files_changed = self.witness.after()
         self.note_control_plane(step, plane_changed)
         self.account(record, result, agent.name, spent)

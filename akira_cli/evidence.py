@@ -77,6 +77,7 @@ class CheckpointAgent:
 
     name = "checkpoint"
     wants_prompt = False
+    spawns = False
 
     def run(self, request: AgentRequest) -> AgentResult:
         return AgentResult(True, "checkpoint", ["project checks"])

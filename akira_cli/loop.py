@@ -165,8 +165,9 @@ class AutonomousLoop:
         self.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
         if number == 1:
             self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
-        # The iteration's one durable write: the last result, and this step running.
-        self.checkpoint(defer_seal=True)
+        # The iteration's one durable write: the last result, and this step running. Its sync
+        # waits for the attempt's first command to start (see `StepEngine.attempt`).
+        self.checkpoint(defer_sync=True)
         self.book.mark(Path(self.state.task_path), step.id, "-")
 
     def tick(self, path: Path, step: Step) -> None:
@@ -178,12 +179,12 @@ class AutonomousLoop:
         self.state.elapsed_seconds += now - self._mark
         self._mark = now
 
-    def checkpoint(self, *, defer_seal: bool = False) -> None:
+    def checkpoint(self, *, defer_sync: bool = False) -> None:
         """Saves the state (see `StateStore.save`), then ticks the boxes that save completed."""
         self.account()
         self.state.metrics.total_duration_seconds = round(self.state.elapsed_seconds, 3)
         update_metrics(self.state)
-        self.store.save(self.state, defer_seal=defer_seal)
+        self.store.save(self.state, defer_sync=defer_sync)
         self.book.flush(self.tick)  # boxes are ticked once the state completing them is on disk
         settings = self.config.autonomous_loop
         if self.every(settings.backup_state_every_n_iterations):

@@ -139,6 +139,12 @@ class CommandRunner:
             command, process.returncode, text, time.monotonic() - started, timed_out, interrupted
         )
 
+    def sync_pending(self) -> None:
+        """Does what `on_start` does, for an attempt whose agent starts no command right away,
+        and after each agent's run (a no-op when a command's start did it already)."""
+        if self.on_start is not None:
+            self.on_start()
+
     def kill(self) -> None:
         """Forced stop: kill the running command's whole process group."""
         self.killed = True

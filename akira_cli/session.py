@@ -97,7 +97,7 @@ def build_loop(
         workdir,
         env={"AKIRA_TASK_ID": state.task_id, "AKIRA_WORKSPACE": str(workspace.root)},
         ledger=ChildLedger(store.children_path(state.task_id)),
-        on_start=store.sync_journals,
+        on_start=store.sync_pending,
     )
     client = llm_client(config, state, bus)
     context = AgentContext(config, workspace, runner, bus, state.task_id, client)

@@ -280,15 +280,15 @@ def test_a_deferred_seal_lets_completed_steps_go_only_once_their_batch_is_on_dis
     state = LoopState(task_id="task_20260101_000000", task_path="/w/Specs/x/tasks.md")
     for n in range(1, 2 * KEEP_ENTRIES + 1):
         state.completed_steps.append(CompletedStep(step_id=str(n), description=f"step {n}"))
-    store.save(state, defer_seal=True)
+    store.save(state, defer_sync=True)
     on_disk = json.loads(store.path(state.task_id).read_bytes())
     assert not synced and len(on_disk["completed_steps"]) == 2 * KEEP_ENTRIES
     assert on_disk["history"]["completed_sealed"] == 0
     assert read_history(store.journal_path(state.task_id)).sealed == {0: [str(n) for n in range(1, 11)]}
 
-    store.sync_journals()  # the next command's start
+    store.sync_pending()  # the next command's start
     assert len(synced) == 1
-    store.save(state, defer_seal=True)
+    store.save(state, defer_sync=True)
     on_disk = json.loads(store.path(state.task_id).read_bytes())
     assert len(synced) == 1 and on_disk["history"]["completed_sealed"] == KEEP_ENTRIES
     assert [s["step_id"] for s in on_disk["completed_steps"]] == [str(n) for n in range(11, 21)]
@@ -300,7 +300,7 @@ def test_without_a_command_in_between_the_next_save_syncs_the_batch_itself(tmp_p
     state = LoopState(task_id="task_20260101_000000", task_path="/w/Specs/x/tasks.md")
     for n in range(1, 2 * KEEP_ENTRIES + 1):
         state.completed_steps.append(CompletedStep(step_id=str(n), description=f"step {n}"))
-    store.save(state, defer_seal=True)
+    store.save(state, defer_sync=True)
     store.save(state)  # a stop, say: no command ran
     loaded = StateStore(tmp_path).load(state.task_id)
     assert loaded.history.completed_sealed == KEEP_ENTRIES and len(loaded.completed_steps) == KEEP_ENTRIES

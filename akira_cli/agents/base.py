@@ -58,6 +58,9 @@ class Agent(Protocol):
     name: str
     wants_prompt: bool
     """Whether `run` reads `request.prompt`; the engine skips building it otherwise."""
+    spawns: bool
+    """Whether `run` starts with a command: the save that starts the attempt is then made
+    durable while that command starts (`CommandRunner.on_start`), otherwise before `run`."""
 
     def run(self, request: AgentRequest) -> AgentResult: ...
 

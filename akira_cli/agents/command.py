@@ -21,6 +21,7 @@ from akira_cli.runner import CommandResult, CommandRunner, tail
 class CommandAgent:
     name = "command"
     wants_prompt = True
+    spawns = True
 
     def __init__(
         self,

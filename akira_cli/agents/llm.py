@@ -119,6 +119,7 @@ class ToolStepExecutor:
 class LLMAgent:
     name = "llm"
     wants_prompt = True
+    spawns = False
 
     def __init__(self, client: LLMClient, context: AgentContext) -> None:
         self.client = client

@@ -11,6 +11,7 @@ from akira_cli.tasks.model import Step
 class ScriptAgent:
     name = "script"
     wants_prompt = False
+    spawns = True
 
     def __init__(self, runner: CommandRunner, transient_codes: list[int]) -> None:
         self.runner = runner

@@ -13,6 +13,12 @@ not fsynced; the same bytes go to this log instead, which survives it:
 - a load takes the valid slot with the highest save number; when it is newer than the state
   file (a power cut came before the state file reached the disk), the load uses it.
 
+The save that starts an attempt defers its fdatasync to the moment the attempt's first command
+has started (`StateStore.sync_pending`, the runner's `on_start`): the disk works while the
+command starts, not before. An agent that starts no command gets it before it runs, and every
+attempt has it before its result is looked at, so a power cut in that window loses at most
+the start of the attempt that was in flight.
+
 A state file that is saved when its status changes (start, pause, stop, completion) is also
 written durably on its own, as SPEC 11 describes; the log covers the saves in between.
 """
@@ -71,17 +77,34 @@ class SaveLog:
         self.path = path
         self._fd: int | None = None
         self._slot = 0
+        self._pending = False
+        """A record is written and not yet fdatasynced (see `write`'s `defer`)."""
 
-    def write(self, seq: int, data: bytes) -> None:
-        """Save number `seq` made durable: its record in slot `seq % 2`, then fdatasync. Saves
-        are numbered one by one, so the other slot keeps the save before it."""
+    def write(self, seq: int, data: bytes, *, defer: bool = False) -> None:
+        """Save number `seq` made durable: its record in slot `seq % 2`, then fdatasync (with
+        `defer`, left to `sync`). Saves are numbered one by one, so the other slot keeps the
+        save before it."""
         record = HEADER.pack(MAGIC, seq, len(data), _crc(seq, data)) + data
         fd = self._open()
         if len(record) > self._slot:
             self._grow(seq, record)
             return
         os.pwrite(fd, record, (seq % 2) * self._slot)
-        os.fdatasync(fd)
+        self._pending = True
+        if not defer:
+            self.sync(raise_errors=True)
+
+    def sync(self, *, raise_errors: bool = False) -> None:
+        """Makes a deferred record durable. From a command's start an error is left to the next
+        save, whose own fdatasync fails the same way and says what failed."""
+        if self._pending and self._fd is not None:
+            try:
+                os.fdatasync(self._fd)
+            except OSError:
+                if raise_errors:
+                    raise
+                return
+            self._pending = False
 
     def _open(self) -> int:
         if self._fd is None:

@@ -123,30 +123,34 @@ class StateStore:
     def log_path(self, task_id: str) -> Path:
         return self.dir / f"{PREFIX}{task_id}.wal"
 
-    def save(self, state: LoopState, *, defer_seal: bool = False) -> None:
-        """The journal gets what is new (no fsync unless completed steps leave the state file;
-        with `defer_seal`, that fsync waits for `sync_journals`), then the bounded state file
-        is replaced atomically and its bytes made durable in the save log: one fdatasync per
-        iteration. The state file is fsynced itself on its first save by this process and on
-        every save whose status is not `running` (see `state.savelog`)."""
+    def save(self, state: LoopState, *, defer_sync: bool = False) -> None:
+        """The journal gets what is new (no fsync unless completed steps leave the state file),
+        then the bounded state file is replaced atomically and its bytes made durable in the
+        save log: one fdatasync per iteration. With `defer_sync` (the save that starts an
+        attempt), both syncs wait for `sync_pending`. The state file is fsynced itself on its
+        first save by this process and on every save whose status is not `running` (see
+        `state.savelog`)."""
         state.updated_at = utcnow()
         state.saves += 1
         journal = self._journals.get(state.task_id)
         if journal is None:
             journal = self._journals[state.task_id] = Journal(self.journal_path(state.task_id))
-        journal.record(state, defer=defer_seal)
+        journal.record(state, defer=defer_sync)
         data = redact_bytes(self.encode(state))
         log = self._logs.get(state.task_id)
         durable = log is None or state.status != "running"
         if log is None:
             log = self._logs[state.task_id] = savelog.SaveLog(self.log_path(state.task_id))
         atomic_write(self.path(state.task_id), data, durable=durable, masked=True)
-        log.write(state.saves, data)
+        log.write(state.saves, data, defer=defer_sync and not durable)
 
-    def sync_journals(self) -> None:
-        """Makes the journals' pending `sealed` batches durable (see `Journal.record`)."""
+    def sync_pending(self) -> None:
+        """Makes what a deferred save left durable: the journals' `sealed` batches (see
+        `Journal.record`) and the save logs' last records (see `state.savelog`)."""
         for journal in list(self._journals.values()):
             journal.sync()
+        for log in list(self._logs.values()):
+            log.sync()
 
     def history(self, state: LoopState, kinds: frozenset[str] | None = None) -> History:
         """The full history of a loop: what the journal holds (see `state.journal`)."""
