@@ -126,6 +126,7 @@ class EventBus:
 
 GATHERED = frozenset(
     {
+        EventType.EVALUATION,
         EventType.POST_ACTION_REFLECTION,
         EventType.REFLECTION_LOOP_COMPLETED,
         EventType.METRICS,
@@ -134,8 +135,9 @@ GATHERED = frozenset(
         EventType.STEP_STARTED,
     }
 )
-"""The loop's bookkeeping between two attempts: the next attempt's start, or the stop, follows
-within milliseconds, and writes them with it in one write."""
+"""The loop's bookkeeping between two attempts (from the attempt's evaluation on): the next
+attempt's start, a reflection or the stop follows within milliseconds, and writes them with it
+in one write."""
 
 
 class JsonlLog:

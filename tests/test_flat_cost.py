@@ -57,7 +57,12 @@ def test_the_bookkeeping_between_attempts_reaches_the_log_in_one_write(
     monkeypatch.setattr(os, "write", lambda fd, data: (writes.append(fd), real_write(fd, data))[1])
     bus = EventBus("task_20260101_000000")
     bus.subscribe(log)
-    for kind in (EventType.METRICS, EventType.STEP_COMPLETED, EventType.ITERATION_STARTED):
+    for kind in (
+        EventType.EVALUATION,
+        EventType.METRICS,
+        EventType.STEP_COMPLETED,
+        EventType.ITERATION_STARTED,
+    ):
         bus.emit(kind, "1")
     assert writes == [] and not log_path.read_text()
     bus.emit(EventType.ATTEMPT_STARTED, "2")
@@ -68,6 +73,7 @@ def test_the_bookkeeping_between_attempts_reaches_the_log_in_one_write(
     log.close()  # the end of a run writes what waits
     kinds = [event.type for event in read_events(log_path)]
     assert kinds == [
+        "evaluation",
         "metrics",
         "step_completed",
         "iteration_started",

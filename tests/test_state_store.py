@@ -66,6 +66,18 @@ def test_backups_keep_the_last_five(tmp_path: Path) -> None:
     assert kept == [4, 5, 6, 7, 8]
 
 
+def test_a_backup_copies_the_last_save(tmp_path: Path) -> None:
+    """The bytes the last save wrote (the loop backs up right after a save); a state this
+    store never saved is encoded."""
+    store = StateStore(tmp_path)
+    state = state_with_history()
+    assert LoopState.model_validate_json(store.backup(state).read_bytes()) == state
+    store.save(state)
+    saved = store.path(state.task_id).read_bytes()
+    state.iteration = 7
+    assert store.backup(state).read_bytes() == saved
+
+
 def test_a_corrupt_state_file_names_the_backup_to_restore(tmp_path: Path) -> None:
     store = StateStore(tmp_path)
     state = LoopState(task_id="task_20260101_000000", task_path="x")

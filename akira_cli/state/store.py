@@ -93,6 +93,8 @@ class StateStore:
         self._encoded: dict[tuple[str, str], tuple[tuple[object, ...], str]] = {}
         self._journals: dict[str, Journal] = {}
         self._logs: dict[str, savelog.SaveLog] = {}
+        self._saved: dict[str, tuple[int, bytes]] = {}
+        """Each loop's last save: its number and the bytes written (a backup copies them)."""
 
     def path(self, task_id: str) -> Path:
         return self.dir / f"{PREFIX}{task_id}.json"
@@ -143,6 +145,7 @@ class StateStore:
             log = self._logs[state.task_id] = savelog.SaveLog(self.log_path(state.task_id))
         atomic_write(self.path(state.task_id), data, durable=durable, masked=True)
         log.write(state.saves, data, defer=defer_sync and not durable)
+        self._saved[state.task_id] = (state.saves, data)
 
     def sync_pending(self) -> None:
         """Makes what a deferred save left durable: the journals' `sealed` batches (see
@@ -227,9 +230,13 @@ class StateStore:
         return target
 
     def backup(self, state: LoopState) -> Path:
+        """A copy of the state's last save (encoded anew if this store never saved it), for a
+        person to restore by hand: the state file itself is the durable one."""
         target = self.backup_dir / f"{PREFIX}{state.task_id}.{state.iteration}.json"
-        # A copy for a person to restore by hand: the state file itself is the durable one.
-        atomic_write(target, state.model_dump_json().encode(), durable=False)
+        saves, data = self._saved.get(state.task_id, (-1, b""))
+        if saves != state.saves:
+            data = redact_bytes(state.model_dump_json().encode())
+        atomic_write(target, data, durable=False, masked=True)
         old = sorted(self.backup_dir.glob(f"{PREFIX}{state.task_id}.*.json"), key=_iteration)
         for stale in old[:-KEEP_BACKUPS]:
             stale.unlink(missing_ok=True)
