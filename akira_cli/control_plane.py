@@ -74,7 +74,7 @@ class ControlPlane:
             try:
                 with os.scandir(path) as entries:
                     for entry in entries:
-                        if records_only and not entry.name.endswith((".json", ".jsonl")):
+                        if records_only and not entry.name.endswith((".json", ".jsonl", ".wal")):
                             continue
                         with contextlib.suppress(OSError):
                             info = entry.stat(follow_symlinks=False)

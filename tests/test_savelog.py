@@ -161,6 +161,34 @@ def test_archive_removes_the_log_and_old_state_files_still_load(tmp_path: Path) 
     assert StateStore(tmp_path).load("task_20260101_000002").saves == 0
 
 
+def test_a_save_that_changes_the_status_leaves_nothing_else_in_the_log(tmp_path: Path) -> None:
+    """What an agent may have forged in the other slot (a later save number, a right checksum)
+    does not outlive a pause, a stop or the completion."""
+    store = StateStore(tmp_path)
+    state = new_state()
+    store.save(state)
+    advance(state, 1)
+    store.save(state)
+    forged = state.model_copy(update={"iteration": 99, "saves": 1000})
+    savelog.SaveLog(store.log_path(TASK)).write(1000, forged.model_dump_json().encode())
+    assert StateStore(tmp_path).load(TASK).iteration == 99  # read as a power cut would leave it
+    state.status = "paused"
+    store.save(state)
+    assert savelog.latest(store.log_path(TASK)) == (state.saves, store.path(TASK).read_bytes())
+    assert StateStore(tmp_path).load(TASK).iteration == 1
+
+
+def test_an_agent_that_writes_the_save_log_is_reported(akira: Akira) -> None:
+    akira.write_task(
+        "wal",
+        "- [ ] 1. one\n  - Run: `printf junk >> .state/autonomous_loop_$AKIRA_TASK_ID.wal`\n"
+        "- [ ] 2. two\n  - Run: `true`\n",
+    )
+    assert akira.run("loop", "start", "--task", "Specs/wal/tasks.md").code == 0
+    changed = [(e.step_id, e.data["paths"]) for e in akira.events() if e.type == "control_plane_changed"]
+    assert changed == [("1", [f".state/autonomous_loop_{akira.task_id()}.wal"])]
+
+
 def test_a_deferred_save_is_durable_only_when_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     real = os.fdatasync

@@ -20,7 +20,10 @@ attempt has it before its result is looked at, so a power cut in that window los
 the start of the attempt that was in flight.
 
 A state file that is saved when its status changes (start, pause, stop, completion) is also
-written durably on its own, as SPEC 11 describes; the log covers the saves in between.
+written durably on its own, as SPEC 11 describes, and its record fills both slots; the log
+covers the saves in between. The log is control plane like the state file: an agent that
+writes it during an attempt is reported, and whatever it wrote there is overwritten by the
+next two saves, or by the first one that changes the status.
 """
 
 from __future__ import annotations
@@ -80,16 +83,18 @@ class SaveLog:
         self._pending = False
         """A record is written and not yet fdatasynced (see `write`'s `defer`)."""
 
-    def write(self, seq: int, data: bytes, *, defer: bool = False) -> None:
+    def write(self, seq: int, data: bytes, *, defer: bool = False, both: bool = False) -> None:
         """Save number `seq` made durable: its record in slot `seq % 2`, then fdatasync (with
         `defer`, left to `sync`). Saves are numbered one by one, so the other slot keeps the
-        save before it."""
+        save before it. With `both` (a save whose state file is durable itself), the record
+        goes into both slots: nothing else written there outlives it."""
         record = HEADER.pack(MAGIC, seq, len(data), _crc(seq, data)) + data
         fd = self._open()
         if len(record) > self._slot:
             self._grow(seq, record)
             return
-        os.pwrite(fd, record, (seq % 2) * self._slot)
+        for index in (0, 1) if both else (seq % 2,):
+            os.pwrite(fd, record, index * self._slot)
         self._pending = True
         if not defer:
             self.sync(raise_errors=True)
@@ -131,6 +136,7 @@ class SaveLog:
         self.close()
         atomic_write(self.path, bytes(image), masked=True)
         self._open()
+        self._pending = False
 
     def close(self) -> None:
         if self._fd is not None:

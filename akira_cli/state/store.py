@@ -144,7 +144,7 @@ class StateStore:
         if log is None:
             log = self._logs[state.task_id] = savelog.SaveLog(self.log_path(state.task_id))
         atomic_write(self.path(state.task_id), data, durable=durable, masked=True)
-        log.write(state.saves, data, defer=defer_sync and not durable)
+        log.write(state.saves, data, defer=defer_sync and not durable, both=durable)
         self._saved[state.task_id] = (state.saves, data)
 
     def sync_pending(self) -> None:
