@@ -49,7 +49,8 @@ class PlainDisplay:
 
     def __call__(self, event: Event) -> None:
         if event.type in SHOWN:
-            print(event.line(), file=self.stream, flush=True)
+            self.stream.write(event.line() + "\n")  # print() would write the newline apart
+            self.stream.flush()
 
     def close(self) -> None:
         return None

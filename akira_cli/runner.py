@@ -49,6 +49,15 @@ def tail(text: str, limit: int) -> str:
 
 
 _ENVIRON = threading.Lock()
+_DEVNULL: list[int] = []
+"""/dev/null, opened once per process for every command's stdin (subprocess opens it per spawn)."""
+
+
+def _devnull() -> int:
+    with _ENVIRON:
+        if not _DEVNULL:
+            _DEVNULL.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        return _DEVNULL[0]
 
 
 def inherit(variables: dict[str, str] | None) -> None:
@@ -102,15 +111,26 @@ class CommandRunner:
         inherit(env)
         if self.ledger is not None:
             self.ledger.spawning()
-        process = subprocess.Popen(
-            ["bash", "-c", command],
-            executable=self.bash,
-            cwd=self.cwd,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # Output goes to a pipe of our own: Popen's would come wrapped in a file object (three
+        # syscalls more) that only the stdin path, which uses communicate(), needs.
+        out_fd, write_fd = os.pipe2(os.O_CLOEXEC) if stdin is None else (-1, -1)
+        try:
+            process = subprocess.Popen(
+                ["bash", "-c", command],
+                executable=self.bash,
+                cwd=self.cwd,
+                stdin=subprocess.PIPE if stdin is not None else _devnull(),
+                stdout=subprocess.PIPE if stdin is not None else write_fd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except BaseException:
+            if stdin is None:
+                os.close(out_fd)
+            raise
+        finally:
+            if stdin is None:
+                os.close(write_fd)  # the child has its copy; the reader sees the end with it
         self.commands += 1
         with self._lock:
             self._current = process
@@ -122,13 +142,15 @@ class CommandRunner:
             if self.on_start is not None:
                 self.on_start()
             if stdin is None:
-                out, timed_out = self._collect(process, timeout)
+                out, timed_out = self._collect(process, out_fd, timeout)
             else:
                 out, timed_out = self._communicate(process, stdin.encode(), timeout)
         except BaseException:
             self._kill_group(process)  # nobody would wait for it any more
             raise
         finally:
+            if stdin is None:
+                os.close(out_fd)
             with self._lock:
                 self._current = None
             if self.ledger is not None:
@@ -152,15 +174,14 @@ class CommandRunner:
             if self._current is not None:
                 self._kill_group(self._current)
 
-    def _collect(self, process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bool]:
+    def _collect(self, process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> tuple[bytes, bool]:
         """Reads output until the command exits or the deadline passes, in one poll loop.
 
         communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
         fast command either is most of akira's per-step overhead. A pidfd makes the exit
         pollable, so a background child that keeps the pipe open cannot hold the step.
         """
-        assert process.stdout is not None
-        out_fd, pid_fd = process.stdout.fileno(), os.pidfd_open(process.pid)
+        pid_fd = os.pidfd_open(process.pid)
         chunks: list[bytes] = []
         deadline = time.monotonic() + timeout
         timed_out = exited = False
@@ -186,7 +207,6 @@ class CommandRunner:
                 else:
                     reading = False
         os.close(pid_fd)
-        process.stdout.close()
         process.wait()
         return b"".join(chunks), timed_out
 

@@ -215,3 +215,19 @@ def test_a_failure_while_a_command_starts_kills_its_group(tmp_path: Path) -> Non
             break
         threading.Event().wait(0.01)
     assert not alive(started)
+
+
+def test_commands_leave_no_descriptor_behind_and_keep_their_output(tmp_path: Path) -> None:
+    """The runner's own pipe and the shared /dev/null: nothing piles up over many commands, on
+    success, failure or timeout, and stdout and stderr still arrive together."""
+    from akira_cli.runner import CommandRunner
+
+    runner = CommandRunner(tmp_path)
+    assert runner.run("true", 30).ok  # the shared /dev/null is opened by the first command
+    before = len(os.listdir("/proc/self/fd"))
+    for n in range(30):
+        result = runner.run(f"echo out {n}; echo err {n} >&2; read line; echo stdin=$line", 30)
+        assert result.ok and result.output == f"out {n}\nerr {n}\nstdin=\n", result.output
+    assert runner.run("exit 3", 30).exit_code == 3
+    assert runner.run("sleep 5", 0.2).timed_out
+    assert len(os.listdir("/proc/self/fd")) == before
