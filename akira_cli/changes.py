@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from akira_cli.fileio import RACY_NS
+
 SKIPPED = frozenset(
     {
         ".git",
@@ -30,8 +32,6 @@ SKIPPED = frozenset(
     }
 )
 MAX_FILES = 20_000
-RACY_NS = 20_000_000
-"""A folder changed less than this before it was listed may change again with the same time."""
 AKIRA_AREAS = frozenset({"config", "Logs", "Done", "Needs_Action"})
 """akira's own folders at the top of a workspace: its settings and what it writes. An agent's
 writes there are never evidence of work (the control plane reports them on its own)."""
@@ -81,11 +81,6 @@ def git_snapshot(root: Path) -> Snapshot | None:
     return found
 
 
-def walk_snapshot(root: Path, skip_top: frozenset[str] = frozenset()) -> Snapshot | None:
-    """Relative path -> (mtime_ns, size) for every file, or None past MAX_FILES."""
-    return Walker().walk(root, skip_top)
-
-
 class Walker:
     """Walks a tree again and again, listing only the folders that changed.
 
@@ -99,6 +94,7 @@ class Walker:
         """folder -> (inode, mtime_ns, when it was listed, its files, its folders)"""
 
     def walk(self, root: Path, skip_top: frozenset[str] = frozenset()) -> Snapshot | None:
+        """Relative path -> (mtime_ns, size) for every file, or None past MAX_FILES."""
         found: Snapshot = {}
         top = str(root)
         prefix = len(top) + 1

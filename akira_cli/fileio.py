@@ -11,6 +11,11 @@ from pathlib import Path
 
 from akira_cli.redaction import redact_bytes
 
+RACY_NS = 20_000_000
+"""A file or folder changed less than this before akira last looked at it may have changed
+again since with the same size and timestamp (timestamps move in kernel ticks of a few
+milliseconds): git's "racily clean" rule."""
+
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True, masked: bool = False) -> None:
     """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked

@@ -6,14 +6,10 @@ import os
 import time
 from pathlib import Path
 
-from akira_cli.fileio import read_bounded
+from akira_cli.fileio import RACY_NS, read_bounded
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import parse_task_text, read_task_bytes
 from akira_cli.tasks.writeback import set_box
-
-RACY_NS = 20_000_000
-"""A file changed less than this before akira last looked at it may have changed again since
-with the same size and timestamp (timestamps move in kernel ticks of a few milliseconds)."""
 
 
 class TaskSource:
