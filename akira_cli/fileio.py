@@ -8,6 +8,7 @@ import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 from akira_cli.redaction import redact_bytes
 
@@ -54,6 +55,71 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True, masked: bool 
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+_swap: Any = None
+"""libc's renameat2 once looked up, or False where there is none (see `swap_in`)."""
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+CANNOT_SWAP = frozenset({errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV})
+
+
+def swap_in(path: Path, data: bytes) -> bool:
+    """Puts `data` at `path` all at once, like `atomic_write(durable=False)`: every reader and a
+    kill -9 see the old file or the new one whole. The new bytes go into a file of their own
+    beside `path`, the two names are swapped in one step (renameat2's RENAME_EXCHANGE) and the
+    old file is unlinked. A rename over a file makes ext4 start writing the new file's data
+    there and then (its `auto_da_alloc`), 0.2-0.4 ms on a small VM; a swap does not, and a file
+    unlinked before the disk saw it is never written at all. The price: a power cut may leave
+    `path` empty or cut short, so this is only for files whose bytes are durable elsewhere (the
+    state file's save log, `state.savelog`). Every file is written once and never changed, so a
+    reader that opened the old one still reads it whole. Data is already masked. Returns False,
+    having written nothing at `path`, where there is no file to swap with or the system or the
+    file system cannot swap: the caller replaces instead."""
+    global _swap
+    swap = _renameat2()
+    if swap is None:
+        return False
+    import ctypes
+
+    spare = path.parent / f".{path.name}.swap"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        try:
+            fd = os.open(spare, flags, 0o600)
+        except FileExistsError:  # left by a kill -9 (or put there): never written through
+            os.unlink(spare)
+            fd = os.open(spare, flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        if swap(AT_FDCWD, os.fsencode(spare), AT_FDCWD, os.fsencode(path), RENAME_EXCHANGE):
+            code = ctypes.get_errno()
+            if code not in CANNOT_SWAP and code != errno.ENOENT:
+                raise OSError(code, os.strerror(code), str(path))
+            if code != errno.ENOENT:
+                _swap = False  # this system or file system cannot: replace from now on
+            os.unlink(spare)
+            return False
+        os.unlink(spare)  # the old file
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    return True
+
+
+def _renameat2() -> Any:
+    global _swap
+    if _swap is None:
+        import ctypes  # only a running loop swaps
+
+        _swap = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", False)
+        if _swap:
+            _swap.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return _swap or None
 
 
 def fsync_dir(folder: Path) -> None:

@@ -1,8 +1,9 @@
 """The save log `.state/autonomous_loop_<id>.wal`: one fdatasync makes a save durable.
 
-Every save replaces the state file atomically (temp file, `os.replace`), so every reader sees
-one save whole, and a `kill -9` loses nothing: the page cache outlives the process. What a power
-cut could still take is the replacement itself, so between status changes the state file is
+Every save puts the state file in place whole (`fileio.swap_in`: a file of its own, swapped
+with the old one), so every reader sees one save whole, and a `kill -9` loses nothing: the page
+cache outlives the process. A power cut can take what the disk has not seen yet: the state file
+may then be an older save, or empty, or cut short. So between status changes the state file is
 not fsynced; the same bytes go to this log instead, which survives it:
 
 - two slots of a fixed size, written in turn in place (`pwrite`, then `fdatasync`): no size or
@@ -10,8 +11,10 @@ not fsynced; the same bytes go to this log instead, which survives it:
   folder (two journal commits on ext4) become one data write;
 - each slot has a header (magic, save number, length, CRC32): a torn write can only damage the
   slot being written, never the other one, which holds the save before it;
-- a load takes the valid slot with the highest save number; when it is newer than the state
-  file (a power cut came before the state file reached the disk), the load uses it.
+- a load takes the valid slot with the highest save number when it is newer than the state
+  file, or when the state file is empty or the first part of a record here: a power cut came
+  before the state file reached the disk. A state file with anything else in it is not a save
+  of akira's, and is quarantined as before.
 
 The save that starts an attempt defers its fdatasync to the moment the attempt's first command
 has started (`StateStore.sync_pending`, the runner's `on_start`): the disk works while the
@@ -48,29 +51,33 @@ def _crc(seq: int, data: bytes) -> int:
 
 def latest(path: Path) -> tuple[int, bytes] | None:
     """The save number and bytes of the newest whole record in the log at `path`, or None."""
+    found = records(path)
+    return max(found) if found else None
+
+
+def records(path: Path) -> list[tuple[int, bytes]]:
+    """The save numbers and bytes of the whole records in the log at `path` (at most two)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None
+        return []
     try:
         size = os.fstat(fd).st_size
         slot = size // 2
         if slot < HEADER.size or slot > MAX_SLOT:
-            return None
-        best: tuple[int, bytes] | None = None
+            return []
+        found = []
         for index in (0, 1):
             raw = os.pread(fd, slot, index * slot)
             if len(raw) < HEADER.size:
                 continue
             magic, seq, length, crc = HEADER.unpack_from(raw)
             data = raw[HEADER.size : HEADER.size + length]
-            if magic != MAGIC or len(data) != length or _crc(seq, data) != crc:
-                continue
-            if best is None or seq > best[0]:
-                best = (seq, data)
-        return best
+            if magic == MAGIC and len(data) == length and _crc(seq, data) == crc:
+                found.append((seq, data))
+        return found
     except OSError:
-        return None
+        return []
     finally:
         os.close(fd)
 

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import shlex
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from pydantic import ValidationError
 
 from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
-from akira_cli.fileio import atomic_write, fsync_dir
+from akira_cli.fileio import atomic_write, fsync_dir, swap_in
 from akira_cli.orphans import alive, start_time
 from akira_cli.redaction import redact_bytes
 from akira_cli.state import savelog
@@ -127,11 +128,11 @@ class StateStore:
 
     def save(self, state: LoopState, *, defer_sync: bool = False) -> None:
         """The journal gets what is new (no fsync unless completed steps leave the state file),
-        then the bounded state file is replaced atomically and its bytes made durable in the
-        save log: one fdatasync per iteration. With `defer_sync` (the save that starts an
-        attempt), both syncs wait for `sync_pending`. The state file is fsynced itself on its
-        first save by this process and on every save whose status is not `running` (see
-        `state.savelog`)."""
+        then the bounded state file is swapped in whole (`fileio.swap_in`) and its bytes made
+        durable in the save log: one fdatasync per iteration. With `defer_sync` (the save that
+        starts an attempt), both syncs wait for `sync_pending`. The state file is replaced and
+        fsynced itself on its first save by this process and on every save whose status is not
+        `running` (see `state.savelog`)."""
         state.updated_at = utcnow()
         state.saves += 1
         journal = self._journals.get(state.task_id)
@@ -143,7 +144,9 @@ class StateStore:
         durable = log is None or state.status != "running"
         if log is None:
             log = self._logs[state.task_id] = savelog.SaveLog(self.log_path(state.task_id))
-        atomic_write(self.path(state.task_id), data, durable=durable, masked=True)
+        path = self.path(state.task_id)
+        if durable or not swap_in(path, data):
+            atomic_write(path, data, durable=durable, masked=True)
         log.write(state.saves, data, defer=defer_sync and not durable, both=durable)
         self._saved[state.task_id] = (state.saves, data)
 
@@ -200,9 +203,16 @@ class StateStore:
         raise AkiraError(f"no loop with task id '{task_id}'; run 'akira loop status' to list them")
 
     def read(self, path: Path) -> LoopState:
+        raw = path.read_bytes()
         try:
-            state = LoopState.model_validate_json(path.read_bytes())
+            state = LoopState.model_validate_json(raw)
         except (ValidationError, ValueError, UnicodeDecodeError) as exc:
+            recovered = _cut_save(path, raw)
+            if recovered is not None:
+                cut = "cut short" if raw else "empty"
+                wal = path.with_suffix(".wal")
+                print(f"akira: {path} is {cut}, as a power cut leaves it: read from {wal}", file=sys.stderr)
+                return self._with_sealed(recovered)
             moved = self.quarantine(path)
             reason = _first_error(exc)
             backups = sorted(self.backup_dir.glob(f"{path.stem}.*.json"), key=_iteration)
@@ -212,7 +222,9 @@ class StateStore:
             else:
                 fix = "there is no backup of it; start the task again with 'akira loop start --task'"
             raise AkiraError(f"{path}: corrupt state file ({reason}); moved to {moved}; {fix}") from None
-        state = _newer_save(path, state)
+        return self._with_sealed(_newer_save(path, state))
+
+    def _with_sealed(self, state: LoopState) -> LoopState:
         sealed = state.history.completed_sealed
         if sealed:  # the ledger: completed steps that live only in the journal
             ids = self.history(state, frozenset({"sealed"})).sealed_ids(sealed)
@@ -262,12 +274,17 @@ class StateStore:
                 yield from folder.glob(f"{PREFIX}*.json")
 
     def scan(self) -> Iterator[tuple[Path, LoopState | None]]:
-        """Every state file, active and archived; a corrupt one yields None (left in place)."""
+        """Every state file, active and archived; a corrupt one yields None (left in place), one
+        that a power cut left empty or cut short its save log's record."""
         for path in self._files():
-            try:
-                yield path, LoopState.model_validate_json(path.read_bytes())
-            except (ValidationError, ValueError, OSError):
-                yield path, None
+            state: LoopState | None = None
+            with contextlib.suppress(OSError):
+                raw = path.read_bytes()
+                try:
+                    state = LoopState.model_validate_json(raw)
+                except (ValidationError, ValueError):
+                    state = _cut_save(path, raw)
+            yield path, state
 
 
 def _newer_save(path: Path, state: LoopState) -> LoopState:
@@ -281,6 +298,20 @@ def _newer_save(path: Path, state: LoopState) -> LoopState:
     except (ValidationError, ValueError, UnicodeDecodeError):
         return state
     return logged if logged.task_id == state.task_id and logged.saves == newer[0] else state
+
+
+def _cut_save(path: Path, raw: bytes) -> LoopState | None:
+    """The save log's newest record of this loop when the state file is what a power cut leaves
+    of a save (see `fileio.swap_in`): empty, or the first part of a record the log holds. A file
+    with anything else in it is not akira's: None, and it is quarantined."""
+    found = savelog.records(path.with_suffix(".wal"))
+    if not any(data.startswith(raw) for _, data in found):
+        return None
+    try:
+        logged = LoopState.model_validate_json(max(found)[1])
+    except (ValidationError, ValueError, UnicodeDecodeError):
+        return None
+    return logged if path.stem == f"{PREFIX}{logged.task_id}" else None
 
 
 def _first_error(exc: Exception) -> str:
