@@ -63,7 +63,12 @@ AT_FDCWD, RENAME_EXCHANGE = -100, 2
 CANNOT_SWAP = frozenset({errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV})
 
 
-def swap_in(path: Path, data: bytes) -> bool:
+def spare_of(path: Path) -> Path:
+    """Where `swap_in` writes a new file for `path`, and leaves the old one with `keep_old`."""
+    return path.parent / f".{path.name}.swap"
+
+
+def swap_in(path: Path, data: bytes, *, keep_old: bool = False) -> bool:
     """Puts `data` at `path` all at once, like `atomic_write(durable=False)`: every reader and a
     kill -9 see the old file or the new one whole. The new bytes go into a file of their own
     beside `path`, the two names are swapped in one step (renameat2's RENAME_EXCHANGE) and the
@@ -72,21 +77,23 @@ def swap_in(path: Path, data: bytes) -> bool:
     unlinked before the disk saw it is never written at all. The price: a power cut may leave
     `path` empty or cut short, so this is only for files whose bytes are durable elsewhere (the
     state file's save log, `state.savelog`). Every file is written once and never changed, so a
-    reader that opened the old one still reads it whole. Data is already masked. Returns False,
-    having written nothing at `path`, where there is no file to swap with or the system or the
-    file system cannot swap: the caller replaces instead."""
+    reader that opened the old one still reads it whole. Data is already masked. With
+    `keep_old`, the old file stays at `spare_of(path)` for the caller to unlink when it waits
+    anyway (the next swap unlinks it too). Returns False, having written nothing at `path`,
+    where there is no file to swap with or the system or the file system cannot swap: the
+    caller replaces instead."""
     global _swap
     swap = _renameat2()
     if swap is None:
         return False
     import ctypes
 
-    spare = path.parent / f".{path.name}.swap"
+    spare = spare_of(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     try:
         try:
             fd = os.open(spare, flags, 0o600)
-        except FileExistsError:  # left by a kill -9 (or put there): never written through
+        except FileExistsError:  # kept, left by a kill -9, or put there: never written through
             os.unlink(spare)
             fd = os.open(spare, flags, 0o600)
         try:
@@ -103,7 +110,8 @@ def swap_in(path: Path, data: bytes) -> bool:
                 _swap = False  # this system or file system cannot: replace from now on
             os.unlink(spare)
             return False
-        os.unlink(spare)  # the old file
+        if not keep_old:
+            os.unlink(spare)  # the old file
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(spare)

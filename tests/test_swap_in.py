@@ -125,6 +125,27 @@ def test_saves_while_running_swap_and_status_changes_replace(
     assert replaced == [store.path(TASK).name] * 2
 
 
+def test_the_state_file_a_deferred_save_swaps_out_is_unlinked_by_the_sync(tmp_path: Path) -> None:
+    """The save that starts an attempt leaves the old state file to `sync_pending` (run while
+    the attempt's first command starts); any later save, or a durable one, unlinks it too."""
+    store = StateStore(tmp_path)
+    state = new_state()
+    store.save(state)
+    spare = fileio.spare_of(store.path(TASK))
+    for then in ("sync", "save", "durable save"):
+        before = store.path(TASK).read_bytes()
+        advance(state, state.iteration + 1)
+        store.save(state, defer_sync=True)
+        assert spare.read_bytes() == before  # the old one, whole
+        if then == "sync":
+            store.sync_pending()
+        else:
+            state.status = "paused" if then == "durable save" else "running"
+            store.save(state)
+        assert not spare.exists(), then
+        assert StateStore(tmp_path).load(TASK).saves == state.saves
+
+
 @pytest.mark.parametrize("left", ["empty", "cut at a page", "cut mid-record"])
 def test_a_state_file_a_power_cut_left_empty_or_cut_short_is_read_from_the_log(
     tmp_path: Path, left: str, capsys: pytest.CaptureFixture[str]

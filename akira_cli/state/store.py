@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
-from akira_cli.fileio import atomic_write, fsync_dir, swap_in
+from akira_cli.fileio import atomic_write, fsync_dir, spare_of, swap_in
 from akira_cli.orphans import alive, start_time
 from akira_cli.redaction import redact_bytes
 from akira_cli.state import savelog
@@ -96,6 +96,8 @@ class StateStore:
         self._logs: dict[str, savelog.SaveLog] = {}
         self._saved: dict[str, tuple[int, bytes]] = {}
         """Each loop's last save: its number and the bytes written (a backup copies them)."""
+        self._old: set[Path] = set()
+        """State files a deferred save swapped out, unlinked by `sync_pending`."""
 
     def path(self, task_id: str) -> Path:
         return self.dir / f"{PREFIX}{task_id}.json"
@@ -145,18 +147,29 @@ class StateStore:
         if log is None:
             log = self._logs[state.task_id] = savelog.SaveLog(self.log_path(state.task_id))
         path = self.path(state.task_id)
-        if durable or not swap_in(path, data):
+        if durable:
+            self._drop_old()
+        if durable or not swap_in(path, data, keep_old=defer_sync):
             atomic_write(path, data, durable=durable, masked=True)
+        elif defer_sync:
+            self._old.add(spare_of(path))
         log.write(state.saves, data, defer=defer_sync and not durable, both=durable)
         self._saved[state.task_id] = (state.saves, data)
 
     def sync_pending(self) -> None:
         """Makes what a deferred save left durable: the journals' `sealed` batches (see
-        `Journal.record`) and the save logs' last records (see `state.savelog`)."""
+        `Journal.record`) and the save logs' last records (see `state.savelog`); and unlinks the
+        state file it swapped out."""
         for journal in list(self._journals.values()):
             journal.sync()
         for log in list(self._logs.values()):
             log.sync()
+        self._drop_old()
+
+    def _drop_old(self) -> None:
+        while self._old:
+            with contextlib.suppress(OSError):  # gone already: the next swap unlinked it
+                os.unlink(self._old.pop())
 
     def history(self, state: LoopState, kinds: frozenset[str] | None = None) -> History:
         """The full history of a loop: what the journal holds (see `state.journal`)."""
