@@ -1,4 +1,4 @@
-"""Durable file replacement for the state store, reports and backups."""
+"""Durable file replacement for the state store, reports and backups, and the state file's swap."""
 
 from __future__ import annotations
 
