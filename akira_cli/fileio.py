@@ -37,9 +37,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True, masked: bool 
         raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         try:
-            view = memoryview(data)
-            while view:  # the file object os.fdopen makes costs three syscalls more
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if durable:
                 os.fsync(fd)
         finally:
@@ -97,9 +95,7 @@ def swap_in(path: Path, data: bytes, *, keep_old: bool = False) -> bool:
             os.unlink(spare)
             fd = os.open(spare, flags, 0o600)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
         finally:
             os.close(fd)
         if swap(AT_FDCWD, os.fsencode(spare), AT_FDCWD, os.fsencode(path), RENAME_EXCHANGE):
@@ -128,6 +124,13 @@ def _renameat2() -> Any:
         if _swap:
             _swap.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     return _swap or None
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd` (the file object os.fdopen makes costs three syscalls more)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def fsync_dir(folder: Path) -> None:
