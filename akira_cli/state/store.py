@@ -306,11 +306,7 @@ def _newer_save(path: Path, state: LoopState) -> LoopState:
     newer = savelog.latest(path.with_suffix(".wal"))
     if newer is None or newer[0] <= state.saves:
         return state
-    try:
-        logged = LoopState.model_validate_json(newer[1])
-    except (ValidationError, ValueError, UnicodeDecodeError):
-        return state
-    return logged if logged.task_id == state.task_id and logged.saves == newer[0] else state
+    return _logged(newer, state.task_id) or state
 
 
 def _cut_save(path: Path, raw: bytes) -> LoopState | None:
@@ -320,11 +316,18 @@ def _cut_save(path: Path, raw: bytes) -> LoopState | None:
     found = savelog.records(path.with_suffix(".wal"))
     if not any(data.startswith(raw) for _, data in found):
         return None
+    return _logged(max(found), path.stem[len(PREFIX) :])
+
+
+def _logged(record: tuple[int, bytes], task_id: str) -> LoopState | None:
+    """A save log's record (save number, bytes) as the state it holds, when that is save number
+    `seq` of loop `task_id`; else None (not a state, or another loop's: a copied log)."""
+    seq, data = record
     try:
-        logged = LoopState.model_validate_json(max(found)[1])
+        logged = LoopState.model_validate_json(data)
     except (ValidationError, ValueError, UnicodeDecodeError):
         return None
-    return logged if path.stem == f"{PREFIX}{logged.task_id}" else None
+    return logged if logged.task_id == task_id and logged.saves == seq else None
 
 
 def _first_error(exc: Exception) -> str:
