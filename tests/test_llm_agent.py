@@ -211,6 +211,37 @@ def test_natural_language_step_is_planned_executed_with_tools_and_verified(
     assert model.tool_messages()[1] == f"wrote {len(HEALTH)} characters to health.py"
 
 
+HELLO_STEP = """
+    - [ ] 1. Create the file hello.txt containing exactly: hi
+      - Verify: `grep -qx hi hello.txt`
+"""
+
+
+def test_a_sloppy_plan_with_an_unknown_parent_still_runs_the_step(
+    akira: Akira, fake_openai: FakeOpenAI
+) -> None:
+    """Small models name parents and dependencies that are no step: the step is kept, at top level."""
+    sloppy = {
+        "steps": [
+            {
+                "id": "1",
+                "description": "Create hello.txt containing hi",
+                "parent_id": "0",
+                "dependencies": ["create hello.txt first"],
+            }
+        ]
+    }
+    model = Model(
+        [call("write_file", path="hello.txt", content="hi\n"), call("finish", summary="hello.txt says hi")],
+        plan=sloppy,
+    )
+    assert run_step(akira, fake_openai, model, HELLO_STEP) == 0
+    assert (akira.root / "hello.txt").read_text() == "hi\n"
+    assert akira.state().status == "completed"
+    warnings = [e.data["message"] for e in of_type(akira.events(), EventType.WARNING)]
+    assert "plan step '1' names parent '0', which is no step; kept at top level" in warnings
+
+
 def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:

@@ -383,7 +383,7 @@ def test_build_plan_nests_parents_first_and_refuses_too_deep_steps() -> None:
             ]
         }
     )
-    plan, applier, refused = build_plan("goal", draft, ttl(max_nesting_depth=2))
+    plan, applier, refused, warnings = build_plan("goal", draft, ttl(max_nesting_depth=2))
     assert [(s.id, s.depth, s.step_index, s.total_steps) for s in plan.steps] == [
         ("c", 2, 1, 2),
         ("p", 1, 2, 2),
@@ -392,3 +392,37 @@ def test_build_plan_nests_parents_first_and_refuses_too_deep_steps() -> None:
     assert [a.target for a in refused] == ["g"]
     assert [m.step_id for m in applier.interventions()] == ["c"]
     assert applier.total == 0
+    assert warnings == []
+
+
+def test_build_plan_keeps_a_step_whose_parent_or_dependency_names_no_step() -> None:
+    from akira_cli.reasoning.planner import PlanDraft, build_plan
+
+    draft = PlanDraft.model_validate(
+        {
+            "steps": [
+                {"id": "s1", "description": "create hello.txt", "parent_id": "root", "dependencies": ["s0"]},
+                {"id": "s2", "description": "check it", "dependencies": ["s1", "none", "s2"]},
+            ]
+        }
+    )
+    plan, _, refused, warnings = build_plan("goal", draft, ttl())
+    assert refused == []
+    assert [(s.id, s.depth, s.dependencies) for s in plan.steps] == [("s1", 1, []), ("s2", 1, ["s1"])]
+    assert [step.id for step in plan.ready()] == ["s1"]
+    assert warnings == [
+        "plan step 's1' names parent 'root', which is no step; kept at top level",
+        "plan step 's1' depends on 's0', which is no step; dropped",
+        "plan step 's2' depends on 'none', 's2', which is no step; dropped",
+    ]
+
+
+def test_build_plan_that_refuses_every_step_runs_the_task_itself() -> None:
+    from akira_cli.reasoning.planner import PlanDraft, build_plan
+
+    draft = PlanDraft.model_validate({"steps": [{"id": "a", "description": ""}]})
+    plan, _, refused, warnings = build_plan("Create hello.txt", draft, ttl())
+    assert [a.target for a in refused] == ["a"]
+    assert [(s.id, s.description, s.status) for s in plan.steps] == [("s1", "Create hello.txt", "pending")]
+    assert plan.ready() == plan.steps
+    assert warnings == ["the plan has no step; the task itself is its one step"]

@@ -39,6 +39,7 @@ from akira_cli.reasoning.models import (
 from akira_cli.reasoning.planner import (
     Planner,
     build_plan,
+    ensure_a_step,
 )
 from akira_cli.reasoning.profile import infer_profile, ttl_for
 from akira_cli.reasoning.refining import Refinement
@@ -121,9 +122,11 @@ class ReasoningEngine(Refinement):
         self._boundary()
         try:
             draft = self.planner.draft(run.task, run.context, run.profile, run.ttl)
-            run.plan, run.applier, refused = build_plan(run.task, draft, run.ttl)
+            run.plan, run.applier, refused, mended = build_plan(run.task, draft, run.ttl)
             for action in refused:
                 self._emit(EventType.WARNING, action.target, message=f"plan step refused: {action.rejection}")
+            for warning in mended:
+                self._emit(EventType.WARNING, message=warning)
             run.questions += draft.follow_up_questions
             self._phase("B", stage="validate", steps=len(run.plan.steps))
             report = self._validate(run, run.plan)
@@ -134,6 +137,9 @@ class ReasoningEngine(Refinement):
                 ids = [issue.issue_id for issue in report.issues]
                 refined = self._refine(run, triggers, report.issues, ids)
                 run.plan_refinements, _, run.plan_refinement_validation = refined
+            added = ensure_a_step(run.plan, run.applier)
+            if added:
+                self._emit(EventType.WARNING, message=added)
         except LLMSchemaError as exc:
             raise Stop("failed", "plan_unusable", error=str(exc)) from None
         except LLMError as exc:
