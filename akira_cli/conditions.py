@@ -13,6 +13,7 @@ from akira_cli.errors import (
     ManualIntervention,
     MaxIterationsReached,
     StopRequested,
+    TaskCompleted,
     TaskFileDeleted,
     TaskMovedToDone,
     TimeoutReached,
@@ -96,6 +97,8 @@ class Guard:
             self._where = (path, self.workspace.area_of(path))
         area = self._where[1]
         loop = self.config.autonomous_loop
+        if area == "Done" and state.moving_to_done:
+            raise TaskCompleted("every step is done; akira's move to Done/ was cut short and is finished")
         if area == "Done" and loop.check_done_folder:
             raise TaskMovedToDone(f"task moved to {self.workspace.relative(path)} by a person")
         if area == "Needs_Action" and loop.check_needs_action_folder:

@@ -198,6 +198,7 @@ class AutonomousLoop:
 
     def settle(self, stop: LoopStop) -> None:
         self.engine.witness.forget()  # what happens while the loop stands still is not the agent's
+        self.state.moving_to_done = self.moves_to_done(stop)  # recorded before the move is made
         self.checkpoint()  # the last attempt's result, before any file moves
         self.state.status = stop.status  # type: ignore[assignment]
         self.state.stop_reason = stop.message
@@ -227,11 +228,16 @@ class AutonomousLoop:
         if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
             self.store.archive(self.state)
 
+    def moves_to_done(self, stop: LoopStop) -> bool:
+        """Whether settling `stop` moves the task file to Done/ (akira's own completion)."""
+        in_specs = self.workspace.area_of(Path(self.state.task_path)) == "Specs"
+        return isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done and in_specs
+
     def complete(self, stop: LoopStop) -> None:
         self.state.current_step = None
-        in_specs = self.workspace.area_of(Path(self.state.task_path)) == "Specs"
-        if isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done and in_specs:
+        if self.state.moving_to_done:
             self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+            self.state.moving_to_done = False
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
             completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))

@@ -310,6 +310,9 @@ class LoopState(Model):
     """Attempts in a row that changed no file and passed no check."""
     waiting_until: str | None = None
     """When an agent CLI's usage limit resets: the loop waits until then (spending nothing)."""
+    moving_to_done: bool = False
+    """Every step is done and akira is moving the task to Done/: saved before the move, so that a
+    crash in the middle is finished on resume as akira's completion, not a person's."""
     advisory_checks: bool = False
     """The project checks failed before the first step: this run records them, they do not gate."""
     history: History = Field(default_factory=History)
