@@ -349,7 +349,23 @@ ERROR_CASES = [
     ("- [ ] 1. A\n- [ ] 2. B\n  - Depends: 1, 9\n", 3, "unknown step '9'"),
     ("- [ ] 1. A\n  - Depends: 1\n", 2, "step '1' depends on itself"),
     ("- [ ] 1. A\n  - Depends: 2\n- [ ] 2. B\n  - Depends: 1\n", 1, "cycle (1 -> 2 -> 1)"),
+    ("- [ ] 1. a\n- [y] 2. b\n- [xx] 3. c\n", 2, "'[y]' is not a checkbox"),
+    ("- [ ] 1. a\n- [ ] 2. b\n- [xx] 3. c\n", 3, "'[xx]' is not a checkbox"),
+    ("- [ ] 1. A\n- [] 2. B\n", 2, "'[]' is not a checkbox"),
+    ("- [ ] 1. A\n  - [ x ] 1.1 B\n", 2, "'[ x ]' is not a checkbox"),
+    ("- [ ] 1. A\n* [✓] 2. B\n", 2, "'[✓]' is not a checkbox"),
 ]
+
+
+def test_brackets_that_are_no_checkbox_are_text(tmp_path: Path) -> None:
+    text = "- [ ] 1. A\n  - [P] runs beside its neighbours\n  - [1] a footnote\n  - [docs](x.md)\n  - [the guide]\n"
+    plan = parse(tmp_path, text)
+    assert step(plan, "1").details == [
+        "[P] runs beside its neighbours",
+        "[1] a footnote",
+        "[docs](x.md)",
+        "[the guide]",
+    ]
 
 
 WARNING_CASES = [
@@ -358,7 +374,6 @@ WARNING_CASES = [
         3,
         "step number 1 is used again (first on line 1); this one is 1~2",
     ),
-    ("- [ ] 1. A\n- [] 2. B\n", 2, "malformed checkbox '[]'"),
     ("- [ ] 1. A\n\n```\n- [ ] 2. B\n", 3, "code fence is never closed"),
     ("- [ ] 1. A\n<!--\n- [ ] 2. B\n", 2, "HTML comment is never closed"),
 ]

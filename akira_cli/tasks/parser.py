@@ -24,7 +24,9 @@ LINE_RE = re.compile(
     r"(?:\[(?P<box>[ xX~-])\](?!\()(?P<optional>\\?\*)?[ \t]*)?)?(?P<rest>.*)"
 )
 """Every line: its indentation, list marker, checkbox and the text after them."""
-BROKEN_BOX_RE = re.compile(r"\[[ \t]*[xX~-]?[ \t]*\](?!\()")
+BAD_BOX_RE = re.compile(r"\[(?P<inner>[ \t]*[^\]\s]{0,2}[ \t]*)\](?=[ \t]|$)")
+"""What a list item opens with when its checkbox is mistyped: `[]`, `[ x ]`, `[y]`, `[xx]`, `[✓]`.
+A link (`[a](b)`), spec-kit's `[P]` and a number (`[1]`) are not boxes."""
 STEP_ID_RE = re.compile(
     rf"(?P<bold>\*\*)?(?i:task[ \t]+)?(?P<id>{STEP_ID})"
     r"(?:[.:)]|[ \t]+[-–—:])?(?(bold)\*\*)[.:]?(?=[ \t]|$)[ \t]*"
@@ -267,8 +269,15 @@ class _Parser:
     # --- lines under a step ------------------------------------------------------------------
 
     def _body_line(self, number: int, indent: int, bulleted: bool, content: str) -> None:
-        if bulleted and content[:1] == "[" and (broken := BROKEN_BOX_RE.match(content)):
-            self.warn(number, f"malformed checkbox '{broken[0]}' is read as a note; write '[ ]' or '[x]'")
+        if bulleted and content[:1] == "[" and (bad := BAD_BOX_RE.match(content)):
+            inner = bad["inner"].strip()
+            if inner != "P" and not inner.isdigit():
+                # Read as a note, the step would silently never run, and the task end "done".
+                raise self.error(
+                    number,
+                    f"'{bad[0]}' is not a checkbox",
+                    "write '[ ]' for a step to do or '[x]' for a done one",
+                )
         owner = self._owner(indent)
         if owner is None or not content:
             self.continued = None
