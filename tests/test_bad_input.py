@@ -4,6 +4,9 @@ no traceback; nothing on disk lost. Run as real subprocesses, the way a person m
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +34,10 @@ def snapshot(root: Path) -> dict[str, bytes]:
         ("# Plan\n\nJust prose, no boxes.\n", ("no checkbox items",)),
         ("- [ ] 1. A\n  - Depends: 7\n", ("tasks.md:2", "unknown step '7'")),
         ("- [ ] 1. A\n  - Depends: 2\n- [ ] 2. B\n  - Depends: 1\n", ("tasks.md:1", "cycle")),
+        (
+            "- [ ] 1. a\n  - Run: `touch ran.txt`\n  - Exists: `ran.txt`\n- [y] 2. b\n- [xx] 3. c\n",
+            ("tasks.md:4", "'[y]' is not a checkbox", "write '[ ]'"),
+        ),
     ],
 )
 def test_bad_task_files(akira: Akira, content: str | None, needles: tuple[str, ...]) -> None:
@@ -39,6 +46,40 @@ def test_bad_task_files(akira: Akira, content: str | None, needles: tuple[str, .
         akira.write_task("nope", content)
     before = snapshot(akira.root)
     one_clear_line(akira.cli("loop", "start", "--task", str(task)), 1, *needles)
+    assert snapshot(akira.root) == before
+    assert not akira.state_files()
+
+
+def as_a_user(*args: str, cwd: Path) -> Result:
+    """akira as a person runs it, for whom permissions count: as root, without the capabilities
+    that read past them (util-linux's setpriv)."""
+    drop = "-dac_override,-dac_read_search"
+    prefix = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"] if os.geteuid() == 0 else []
+    done = subprocess.run(
+        [*prefix, sys.executable, "-m", "akira_cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("unreadable", "needles"),
+    [
+        ("Specs/example/tasks.md", ("Specs/example/tasks.md", "cannot read the task file", "permissions")),
+        ("config/autonomous_loop.yaml", ("config/autonomous_loop.yaml", "cannot read config", "permissions")),
+    ],
+)
+def test_an_unreadable_file_is_one_line_not_a_usage_panel(
+    akira: Akira, unreadable: str, needles: tuple[str, ...]
+) -> None:
+    before = snapshot(akira.root)
+    (akira.root / unreadable).chmod(0)
+    args = ("loop", "start", "--task", "Specs/example/tasks.md", "--config", "config/autonomous_loop.yaml")
+    one_clear_line(as_a_user(*args, cwd=akira.root), 1, *needles)
+    (akira.root / unreadable).chmod(0o644)
     assert snapshot(akira.root) == before
     assert not akira.state_files()
 

@@ -26,7 +26,12 @@ RootOption = Annotated[
     str | None, typer.Option("--root", help="Workspace folder (default: $AKIRA_ROOT or the cwd).")
 ]
 ConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="Extra config file layered over the workspace's.")
+    Path | None,
+    typer.Option(
+        "--config",
+        readable=False,  # akira says what is wrong in one line, not Click's usage panel
+        help="Extra config file layered over the workspace's.",
+    ),
 ]
 TaskIdOption = Annotated[
     str, typer.Option("--task-id", help="Task id, the task file's path, or the feature name.")

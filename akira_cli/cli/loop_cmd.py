@@ -46,7 +46,10 @@ NoWait = Annotated[bool, typer.Option("--no-wait", metavar="", help="Exit 3 when
 @app.command("start")
 @exits
 def start(
-    task: Annotated[Path, typer.Option("--task", help="Path of the tasks.md to work through.")],
+    task: Annotated[
+        Path,
+        typer.Option("--task", readable=False, help="Path of the tasks.md to work through."),
+    ],
     config: ConfigOption = None,
     max_iterations: Annotated[
         int | None, typer.Option("--max-iterations", min=1, help="Attempts allowed over the whole task.")
