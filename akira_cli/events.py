@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from akira_cli.fileio import name_path
 from akira_cli.redaction import redact, redact_bytes
 
 
@@ -157,7 +158,11 @@ class JsonlLog:
     def flush(self) -> None:
         if self._lines:
             data, self._lines = b"".join(self._lines), []
-            os.write(self._fd, data)
+            try:
+                os.write(self._fd, data)
+            except OSError as exc:
+                name_path(exc, self.path)
+                raise
 
     def close(self) -> None:
         try:

@@ -168,6 +168,13 @@ FIXES = {
 }
 
 
+def name_path(exc: OSError, path: Path | str) -> None:
+    """Names `path` in an error that names no file: a write or a sync on a descriptor (a full
+    disk's ENOSPC) names none, and a fault line must say where it failed."""
+    if exc.filename is None:
+        exc.filename = str(path)
+
+
 def describe_os_error(exc: OSError, then: str = "") -> str:
     """One line: what failed, where, and how to fix it. `then` is the command to run after."""
     where = exc.filename or "a file"

@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+from akira_cli.fileio import name_path
+
 
 def stat_fields(pid: int) -> list[bytes]:
     """The fields of /proc/<pid>/stat after the command name (state, ppid, ...), or [] when
@@ -109,7 +111,11 @@ class ChildLedger:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             self._size = os.fstat(self._fd).st_size
-        os.pwrite(self._fd, data.ljust(self._size), 0)
+        try:
+            os.pwrite(self._fd, data.ljust(self._size), 0)
+        except OSError as exc:
+            name_path(exc, self.path)
+            raise
         self._size = max(self._size, len(data))
 
     def close(self) -> None:

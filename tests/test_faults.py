@@ -94,6 +94,72 @@ def test_a_full_disk_is_one_line_and_the_loop_resumes_after_space_is_freed(tmp_p
         assert (root / "done.txt").read_text() == "done\n"
 
 
+PATHS_TASK = """
+- [ ] 1. Write
+  - Run: `echo one > one.txt`
+- [ ] 2. Fail once
+  - Run: `test -f two.txt || { touch two.txt; echo no >&2; exit 3; }`
+  - Fallback: `echo ok > two.txt`
+- [ ] 3. Write again
+  - Run: `echo three > three.txt`
+"""
+
+
+@pytest.mark.timeout(240)
+def test_every_fault_line_names_the_path_it_failed_on(tmp_path: Path) -> None:
+    """A disk filled to a few pages short of full (or, where we may not mount, a file-size limit):
+    the first write past it fails on a descriptor, which names no file, and each amount of room
+    lands in another writer: the state file, the save log, the event log, the pgid sidecar, a
+    reflection, a report. Every line names the path."""
+    disk = tmp_path / "disk"
+    where: dict[int, str] = {}
+    with small_disk(disk, "4m") as mounted:
+        for room in range(0, 64, 3) if mounted else (0, 3, 600, 4_096):
+            root = disk / f"ws{room}"
+            assert main(["init", str(root)]) == 0
+            Akira(root).write_task("paths", PATHS_TASK)
+            filler = disk / "filler"
+            if mounted:
+                subprocess.run(
+                    ["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True, check=False
+                )
+                with filler.open("r+b") as handle:
+                    handle.truncate(max(0, filler.stat().st_size - room * 4096))
+
+            def limit(room: int = room) -> None:
+                if not mounted:
+                    resource.setrlimit(resource.RLIMIT_FSIZE, (room, room))
+
+            process = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "akira_cli",
+                    "loop",
+                    "start",
+                    "--task",
+                    "Specs/paths/tasks.md",
+                    "--no-wait",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=90,
+                cwd=root,
+                preexec_fn=limit,
+            )
+            filler.unlink(missing_ok=True)
+            subprocess.run(["rm", "-rf", str(root)], check=True)
+            if process.returncode == 0:
+                continue
+            errors = [line for line in process.stderr.splitlines() if line.startswith("akira: error: ")]
+            assert process.returncode == 1 and len(errors) == 1, (room, process.stderr)
+            assert "Traceback" not in process.stderr, process.stderr
+            path = errors[0].removeprefix("akira: error: ").split(": ")[0]
+            assert Path(path).is_absolute() and Path(path).is_relative_to(root), (room, errors[0])
+            where[room] = str(Path(path).relative_to(root))
+    assert len(set(where.values())) >= (3 if mounted else 1), where  # several writers were reached
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs to mount a read-only file system")
 def test_a_read_only_workspace_is_one_line_and_nothing_changes(tmp_path: Path) -> None:
     root = tmp_path / "ro"

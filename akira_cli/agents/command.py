@@ -14,6 +14,7 @@ from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, regis
 from akira_cli.agents.presets import PRESETS, CliReport, Preset
 from akira_cli.config import AgentSettings
 from akira_cli.errors import AkiraError
+from akira_cli.fileio import name_path
 from akira_cli.redaction import redact_bytes
 from akira_cli.runner import CommandResult, CommandRunner, tail
 
@@ -43,7 +44,11 @@ class CommandAgent:
     def run(self, request: AgentRequest) -> AgentResult:
         prompt_file = self.prompts / f"{request.task_id}_{request.step.id}_{request.attempt}.md"
         prompt_file.parent.mkdir(parents=True, exist_ok=True)
-        prompt_file.write_bytes(redact_bytes(request.prompt.encode()))
+        try:
+            prompt_file.write_bytes(redact_bytes(request.prompt.encode()))
+        except OSError as exc:
+            name_path(exc, prompt_file)
+            raise
         preset, settings = self.preset, self.settings
         line = preset.command(settings, request.session_id) if preset and settings else self.command
         command = line.replace("{prompt_file}", shlex.quote(str(prompt_file)))

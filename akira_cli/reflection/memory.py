@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from akira_cli.events import utcnow
+from akira_cli.fileio import name_path
 from akira_cli.redaction import redact_bytes
 
 Category = Literal[
@@ -54,6 +55,9 @@ class ReflectionMemory:
         try:
             os.write(fd, redact_bytes((reflection.model_dump_json() + "\n").encode()))
             os.fsync(fd)
+        except OSError as exc:
+            name_path(exc, self.path)
+            raise
         finally:
             os.close(fd)
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from akira_cli.fileio import name_path
 from akira_cli.redaction import redact_bytes
 from akira_cli.state.models import (
     KEEP_ATTEMPTS,
@@ -91,8 +92,9 @@ class Journal:
                 return
             try:
                 os.fsync(self._fd)
-            except OSError:
+            except OSError as exc:
                 if raise_errors:
+                    name_path(exc, self.path)
                     raise
                 return
             self._synced = True
@@ -101,8 +103,11 @@ class Journal:
         if not lines:
             return
         data = "".join(_text(line) + "\n" for line in lines).encode()
-        fd = self._open()
-        os.write(fd, redact_bytes(data))
+        try:
+            os.write(self._open(), redact_bytes(data))
+        except OSError as exc:
+            name_path(exc, self.path)
+            raise
 
     def _open(self) -> int:
         if self._fd is None:

@@ -37,7 +37,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from akira_cli.fileio import atomic_write, fsync_dir
+from akira_cli.fileio import atomic_write, fsync_dir, name_path
 
 HEADER = struct.Struct("<4sQII")  # magic, save number, payload length, CRC32
 MAGIC = b"AKS1"
@@ -96,12 +96,16 @@ class SaveLog:
         save before it. With `both` (a save whose state file is durable itself), the record
         goes into both slots: nothing else written there outlives it."""
         record = HEADER.pack(MAGIC, seq, len(data), _crc(seq, data)) + data
-        fd = self._open()
-        if len(record) > self._slot:
-            self._grow(seq, record)
-            return
-        for index in (0, 1) if both else (seq % 2,):
-            os.pwrite(fd, record, index * self._slot)
+        try:
+            fd = self._open()
+            if len(record) > self._slot:
+                self._grow(seq, record)
+                return
+            for index in (0, 1) if both else (seq % 2,):
+                os.pwrite(fd, record, index * self._slot)
+        except OSError as exc:
+            name_path(exc, self.path)
+            raise
         self._pending = True
         if not defer:
             self.sync(raise_errors=True)
@@ -112,8 +116,9 @@ class SaveLog:
         if self._pending and self._fd is not None:
             try:
                 os.fdatasync(self._fd)
-            except OSError:
+            except OSError as exc:
                 if raise_errors:
+                    name_path(exc, self.path)
                     raise
                 return
             self._pending = False

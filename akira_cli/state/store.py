@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
-from akira_cli.fileio import atomic_write, fsync_dir, spare_of, swap_in
+from akira_cli.fileio import atomic_write, fsync_dir, name_path, spare_of, swap_in
 from akira_cli.orphans import alive, start_time
 from akira_cli.redaction import redact_bytes
 from akira_cli.state import savelog
@@ -60,7 +60,11 @@ class TaskLock:
                 "with akira loop stop and its --task-id"
             ) from None
         pid = os.getpid()
-        self.pid_path.write_text(f"{pid} {start_time(pid)}\n")
+        try:
+            self.pid_path.write_text(f"{pid} {start_time(pid)}\n")
+        except OSError as exc:
+            name_path(exc, self.pid_path)
+            raise
 
     def release(self) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+from akira_cli.fileio import name_path
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
 
@@ -65,6 +66,9 @@ def _patch(path: Path, step: Step, char: str) -> bool:
             os.pwrite(fd, char.encode("ascii"), at)
             step.box = char
         return True
+    except OSError as exc:
+        name_path(exc, path)
+        raise
     finally:
         os.close(fd)
 
