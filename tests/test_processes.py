@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Akira
 
+from akira_cli.errors import AkiraError
 from akira_cli.state.store import StateStore, TaskLock
 
 
@@ -91,6 +92,61 @@ def test_readers_never_touch_the_lock_so_a_real_acquire_never_fails(tmp_path: Pa
         for thread in readers:
             thread.join(10)
     assert not store.lock("task_1").is_held()
+
+
+HOLD = r"""
+import sys, time
+from pathlib import Path
+from akira_cli.state.store import TaskLock
+lock = TaskLock(Path(sys.argv[1]))
+lock.acquire("task 1")
+Path(sys.argv[2]).write_text(sys.argv[3])  # the pid file as a lost race can find it: another live pid
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_refused_acquire_names_the_process_that_holds_the_lock(tmp_path: Path) -> None:
+    """The pid file is written after the lock is won: a loser can find it naming another live
+    process (the holder before, or a stale line). The refusal names the kernel's holder."""
+    other = subprocess.Popen(["sleep", "60"])
+    lock_path = tmp_path / "autonomous_loop_task_1.lock"
+    pid_path = lock_path.with_suffix(".pid")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock_path), str(pid_path), f"{other.pid}\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(AkiraError) as refused:
+            TaskLock(lock_path).acquire("task 1")
+        assert f"already being run by process {holder.pid};" in str(refused.value)
+    finally:
+        for process in (holder, other):
+            process.kill()
+            process.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_racing_resumes_name_the_process_that_runs_the_task(akira: Akira) -> None:
+    for race in range(5):
+        marks = akira.root / f"started{race}"
+        task = akira.write_task(f"race{race}", f"- [ ] 1. once\n  - Run: `echo x >> {marks.name}; sleep 1`\n")
+        first = akira.spawn("loop", "start", "--task", str(task))
+        akira.wait_for(lambda marks=marks: marks.exists(), 60, "the step to start")
+        first.kill()
+        first.communicate(timeout=30)
+        both = [akira.spawn("loop", "resume", "--task-id", f"race{race}") for _ in range(2)]
+        results = [(p, p.wait(timeout=90), p.communicate()[1]) for p in both]
+        winners = [p for p, code, _ in results if code == 0 and "already completed" not in _]
+        assert len(winners) == 1, [(code, err) for _, code, err in results]
+        for _, code, err in results:
+            if code == 1:
+                assert f"process {winners[0].pid}" in err, (winners[0].pid, err)
+        assert marks.read_text() == "x\nx\n"  # the killed run and the resumed one, never both resumes
 
 
 def test_a_pid_file_of_a_dead_process_is_not_a_holder(tmp_path: Path) -> None:

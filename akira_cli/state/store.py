@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from akira_cli.errors import AkiraError
 from akira_cli.events import utcnow
-from akira_cli.fileio import atomic_write, fsync_dir, name_path, spare_of, swap_in
+from akira_cli.fileio import atomic_write, fsync_dir, spare_of, swap_in
 from akira_cli.orphans import alive, start_time
 from akira_cli.redaction import redact_bytes
 from akira_cli.state import savelog
@@ -54,17 +54,14 @@ class TaskLock:
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
-            pid = self.holder() or "unknown"
+            pid = flock_owner(self.lock_path) or self.holder() or "unknown"
             raise AkiraError(
                 f"{what} is already being run by process {pid}; wait for it to finish, or stop it "
                 "with akira loop stop and its --task-id"
             ) from None
         pid = os.getpid()
-        try:
-            self.pid_path.write_text(f"{pid} {start_time(pid)}\n")
-        except OSError as exc:
-            name_path(exc, self.pid_path)
-            raise
+        # Whole or not at all: a reader must never take a half-written number for a PID.
+        atomic_write(self.pid_path, f"{pid} {start_time(pid)}\n".encode(), durable=False, masked=True)
 
     def release(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -86,6 +83,25 @@ class TaskLock:
 
     def is_held(self) -> bool:
         return self.holder() is not None
+
+
+def flock_owner(path: Path) -> int | None:
+    """The PID whose flock holds `path`, as the kernel records it (`/proc/locks`, Linux), or None.
+
+    The sidecar file is written after the lock is won, so a process that loses a race may find
+    it missing or still naming the process before; the kernel's record is the holder itself."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            table = handle.read()
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 4242 00:2a:1234 0 EOF"; a waiter has "->"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == where and fields[4].isdigit():
+            return int(fields[4])
+    return None
 
 
 class StateStore:
