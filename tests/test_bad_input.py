@@ -84,6 +84,17 @@ def test_an_unreadable_file_is_one_line_not_a_usage_panel(
     assert not akira.state_files()
 
 
+def test_a_start_that_meets_an_editor_mid_save_waits_for_the_file(akira: Akira) -> None:
+    task = akira.write_task("saving", "")  # the editor truncated it and writes next
+    os.utime(task, (0, task.stat().st_mtime))  # an access time before the change: a read moves it
+    process = akira.spawn("loop", "start", "--task", str(task))
+    akira.wait_for(lambda: task.stat().st_atime > 0 or process.poll() is not None, 60, "akira to read it")
+    task.write_text("- [ ] 1. Write\n  - Run: `echo hi > hi.txt`\n")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert (akira.root / "hi.txt").read_text() == "hi\n"
+
+
 def test_a_directory_instead_of_a_file(akira: Akira) -> None:
     (akira.root / "Specs" / "empty").mkdir()
     one_clear_line(akira.cli("loop", "start", "--task", "Specs/empty"), 1, "without tasks.md")

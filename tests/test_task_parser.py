@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from akira_cli.errors import AkiraError
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import TaskFileError, parse_task_file, parse_task_text
+from akira_cli.tasks.parser import (
+    SETTLE_SECONDS,
+    TaskFileError,
+    parse_task_file,
+    parse_task_text,
+    read_task_bytes,
+)
 from akira_cli.testing.plans import kiro_plan
 
 DATA = Path(__file__).parent / "data" / "tasks"
@@ -422,3 +431,45 @@ def test_unreadable_path_even_as_root(tmp_path: Path) -> None:
     (tmp_path / "file.md").write_text("not a folder")
     with pytest.raises(TaskFileError, match=r"cannot read the task file \(.+\); check"):
         parse_task_file(tmp_path / "file.md" / "tasks.md")
+
+
+# --- a file read while an editor saves it -------------------------------------------------------
+
+
+def test_a_file_read_while_an_editor_saves_it_is_read_again(tmp_path: Path) -> None:
+    """An editor that saves by truncating and then writing leaves the file empty for a moment."""
+    path = tmp_path / "tasks.md"
+    path.write_text("")  # truncated: the editor has not written yet
+    reading = threading.Event()
+    got: list[bytes | BaseException] = []
+
+    def read() -> None:
+        reading.set()
+        try:
+            got.append(read_task_bytes(path))
+        except BaseException as exc:
+            got.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert reading.wait(10)
+    time.sleep(0.2)  # the editor writes a moment later
+    path.write_text("- [ ] 1. a\n")
+    reader.join(10)
+    assert got == [b"- [ ] 1. a\n"]
+
+
+def test_a_file_that_stays_empty_is_refused_after_the_settle_time(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.md"
+    path.write_text("\n")
+    began = time.monotonic()
+    with pytest.raises(TaskFileError, match="task file is empty"):
+        parse_task_file(path)
+    assert time.monotonic() - began >= SETTLE_SECONDS
+
+
+def test_a_fifo_is_refused_never_waited_on(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.md"
+    os.mkfifo(path)
+    with pytest.raises(TaskFileError, match="not a regular file"):
+        read_task_bytes(path)
