@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from typer.core import TyperGroup, TyperOption
@@ -34,6 +36,52 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
 
     walk(get_command(app), "akira")
     assert missing == []
+
+
+def option_help(command: list[str], option: str) -> str:
+    found: Any = get_command(app)
+    for name in command:
+        found = found.commands[name]
+    return " ".join(next(p.help for p in found.params if option in p.opts).split())
+
+
+def test_the_root_option_says_how_the_workspace_is_found_and_it_is_found_so(tmp_path: Path) -> None:
+    """--root's help names $AKIRA_ROOT and the upward search, and the commands search so."""
+    text = option_help(["loop", "status"], "--root")
+    assert "$AKIRA_ROOT" in text and "nearest folder from here upward" in text and ".state/" in text
+    workspace, other = tmp_path / "ws", tmp_path / "other"
+    for folder in (workspace, other):
+        assert (
+            subprocess.run(
+                [sys.executable, "-m", "akira_cli", "init", str(folder)], capture_output=True
+            ).returncode
+            == 0
+        )
+    deep = workspace / "src" / "pkg"
+    deep.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "AKIRA_ROOT"}
+
+    def start(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "akira_cli", "loop", "start", "--task", "Specs/example/tasks.md"],
+            cwd=deep,
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert "relative to the current folder or to the workspace" in option_help(["loop", "start"], "--task")
+    assert start().returncode == 0  # the workspace two folders up, and its Specs/
+    assert (workspace / "Done" / "example" / "tasks.md").is_file() and not (deep / ".state").exists()
+    assert start(AKIRA_ROOT=str(other)).returncode == 0  # $AKIRA_ROOT comes first
+    assert (other / "Done" / "example" / "tasks.md").is_file() and not (deep / ".state").exists()
+
+
+def test_the_stop_options_say_what_they_do() -> None:
+    assert "records the attempt as interrupted and exits 3" in option_help(["loop", "stop"], "--force")
+    assert "whatever its status" in option_help(["loop", "stop"], "--save-state")
+    assert "exit 3 instead of waiting" in option_help(["loop", "resume"], "--no-wait")
 
 
 def test_shell_completion_is_offered() -> None:

@@ -22,15 +22,18 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 
-RootOption = Annotated[
-    str | None, typer.Option("--root", help="Workspace folder (default: $AKIRA_ROOT or the cwd).")
-]
+ROOT_HELP = (
+    "Workspace folder. Default: $AKIRA_ROOT; else, for --task in .kiro/specs/, specs/ (spec-kit) or "
+    "openspec/changes/, the repository that holds it; else the nearest folder from here upward that "
+    "holds .state/, Specs/, .kiro/, .specify/ or openspec/; else the current folder."
+)
+RootOption = Annotated[str | None, typer.Option("--root", help=ROOT_HELP)]
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config",
         readable=False,  # akira says what is wrong in one line, not Click's usage panel
-        help="Extra config file layered over the workspace's.",
+        help="Extra config file layered over config/autonomous_loop.yaml; resume reuses the start's.",
     ),
 ]
 TaskIdOption = Annotated[

@@ -40,9 +40,12 @@ def project_checks(folder: Path) -> list[str]:
 
 def init(
     directory: Annotated[
-        Path | None, typer.Argument(help="Folder to set up (default: --root or cwd).")
+        Path | None,
+        typer.Argument(help="Folder to set up, created if missing (default: --root, else the cwd)."),
     ] = None,
-    root: Annotated[str | None, typer.Option("--root", help="Workspace folder.")] = None,
+    root: Annotated[
+        str | None, typer.Option("--root", help="Folder to set up when DIR is not given (default: the cwd).")
+    ] = None,
 ) -> int:
     """Create the workspace layout, config/autonomous_loop.yaml and Specs/example/."""
     target = (directory or Path(root or ".")).expanduser().resolve()

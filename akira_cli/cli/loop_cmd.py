@@ -40,7 +40,14 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
 STARTING_GRACE_SECONDS = 5.0
 AgentKind = Literal["auto", "script", "command", "llm", "claude", "codex", "gemini", "aider"]
-NoWait = Annotated[bool, typer.Option("--no-wait", metavar="", help="Exit 3 when paused instead of waiting.")]
+NoWait = Annotated[
+    bool,
+    typer.Option(
+        "--no-wait",
+        metavar="",
+        help="When paused, exit 3 instead of waiting to be resumed (usage limits are waited out).",
+    ),
+]
 
 
 @app.command("start")
@@ -48,18 +55,30 @@ NoWait = Annotated[bool, typer.Option("--no-wait", metavar="", help="Exit 3 when
 def start(
     task: Annotated[
         Path,
-        typer.Option("--task", readable=False, help="Path of the tasks.md to work through."),
+        typer.Option(
+            "--task",
+            readable=False,
+            help="The tasks.md to work through, relative to the current folder or to the workspace.",
+        ),
     ],
     config: ConfigOption = None,
     max_iterations: Annotated[
         int | None, typer.Option("--max-iterations", min=1, help="Attempts allowed over the whole task.")
     ] = None,
     failure_threshold: Annotated[
-        int | None, typer.Option("--failure-threshold", min=1, help="Failed attempts in a row before asking.")
+        int | None,
+        typer.Option(
+            "--failure-threshold",
+            min=1,
+            help="Failed attempts in a row before it asks a person (needs_action, exit 4).",
+        ),
     ] = None,
     agent: Annotated[
         AgentKind | None,
-        typer.Option("--agent", help="Who works the steps: auto, script, command, llm, or an agent CLI."),
+        typer.Option(
+            "--agent",
+            help="Who works the steps (default: agent.kind in config, else auto).",
+        ),
     ] = None,
     include_optional: Annotated[
         bool, typer.Option("--include-optional", metavar="", help="Also work the optional ('[ ]*') steps.")
@@ -319,10 +338,23 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
 @exits
 def stop(
     task_id: TaskIdOption,
-    force: Annotated[bool, typer.Option("--force", metavar="", help="Kill the running command.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            metavar="",
+            help="Signal the live process: it kills the running command, records the attempt as interrupted "
+            "and exits 3.",
+        ),
+    ] = False,
     save_state: Annotated[
         bool,
-        typer.Option("--save-state", metavar="", help="Mark the state paused even when no process runs it."),
+        typer.Option(
+            "--save-state",
+            metavar="",
+            help="With no live process, mark the state paused whatever its status (an interrupted one is "
+            "marked paused without it).",
+        ),
     ] = False,
     root: RootOption = None,
 ) -> int:
