@@ -100,10 +100,10 @@ class Guard:
         if area == "Done" and state.moving_to_done:
             raise TaskCompleted("every step is done; akira's move to Done/ was cut short and is finished")
         if area == "Done" and loop.check_done_folder:
-            raise TaskMovedToDone(f"task moved to {self.workspace.relative(path)} by a person")
+            raise TaskMovedToDone(f"task moved to {self.workspace.shown(path)} by a person")
         if area == "Needs_Action" and loop.check_needs_action_folder:
             raise ManualIntervention(
-                f"task moved to {self.workspace.relative(path)}; move it back under Specs/ to continue"
+                f"task moved to {self.workspace.shown(path)}; move it back under Specs/ to continue"
             )
         return path
 
@@ -118,7 +118,7 @@ class Guard:
         hook = active_hook(self.workspace, state.task_id)
         if hook is not None:
             raise StopRequested(
-                f"stop hook {self.workspace.relative(hook)} present; delete it or run "
+                f"stop hook {self.workspace.shown(hook)} present; delete it or run "
                 f"'{command_line(self.workspace, 'loop', 'resume', '--task-id', state.task_id)}'"
             )
 

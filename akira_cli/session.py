@@ -193,6 +193,6 @@ def run_session(
             raise AkiraError(describe_os_error(exc, f"run '{resume}'; the saved state is intact")) from None
     where = ""
     if stop.report in ("intervention", "escalation"):
-        where = f"; read {workspace.relative(workspace.needs_action / f'{stop.report}_{state.task_id}.md')}"
+        where = f"; read {workspace.shown(workspace.needs_action / f'{stop.report}_{state.task_id}.md')}"
     print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}{where}", file=sys.stderr)
     return stop.exit_code

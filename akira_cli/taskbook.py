@@ -121,12 +121,12 @@ class TaskBook:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", self.state.task_id)
             reason = (
                 f"directives of step(s) {', '.join(changed[:10])} changed in "
-                f"{self.workspace.relative(current)} during an attempt; read them, then delete "
+                f"{self.workspace.shown(current)} during an attempt; read them, then delete "
                 f"this hook or run '{resume}' to let them run"
             )
             hook = write_hook(self.workspace, self.state, reason)
             self.bus.emit(EventType.LEDGER, step.id, action="directives_held", steps=changed[:20])
-            raise StopRequested(f"{reason} ({self.workspace.relative(hook)})")
+            raise StopRequested(f"{reason} ({self.workspace.shown(hook)})")
         self._fresh = (current, task)
         return settled
 

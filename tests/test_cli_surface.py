@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.core import TyperGroup, TyperOption
 from typer.main import get_command
 
@@ -76,6 +77,40 @@ def test_the_root_option_says_how_the_workspace_is_found_and_it_is_found_so(tmp_
     assert (workspace / "Done" / "example" / "tasks.md").is_file() and not (deep / ".state").exists()
     assert start(AKIRA_ROOT=str(other)).returncode == 0  # $AKIRA_ROOT comes first
     assert (other / "Done" / "example" / "tasks.md").is_file() and not (deep / ".state").exists()
+
+
+@pytest.mark.parametrize("where", ["elsewhere", "root", "inside"])
+def test_the_exit_line_names_files_that_open_from_where_the_command_ran(tmp_path: Path, where: str) -> None:
+    workspace = tmp_path / "ws"
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "akira_cli", "init", str(workspace)], capture_output=True
+        ).returncode
+        == 0
+    )
+    (workspace / "Specs" / "fail").mkdir()
+    (workspace / "Specs" / "fail" / "tasks.md").write_text(
+        "- [ ] 1. Fail\n  - Run: `echo broken >&2; exit 1`\n"
+    )
+    cwd = {"elsewhere": tmp_path / "elsewhere", "root": workspace, "inside": workspace / "Specs"}[where]
+    cwd.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "AKIRA_ROOT"}
+    task = str(workspace / "Specs/fail/tasks.md")
+    ran = subprocess.run(
+        [sys.executable, "-m", "akira_cli", "loop", "start", "--task", task, "--root", str(workspace)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 4, ran.stderr
+    last = ran.stderr.strip().splitlines()[-1]
+    named = last.rsplit("; read ", 1)[1]
+    assert (cwd / named).is_file(), (where, last)
+    assert Path(named).name.startswith("escalation_task_")
+    if where == "root":
+        assert named.startswith("Needs_Action/")  # the short name, where it opens
 
 
 def test_the_stop_options_say_what_they_do() -> None:

@@ -79,6 +79,6 @@ def init(
         (target / folder / ".gitkeep").touch()
     typer.echo(f"workspace ready at {target}")
     for path in written:
-        typer.echo(f"  wrote {workspace.relative(path)}")
+        typer.echo(f"  wrote {workspace.shown(path)}")
     typer.echo(f"next: {command_line(workspace, 'loop', 'start', '--task', 'Specs/example/tasks.md')}")
     return 0

@@ -110,7 +110,7 @@ def start(
     workspace.require_inside(path)
     if (area := workspace.area_of(path)) in ("Done", "Needs_Action"):
         raise AkiraError(
-            f"{workspace.relative(path)} is under {area}/, not a task to start: "
+            f"{workspace.shown(path)} is under {area}/, not a task to start: "
             + ("it is finished" if area == "Done" else "it waits for a person")
             + "; move it back under Specs/ to work on it"
         )
@@ -138,7 +138,7 @@ def start(
         store.save(state)
     if detach:
         return spawn_detached(workspace, state, no_wait)
-    typer.echo(f"akira: started {state.task_id} on {workspace.relative(path)}", err=True)
+    typer.echo(f"akira: started {state.task_id} on {workspace.shown(path)}", err=True)
     tasks = TaskSource.seeded(path, data, task_file)  # the loop does not parse it again
     return run_session(workspace, cfg, store, state, wait=not no_wait, lock=lock, tasks=tasks)
 
@@ -374,9 +374,7 @@ def stop(
         state.status = "paused"
         state.stop_conditions.stop_hook_triggered = True
         store.save(state)
-    typer.echo(
-        f"akira: wrote {workspace.relative(hook)}; {stop_message(state, pid, force, waiting)}", err=True
-    )
+    typer.echo(f"akira: wrote {workspace.shown(hook)}; {stop_message(state, pid, force, waiting)}", err=True)
     return 0
 
 
@@ -413,7 +411,7 @@ def cancel(task_id: TaskIdOption, root: RootOption = None) -> int:
     store.archive(state)
     typer.echo(
         f"akira: cancelled {state.task_id}; its state is archived, the task file stays at "
-        f"{workspace.relative(Path(state.task_path))}",
+        f"{workspace.shown(Path(state.task_path))}",
         err=True,
     )
     return 0
