@@ -128,14 +128,37 @@ def test_saves_while_running_sync_the_log_only(tmp_path: Path, monkeypatch: pyte
     assert calls.count("fsync") == 2  # the temp file, then the folder
 
 
-def test_quarantine_takes_the_log_along_so_a_restored_backup_is_read(tmp_path: Path) -> None:
+def test_a_corrupt_state_file_is_recovered_from_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StateStore(tmp_path)
+    state = new_state()
+    advance(state, 1)
+    store.save(state)
+    advance(state, 2)
+    store.save(state)
+    store.path(TASK).write_text('{"task_id": ')
+    assert [s.task_id for _, s in StateStore(tmp_path).scan()] == [TASK]  # status sees the loop
+    loaded = StateStore(tmp_path).load(TASK)
+    assert loaded.iteration == 2 and loaded.saves == state.saves
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{store.path(TASK)} was corrupt (not valid JSON) and is moved to {store.corrupt_dir}/" in line
+    assert f"is read from {store.log_path(TASK)}" in line
+    assert [p.suffix for p in store.corrupt_dir.iterdir()] == [".json"]
+    assert store.corrupt_dir.joinpath(next(store.corrupt_dir.iterdir()).name).read_text() == '{"task_id": '
+    assert StateStore(tmp_path).load(TASK) == loaded  # the state file is whole again
+    assert capsys.readouterr().err == ""
+
+
+def test_quarantine_takes_the_log_along_when_it_holds_nothing_of_this_loop(tmp_path: Path) -> None:
     store = StateStore(tmp_path)
     state = new_state()
     advance(state, 1)
     store.save(state)
     backup = store.backup(state)
-    advance(state, 2)
-    store.save(state)
+    other = LoopState(task_id="task_20260101_000001", task_path="/w/Specs/y/tasks.md")
+    store.save(other)
+    shutil.copy(store.log_path(other.task_id), store.log_path(TASK))  # another loop's log
     store.path(TASK).write_text('{"task_id": ')
     with pytest.raises(AkiraError, match="corrupt state file"):
         StateStore(tmp_path).load(TASK)
@@ -143,6 +166,39 @@ def test_quarantine_takes_the_log_along_so_a_restored_backup_is_read(tmp_path: P
     assert sorted(p.suffix for p in store.corrupt_dir.iterdir()) == [".json", ".wal"]
     shutil.copy(backup, store.path(TASK))  # the fix the message prints
     assert StateStore(tmp_path).load(TASK).iteration == 1
+
+
+def test_resume_by_feature_recovers_a_corrupt_state_file_from_its_log(akira: Akira) -> None:
+    task = akira.write_task(
+        "fix",
+        """
+        - [ ] 1. Works
+          - Run: `echo 1 >> runs.txt`
+        - [ ] 2. Fails until fixed
+          - Run: `test -f fixed || { echo broken; exit 3; }`
+        """,
+    )
+    assert akira.cli("loop", "start", "--task", str(task)).code == 4  # persistent failure
+    state = akira.state()
+    akira.root.joinpath(f".state/autonomous_loop_{state.task_id}.json").write_text("{garbage")
+    (akira.root / "fixed").touch()
+    resumed = akira.cli("loop", "resume", "--task-id", "fix", "--reset-failures")
+    assert resumed.code == 0, resumed.err
+    assert "was corrupt (not valid JSON) and is moved to" in resumed.err
+    assert (akira.root / "runs.txt").read_text() == "1\n"  # the ledger held: step 1 never ran again
+    assert akira.state().status == "completed"
+
+
+def test_a_corrupt_state_file_without_a_log_is_named_when_a_feature_is_asked_for(akira: Akira) -> None:
+    task = akira.write_task("gone", "- [ ] 1. Fails\n  - Run: `exit 3`\n")
+    assert akira.cli("loop", "start", "--task", str(task)).code == 4
+    task_id = akira.state().task_id
+    akira.root.joinpath(f".state/autonomous_loop_{task_id}.wal").unlink()
+    akira.root.joinpath(f".state/autonomous_loop_{task_id}.json").write_text("{garbage")
+    refused = akira.cli("loop", "resume", "--task-id", "gone")
+    assert refused.code == 1 and len(refused.err.strip().splitlines()) == 1, refused.err
+    assert f".state/autonomous_loop_{task_id}.json is corrupt" in refused.err
+    assert f"akira loop state --task-id {task_id}" in refused.err
 
 
 def test_archive_removes_the_log_and_old_state_files_still_load(tmp_path: Path) -> None:

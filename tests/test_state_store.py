@@ -83,6 +83,7 @@ def test_a_corrupt_state_file_names_the_backup_to_restore(tmp_path: Path) -> Non
     state = LoopState(task_id="task_20260101_000000", task_path="x")
     store.save(state)
     backup = store.backup(state)
+    store.log_path(state.task_id).unlink()  # no save log to recover it from
     store.path(state.task_id).write_text("{not json")
     with pytest.raises(AkiraError) as raised:
         store.load(state.task_id)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 import typer
 
 from akira_cli.errors import AkiraError
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -82,7 +82,8 @@ def resolve_task(workspace: Workspace, store: StateStore, ref: str) -> str:
     if re.fullmatch(TASK_ID_PATTERN, ref) and store.exists(ref):
         return ref
     path = find_path(workspace, ref)
-    states = [state for _, state in store.scan() if state is not None]
+    scanned = list(store.scan())
+    states = [state for _, state in scanned if state is not None]
     states.sort(key=lambda s: s.started_at, reverse=True)
     if path is not None:
         target = path / "tasks.md" if path.is_dir() else path
@@ -92,6 +93,14 @@ def resolve_task(workspace: Workspace, store: StateStore, ref: str) -> str:
     for state in states:
         if state.feature == ref:
             return state.task_id
+    corrupt = [found for found, state in scanned if state is None]
+    if corrupt:  # it may be the one asked for: say so, and how to see what is left of it
+        task = corrupt[0].stem.removeprefix("autonomous_loop_")
+        see = command_line(workspace, "loop", "state", "--task-id", task)
+        raise AkiraError(
+            f"no readable loop found for '{ref}'; the state file {workspace.shown(corrupt[0])} is corrupt "
+            f"and may be it: run '{see}' to quarantine it and learn how to restore it"
+        )
     raise AkiraError(
         f"no loop found for '{ref}' (not a task id, task file or feature name); "
         "run 'akira loop status' to list loops"

@@ -246,8 +246,18 @@ class StateStore:
                 wal = path.with_suffix(".wal")
                 print(f"akira: {path} is {cut}, as a power cut leaves it: read from {wal}", file=sys.stderr)
                 return self._with_sealed(recovered)
-            moved = self.quarantine(path)
             reason = _first_error(exc)
+            logged = _from_log(path)
+            moved = self.quarantine(path, with_log=logged is None)
+            if logged is not None:  # the log holds this loop's last save whole: that is the state
+                atomic_write(path, logged[1], masked=True)
+                wal = path.with_suffix(".wal")
+                print(
+                    f"akira: {path} was corrupt ({reason}) and is moved to {moved}; its last save "
+                    f"(number {logged[0].saves}) is read from {wal}",
+                    file=sys.stderr,
+                )
+                return self._with_sealed(logged[0])
             backups = sorted(self.backup_dir.glob(f"{path.stem}.*.json"), key=_iteration)
             if backups:
                 copy = shlex.join(["cp", str(backups[-1]), str(path)])
@@ -264,14 +274,16 @@ class StateStore:
             state._sealed, state._done = ids, (-1, set())
         return state
 
-    def quarantine(self, path: Path) -> Path:
-        """Moves a corrupt state file (and its save log, so that a backup a person restores
-        is what the next load reads) to `.state/corrupt/`."""
+    def quarantine(self, path: Path, *, with_log: bool = True) -> Path:
+        """Moves a corrupt state file to `.state/corrupt/`, and its save log too unless the
+        state is recovered from it (`with_log`: so that a backup a person restores is what the
+        next load reads)."""
         self.corrupt_dir.mkdir(parents=True, exist_ok=True)
         target = self.corrupt_dir / f"{path.stem}.{utcnow().replace(':', '')}.json"
         os.replace(path, target)
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(path.with_suffix(".wal"), target.with_suffix(".wal"))
+        if with_log:
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(path.with_suffix(".wal"), target.with_suffix(".wal"))
         return target
 
     def backup(self, state: LoopState) -> Path:
@@ -317,6 +329,8 @@ class StateStore:
                     state = LoopState.model_validate_json(raw)
                 except (ValidationError, ValueError):
                     state = _cut_save(path, raw)
+                    if state is None and (logged := _from_log(path)) is not None:
+                        state = logged[0]
             yield path, state
 
 
@@ -337,6 +351,17 @@ def _cut_save(path: Path, raw: bytes) -> LoopState | None:
     if not any(data.startswith(raw) for _, data in found):
         return None
     return _logged(max(found), path.stem[len(PREFIX) :])
+
+
+def _from_log(path: Path) -> tuple[LoopState, bytes] | None:
+    """The newest whole record of this loop in the save log next to `path`, whatever the state
+    file holds: a state file that is corrupt is recovered from it."""
+    task_id = path.stem[len(PREFIX) :]
+    for record in sorted(savelog.records(path.with_suffix(".wal")), reverse=True):
+        state = _logged(record, task_id)
+        if state is not None:
+            return state, record[1]
+    return None
 
 
 def _logged(record: tuple[int, bytes], task_id: str) -> LoopState | None:
