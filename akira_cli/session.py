@@ -23,6 +23,7 @@ from akira_cli.loop import AutonomousLoop
 from akira_cli.notify import Notifier
 from akira_cli.orphans import ChildLedger
 from akira_cli.prompts import StepPrompts
+from akira_cli.reaper import Reaper
 from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner
@@ -152,6 +153,10 @@ def run_session(
             lock.acquire(f"task {state.task_id} ({Path(state.task_path).name})")
         stack.callback(lock.release)
         orphans = ChildLedger(store.children_path(state.task_id)).reap(state.task_id, workspace.root)
+        # Kills this run's commands if akira dies; told at the end (after the kill below, LIFO).
+        reaper = Reaper(lock.lock_path, store.children_path(state.task_id), state.task_id, workspace.root)
+        reaper.start()
+        stack.callback(reaper.stop)
         bus = EventBus(state.task_id)
         bus.iteration = state.iteration
         log = JsonlLog(workspace.log_path(state.task_id))

@@ -27,6 +27,30 @@ def alive(pid: int) -> bool:
         return False
 
 
+def reapers(task_id: str) -> list[int]:
+    """The live reaper processes of a task (`python -m akira_cli.reaper ... TASK_ID ...`)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if b"akira_cli.reaper" in argv and task_id.encode() in argv and alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def kill_with_its_reaper(process: subprocess.Popen[str] | subprocess.Popen[bytes], task_id: str) -> None:
+    """A kill -9 that takes the reaper too (the OOM killer, a machine's reboot of a container):
+    then only the next resume can kill the leftovers."""
+    for pid in reapers(task_id):
+        os.kill(pid, signal.SIGKILL)
+    process.kill()
+
+
 @pytest.mark.timeout(120)
 def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_again(akira: Akira) -> None:
     pids = akira.root / "pids"
@@ -35,10 +59,10 @@ def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_aga
     )
     first = akira.spawn("loop", "start", "--task", str(task))
     akira.wait_for(lambda: pids.read_text().strip() != "", 60, "the first command")
-    first.kill()
+    kill_with_its_reaper(first, akira.task_id())
     first.communicate(timeout=30)
     old = int(pids.read_text().split()[0])
-    assert alive(old)  # nothing can kill it from inside a process that got SIGKILL
+    assert alive(old)  # nothing is left to kill it but the resume
     second = akira.spawn("loop", "resume", "--task-id", akira.task_id())
     akira.wait_for(lambda: len(pids.read_text().split()) == 2, 60, "the step to run again")
     assert not alive(old)  # the leftover group died before the step ran a second time
@@ -173,6 +197,32 @@ def test_status_of_a_live_loop_shows_its_holder(akira: Akira) -> None:
     assert process.returncode == 3
 
 
+@pytest.mark.timeout(120)
+def test_a_kill_9_of_akira_kills_its_commands_and_their_children_without_a_resume(akira: Akira) -> None:
+    pids = akira.root / "pids"
+    task = akira.write_task(
+        "orphan", "- [ ] 1. long\n  - Run: `sleep 100 & echo $! $$ >> pids; wait`\n  - Timeout: 200\n"
+    )
+    first = akira.spawn("loop", "start", "--task", str(task))
+    akira.wait_for(lambda: len(pids.read_text().split()) == 2, 60, "the command and its child")
+    task_id = akira.task_id()
+    akira.wait_for(lambda: reapers(task_id) != [], 60, "the reaper")
+    first.kill()
+    first.communicate(timeout=30)
+    children = [int(pid) for pid in pids.read_text().split()]
+    akira.wait_for(lambda: not any(map(alive, children)), 30, "the command and its child to die")
+    akira.wait_for(lambda: reapers(task_id) == [], 30, "the reaper to exit")
+    assert akira.state().status == "running"  # interrupted: the resume continues it
+    status = json.loads(akira.cli("loop", "status", "--task-id", task_id, "--json").out)
+    assert status["status"] == "interrupted"
+
+
+def test_a_run_that_ends_as_it_should_leaves_no_reaper(akira: Akira) -> None:
+    task = akira.write_task("clean", "- [ ] 1. quick\n  - Run: `echo ok > ok.txt`\n")
+    assert akira.cli("loop", "start", "--task", str(task)).code == 0
+    assert reapers(akira.task_id()) == []
+
+
 KILL_BEFORE_PGID_RECORDED = r"""
 import os, sys, time
 from pathlib import Path
@@ -191,9 +241,9 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.timeout(120)
-def test_a_command_spawned_just_before_a_kill_9_is_killed_by_the_resume(akira: Akira) -> None:
+def test_a_command_spawned_just_before_a_kill_9_is_killed_by_its_marks(akira: Akira) -> None:
     """The sidecar lists a group a moment after the spawn; a kill -9 in that moment must not
-    leave the command running beside the step's second run (it carries AKIRA_TASK_ID)."""
+    leave the command running (it carries AKIRA_TASK_ID and AKIRA_WORKSPACE)."""
     pids = akira.root / "pids"
     task = akira.write_task("race", "- [ ] 1. long\n  - Run: `echo $$ >> pids; sleep 100`\n")
     first = subprocess.Popen(
@@ -214,7 +264,8 @@ def test_a_command_spawned_just_before_a_kill_9_is_killed_by_the_resume(akira: A
     )
     assert first.wait(timeout=60) == 137
     old = int(pids.read_text().split()[0])
-    assert alive(old)
+    # The reaper finds it by its marks, as the resume would.
+    akira.wait_for(lambda: not alive(old), 30, "the command to die without a resume")
     second = akira.spawn("loop", "resume", "--task-id", akira.task_id())
     akira.wait_for(lambda: len(pids.read_text().split()) == 2, 60, "the step to run again")
     assert not alive(old)
