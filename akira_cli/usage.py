@@ -12,6 +12,8 @@ class Usage(BaseModel):
     cached_tokens: int = 0
     """The cached part of `prompt_tokens`, kept on its own."""
     calls: int = 0
+    estimated_calls: int = 0
+    """Calls whose tokens are estimated from the text: the server sent no usage."""
     cost_usd: float = 0.0
 
     @property
@@ -23,6 +25,7 @@ class Usage(BaseModel):
         self.completion_tokens += other.completion_tokens
         self.cached_tokens += other.cached_tokens
         self.calls += other.calls
+        self.estimated_calls += other.estimated_calls
         self.cost_usd += other.cost_usd
 
     def since(self, before: Usage) -> Usage:
@@ -31,5 +34,6 @@ class Usage(BaseModel):
             completion_tokens=self.completion_tokens - before.completion_tokens,
             cached_tokens=self.cached_tokens - before.cached_tokens,
             calls=self.calls - before.calls,
+            estimated_calls=self.estimated_calls - before.estimated_calls,
             cost_usd=self.cost_usd - before.cost_usd,
         )

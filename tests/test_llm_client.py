@@ -200,7 +200,14 @@ def test_chat_without_tools(fake_openai: FakeOpenAI) -> None:
     assert result.finish_reason == "stop"
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (12, 4)
     (body,) = fake_openai.chat_requests
-    assert body == {"model": "fake-model", "messages": USER, "temperature": 0.0, "max_tokens": 4096}
+    assert body == {
+        "model": "fake-model",
+        "messages": USER,
+        "temperature": 0.0,
+        "max_tokens": 4096,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     assert result.as_message() == {"role": "assistant", "content": "hello"}
 
 
@@ -285,7 +292,7 @@ def test_slow_reply_times_out_and_is_retried(fake_openai: FakeOpenAI) -> None:
     h = Harness(fake_openai.base_url, llm={"timeout": 0.3})
     assert h.client.chat(USER).content == "on time"
     (retry,) = h.of_type(EventType.TRANSIENT_RETRY)
-    assert retry["status"] is None and "did not answer within 0.3s" in retry["error"]
+    assert retry["status"] is None and "sent nothing for 0.3s (llm.timeout" in retry["error"]
 
 
 def test_retries_exhausted(fake_openai: FakeOpenAI) -> None:

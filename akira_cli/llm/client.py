@@ -1,17 +1,10 @@
 """The one client everything that talks to a model uses.
 
-It wraps `openai.OpenAI` with the SDK's own retries switched off, because we retry ourselves: so
-that each failure is classified, logged as an event, and a long `Retry-After` is honoured (the SDK
-gives up on waits beyond 60 s). It also enforces the client-side rate limit and the budgets, adds
-up token usage and cost, and turns structured output that breaks its schema into a repair retry.
-
-Failure classes:
-- transient (connection refused or reset, client timeout, HTTP 408/409/429/5xx): retried with
-  backoff, or with the server's `Retry-After`; after the last retry, `LLMTransientError`;
-- a body that is not JSON (or not a chat completion): also retried, since proxies and
-  half-started servers produce it briefly; if it persists the endpoint is not an OpenAI API, so
-  it ends as a plain `LLMError` ("LLM returned garbage"), a problem a person must fix;
-- 401/403, an unknown model, other 4xx: `LLMError` at once.
+It wraps `openai.OpenAI` with the SDK's own retries switched off, because we retry ourselves
+(`llm.retries`: each failure classified and logged, a long `Retry-After` honoured, a timed-out
+call sent again at most once). It streams every call (`llm.stream`), enforces the client-side
+rate limit and the budgets, adds up token usage and cost, mends what it can of a structured
+reply (`llm.mend`) and turns what it cannot into a repair retry.
 
 The API key never appears in an exception message, an event or a repr: every text taken from
 the SDK or the server is passed through `Redactor`, and SDK exceptions are not chained.
@@ -19,7 +12,8 @@ the SDK or the server is passed through `Redactor`, and SDK exceptions are not c
 
 from __future__ import annotations
 
-import random
+import json
+import re
 import threading
 import time
 from collections import deque
@@ -32,33 +26,43 @@ from pydantic import BaseModel, ValidationError
 from akira_cli.config import BudgetSettings, LLMSettings, ResourceLimits
 from akira_cli.errors import BudgetExceeded
 from akira_cli.events import EventBus, EventType
-from akira_cli.llm import wire
+from akira_cli.llm import stream, wire
+from akira_cli.llm.mend import mend
+from akira_cli.llm.retries import Retrying
 from akira_cli.llm.types import (
     NO_KEY,
     ChatResult,
-    Failure,
     FormatRejected,
     LLMError,
     LLMSchemaError,
-    LLMTransientError,
     LLMTruncated,
     Redactor,
 )
 from akira_cli.usage import Usage
 
 T = TypeVar("T", bound=BaseModel)
-R = TypeVar("R")
-
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 30.0
 RATE_WINDOW = 60.0
-TRANSIENT_STATUSES = frozenset({408, 409, 429})
 FORMAT_MODES = ("json_schema", "json_object", "none")
-PURPOSE_TOKENS = {"judge": 512, "reflection": 1024, "reasoning.profile": 1024, "lesson": 512}
-"""Replies that are small by nature get a smaller bound than `llm.max_tokens`."""
+STREAM_WORD = re.compile(r"\bstream(ing|_options)?\b", re.IGNORECASE)
+"""How a server that refuses streaming names it in its 4xx message ("upstream" is not it)."""
+PURPOSE_TOKENS = {
+    "judge": 512,
+    "reflection": 1024,
+    "lesson": 512,
+    "reasoning.profile": 512,
+    "reasoning.profile_update": 512,
+    "reasoning.converge": 768,
+    "reasoning.validate": 1024,
+    "reasoning.plan": 2048,
+    "reasoning.refine": 2048,
+    "reasoning.synthesize": 2048,
+}
+"""Replies that are small by nature get a smaller bound than `llm.max_tokens` (a purpose is
+matched by its first two parts: `reasoning.validate.plan` by `reasoning.validate`), so that a
+small model that loops is cut early."""
 
 
-class LLMClient:
+class LLMClient(Retrying):
     def __init__(
         self,
         settings: LLMSettings,
@@ -91,6 +95,7 @@ class LLMClient:
         )
         self._model = settings.model
         self._format_mode = 0
+        self._streaming = True
         self._lock = threading.Lock()
         self._calls: deque[float] = deque()
 
@@ -145,10 +150,9 @@ class LLMClient:
         for _ in range(repair_attempts + 1):
             result = self._structured_once(conversation, schema, purpose)
             content = result.content or ""
-            try:
-                return schema.model_validate_json(wire.strip_fences(content))
-            except ValidationError as exc:
-                problem = wire.describe(exc)
+            reply, problem = self._read_reply(content, schema, purpose)
+            if reply is not None:
+                return reply
             conversation += [
                 {"role": "assistant", "content": content},
                 {
@@ -161,6 +165,27 @@ class LLMClient:
             f"LLM output for {purpose or schema.__name__} broke the {schema.__name__} schema "
             f"after {repair_attempts} repair(s): {self._redact(problem, 200)}"
         )
+
+    def _read_reply(self, content: str, schema: type[T], purpose: str) -> tuple[T | None, str]:
+        """The reply parsed into `schema`, after the host mended what it can (see `llm.mend`);
+        or None and what is still wrong, for the model to repair."""
+        text = wire.strip_fences(content)
+        try:
+            data = json.loads(text)
+        except ValueError:
+            try:
+                return schema.model_validate_json(text), ""
+            except ValidationError as exc:
+                return None, wire.describe(exc)
+        mended, notes = mend(data, schema)
+        try:
+            reply = schema.model_validate(mended)
+        except ValidationError as exc:
+            return None, wire.describe(exc)
+        if notes:
+            label = purpose or schema.__name__
+            self._emit(EventType.WARNING, message=f"mended the {label} reply: {'; '.join(notes)}"[:600])
+        return reply, ""
 
     # -- one completion -----------------------------------------------------------------------
 
@@ -185,17 +210,17 @@ class LLMClient:
         self._check_budget()
         model = self.model
         started = time.monotonic()
-        limit = min(self.settings.max_tokens, PURPOSE_TOKENS.get(purpose, self.settings.max_tokens))
+        bound = PURPOSE_TOKENS.get(".".join(purpose.split(".")[:2]), self.settings.max_tokens)
+        limit = min(self.settings.max_tokens, bound)
+        request = {
+            "model": model,
+            "messages": messages,
+            "temperature": self.settings.temperature,
+            "max_tokens": limit,
+            **extra,
+        }
         result = self._call(
-            lambda: wire.parse_completion(
-                self._sdk.chat.completions.create(
-                    model=model,
-                    messages=messages,  # type: ignore[arg-type]
-                    temperature=self.settings.temperature,
-                    max_tokens=limit,
-                    **extra,
-                )
-            ),
+            lambda: self._request(request),
             purpose,
             format_probe="response_format" in extra and extra["response_format"].get("type") != "text",
         )
@@ -210,6 +235,8 @@ class LLMClient:
             completion_tokens=result.usage.completion_tokens,
             cost_usd=round(result.usage.cost_usd, 6),
             duration_seconds=round(time.monotonic() - started, 3),
+            streamed=self._streaming,
+            **({"usage_estimated": True} if result.usage.estimated_calls else {}),
         )
         if result.finish_reason == "length":
             raise LLMTruncated(
@@ -217,6 +244,34 @@ class LLMClient:
                 "the model may be looping: raise llm.max_tokens or use a larger model"
             )
         return result
+
+    def _request(self, request: dict[str, Any]) -> ChatResult:
+        """One completion, streamed unless the server refused it (see `llm.stream`)."""
+        create: Any = self._sdk.chat.completions.create
+        if not self._streaming:
+            return wire.parse_completion(create(**request))
+        try:
+            chunks = create(**request, stream=True, stream_options={"include_usage": True})
+        except openai.APIStatusError as exc:
+            if exc.status_code in (400, 422, 501) and STREAM_WORD.search(wire.server_message(exc)):
+                self._stop_streaming(f"HTTP {exc.status_code}: {self._redact(wire.server_message(exc), 120)}")
+                return wire.parse_completion(create(**request))
+            raise
+        try:
+            return stream.gather(chunks, request["messages"])
+        except stream.NotStreamed as whole:
+            self._stop_streaming("it answered with a whole reply")
+            return whole.completion
+        finally:
+            chunks.close()  # given up or done: the connection goes, and the server stops generating
+
+    def _stop_streaming(self, why: str) -> None:
+        self._streaming = False
+        self._emit(
+            EventType.WARNING,
+            message=f"LLM endpoint {self.base_url} does not stream ({why}); "
+            "its replies are read whole for the rest of the run",
+        )
 
     def _cost(self, model: str, usage: Usage) -> float:
         price = self.settings.prices.get(model)
@@ -241,117 +296,6 @@ class LLMClient:
 
     def _list_models(self) -> list[str]:
         return wire.model_ids(self._call(lambda: self._sdk.models.list(), "models"))
-
-    # -- retries ------------------------------------------------------------------------------
-
-    def _call(
-        self,
-        request: Callable[[], R],
-        purpose: str,
-        *,
-        retry_refused: bool = True,
-        format_probe: bool = False,
-    ) -> R:
-        """Runs `request` with our retry policy. With `format_probe` (the request carries a
-        `response_format`), an HTTP 400/422/500 is taken as the server refusing that format
-        (llama.cpp servers answer 500), and falls back at once instead of being retried."""
-        attempt = 0
-        while True:
-            self._throttle()
-            try:
-                return request()
-            except openai.APIStatusError as exc:
-                if format_probe and exc.status_code in (400, 422, 500):
-                    detail = self._redact(wire.server_message(exc), 160)
-                    raise FormatRejected(
-                        f"LLM endpoint refused response_format (HTTP {exc.status_code}: {detail})"
-                    ) from None
-                failure = self._classify(exc)
-            except (openai.OpenAIError, ValueError, wire.Garbage, AttributeError, TypeError) as exc:
-                failure = self._classify(exc)
-            if attempt >= self.settings.max_retries or (failure.refused and not retry_refused):
-                raise self._final(failure, attempt + 1)
-            attempt += 1
-            self._wait_before_retry(failure, attempt, purpose)
-
-    def _wait_before_retry(self, failure: Failure, attempt: int, purpose: str) -> None:
-        if failure.retry_after is not None:
-            wait = min(failure.retry_after, self.settings.retry_after_cap_seconds)
-            mechanism = "retry_after"
-        else:
-            delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
-            wait = min(BACKOFF_CAP, delay * random.uniform(1.0, 1.25))
-            mechanism = "backoff"
-        self._emit(
-            EventType.TRANSIENT_RETRY,
-            mechanism=mechanism,
-            status=failure.status,
-            wait_seconds=round(wait, 3),
-            attempt=attempt,
-            purpose=purpose,
-            error=failure.message,
-        )
-        self._sleep(wait)
-
-    def _final(self, failure: Failure, attempts: int) -> LLMError:
-        tries = f"after {attempts} attempt(s)"
-        if failure.garbage:
-            return LLMError(
-                f"LLM returned garbage (not a JSON chat completion) from {self.base_url} {tries}; "
-                "check that llm.base_url points at an OpenAI-compatible API"
-            )
-        return LLMTransientError(f"{failure.message} ({tries})")
-
-    def _classify(self, exc: Exception) -> Failure:
-        """A retryable `Failure`, or raises the permanent `LLMError` for `exc`."""
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(
-                f"LLM endpoint {self.base_url} did not answer within {self.settings.timeout:g}s; "
-                "raise llm.timeout or check the server"
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            reason = wire.connection_reason(exc)
-            return Failure(
-                f"LLM endpoint {self.base_url} is unreachable ({self._redact(reason, 120)}); "
-                "start the server or fix llm.base_url",
-                refused="refused" in reason,
-            )
-        if isinstance(exc, openai.APIStatusError):
-            return self._classify_status(exc)
-        return Failure(f"LLM returned garbage from {self.base_url}", garbage=True)
-
-    def _classify_status(self, exc: openai.APIStatusError) -> Failure:
-        status = exc.status_code
-        detail = self._redact(wire.server_message(exc), 200)
-        if status in TRANSIENT_STATUSES or status >= 500:
-            return Failure(
-                f"LLM endpoint {self.base_url} answered HTTP {status} ({detail})",
-                status=status,
-                retry_after=wire.retry_after(exc.response.headers),
-            )
-        if status in (401, 403):
-            raise LLMError(
-                f"LLM rejected the API key ({status}); set OPENAI_API_KEY or llm.api_key"
-            ) from None
-        if status == 404 and wire.is_chat(exc) and (exc.code == "model_not_found" or "model" in detail):
-            raise LLMError(self._model_not_found()) from None
-        if status in (400, 422) and ("response_format" in detail or "json_schema" in detail):
-            raise FormatRejected(f"LLM endpoint refused response_format: {detail}") from None
-        hint = "; check llm.base_url (it usually ends in /v1)" if status == 404 else ""
-        raise LLMError(
-            f"LLM endpoint {self.base_url} refused the request (HTTP {status}): {detail}{hint}"
-        ) from None
-
-    def _model_not_found(self, listed: list[str] | None = None) -> str:
-        try:
-            models = listed if listed is not None else self._list_models()
-            available = ", ".join(models) or "(none listed)"
-        except LLMError:
-            available = "(could not list them)"
-        return (
-            f"LLM model '{self._model}' not found at {self.base_url}; "
-            f"set llm.model or AKIRA_MODEL to one of: {available}"
-        )
 
     # -- rate limit and events ----------------------------------------------------------------
 

@@ -78,6 +78,7 @@ class Failure:
     retry_after: float | None = None
     garbage: bool = False
     refused: bool = False
+    timeout: bool = False
 
 
 class Redactor:

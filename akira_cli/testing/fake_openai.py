@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from akira_cli.testing import sse
+
 _call_ids = itertools.count(1)
 _completion_ids = itertools.count(1)
 
@@ -43,6 +45,13 @@ class Reply:
     """A raw HTTP body, sent as is (malformed JSON)."""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    trickle: float = 0.0
+    """Streamed: a pause before every chunk (a slow model generating)."""
+    stall: float = 0.0
+    """Streamed: a silence after `stall_after` chunks (a server that stopped sending)."""
+    stall_after: int = 1
+    usage: bool = True
+    """Streamed: whether the usage chunk is sent when the client asks for it."""
 
 
 @dataclass
@@ -116,6 +125,16 @@ def slow(seconds: float, then: Reply) -> Reply:
     return replace(then, delay=seconds)
 
 
+def trickling(seconds: float, then: Reply) -> Reply:
+    """Streams `then` with a pause of `seconds` before every chunk."""
+    return replace(then, trickle=seconds)
+
+
+def stalling(seconds: float, then: Reply, *, after: int = 1) -> Reply:
+    """Streams `after` chunks of `then`, then sends nothing for `seconds`."""
+    return replace(then, stall=seconds, stall_after=after)
+
+
 def malformed(raw: str = "{not json") -> Reply:
     """A 200 whose HTTP body is not valid JSON."""
     return Reply(raw=raw)
@@ -140,9 +159,16 @@ Responder = Callable[[dict[str, Any]], Reply]
 class FakeOpenAI:
     """The server. Start it with `with FakeOpenAI() as server:` (or construct and `close()`)."""
 
-    def __init__(self, models: list[str] | None = None, api_key: str | None = None) -> None:
+    def __init__(
+        self, models: list[str] | None = None, api_key: str | None = None, *, streams: str = "yes"
+    ) -> None:
+        """`streams`: "yes" (server-sent events when asked), "ignore" (answers a streamed
+        request with a whole JSON completion) or "refuse" (HTTP 400 naming `stream`)."""
         self.models = list(models) if models is not None else ["fake-model"]
         self.api_key = api_key
+        self.streams = streams
+        self.abandoned: list[float] = []
+        """When a streamed reply found its client gone (time.monotonic()), one entry a reply."""
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Reply] = deque()
         self._responder: Responder | None = None
@@ -210,6 +236,10 @@ class FakeOpenAI:
         if responder is not None:
             return responder(body)
         return error(500, body=_error_body("fake server: no scripted reply", "server_error"))
+
+    def _abandon(self) -> None:
+        with self._lock:
+            self.abandoned.append(time.monotonic())
 
     def _wait(self, seconds: float) -> None:
         self._closing.wait(seconds)
@@ -281,15 +311,52 @@ class _Handler(BaseHTTPRequestHandler):
             payload = _error_body(message, "invalid_request_error", "model_not_found")
             self._send_json(404, payload)
             return
+        streamed = body.get("stream") is True
+        if streamed and self.fake.streams == "refuse":
+            message = "'stream' is not supported by this server"
+            self._send_json(400, _error_body(message, "invalid_request_error"))
+            return
         reply = self.fake._next_reply(body)
         if reply.delay:
             self.fake._wait(reply.delay)
-        if reply.raw is not None:
+        if streamed and self.fake.streams == "yes" and reply.message is not None and reply.status == 200:
+            self._stream(str(model), reply, bool((body.get("stream_options") or {}).get("include_usage")))
+        elif reply.raw is not None:
             self._send(reply.status, reply.raw.encode(), reply.headers)
         elif reply.body is not None:
             self._send_json(reply.status, reply.body, reply.headers)
         else:
             self._send_json(reply.status, _completion(str(model), reply), reply.headers)
+
+    def _stream(self, model: str, reply: Reply, include_usage: bool) -> None:
+        """Server-sent events (see `testing.sse`); the connection closes at the end."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        completion = _completion(model, reply)
+        events = [
+            sse.event(c)
+            for c in sse.chunks(model, completion["id"], reply.message or {}, reply.finish_reason)
+        ]
+        if include_usage and reply.usage:
+            events.append(sse.event(sse.usage_chunk(model, completion["id"], completion["usage"])))
+        events.append(sse.event("[DONE]"))
+        for number, data in enumerate(events):
+            pause = reply.trickle + (reply.stall if number == reply.stall_after else 0.0)
+            if pause and not sse.wait_watching(self.connection, pause, self.fake._closing):
+                self.fake._abandon()
+                return
+            try:
+                self.wfile.write(data)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.fake._abandon()
+                return
 
     def _send_json(self, status: int, obj: object, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode(), headers or {})
