@@ -132,6 +132,10 @@ class EvaluationSettings(Section):
 
 
 class ReasoningSettings(Section):
+    mode: Literal["adaptive", "full", "direct"] = "adaptive"
+    """How deep the `llm` agent goes (SPEC 9, Cost: depth is earned). adaptive: a step with host
+    checks is first tried in one tool conversation, and the whole engine runs on a retry (or from
+    the start for a step without checks); full: the engine on every attempt; direct: never."""
     max_passes: int = Field(6, ge=1)
     """Global cap on execution passes (the TTL never exceeds it)."""
     max_nesting_depth: int = Field(5, ge=1)

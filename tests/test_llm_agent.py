@@ -103,17 +103,21 @@ class Model:
         return [m["content"] for m in last if m["role"] == "tool"]
 
 
-def config(server: FakeOpenAI, extra: str = "") -> str:
+def config(server: FakeOpenAI, extra: str = "", mode: str = "full") -> str:
+    """The engine on every attempt (`full`) unless a test asks for another `reasoning.mode`."""
     return (
         f"llm:\n  base_url: {server.base_url}\n  model: fake-model\n  max_retries: 0\n"
         "resource_limits:\n  max_api_calls_per_minute: 0\n"
+        f"reasoning:\n  mode: {mode}\n"
         "reflection:\n  use_llm: false\n" + extra
     )
 
 
-def run_step(akira: Akira, server: FakeOpenAI, model: Model, step: str, extra: str = "") -> int:
+def run_step(
+    akira: Akira, server: FakeOpenAI, model: Model, step: str, extra: str = "", mode: str = "full"
+) -> int:
     server.set_responder(model)
-    akira.write_config(config(server, extra))
+    akira.write_config(config(server, extra, mode))
     akira.write_task("feature", step)
     return akira.run("loop", "start", "--task", "Specs/feature/tasks.md").code
 
@@ -157,7 +161,7 @@ def test_natural_language_step_is_planned_executed_with_tools_and_verified(
         "write_file test_health.py",
         "finish",
     ]
-    assert attempt.usage.calls == 9 and attempt.usage.total_tokens > 0
+    assert attempt.usage.calls == 7 and attempt.usage.total_tokens > 0
 
     events = akira.events()
     assert phases(events) == ["A", "B", "C", "end"]
@@ -175,11 +179,9 @@ def test_natural_language_step_is_planned_executed_with_tools_and_verified(
         "tools",
         "tools",
         "tools",
-        "validate_execution",
-        "converge",
-    ]
+    ]  # the step's checks pass after the pass: converged, with no validation or convergence call
     (convergence,) = of_type(events, EventType.CONVERGENCE)
-    assert convergence.data["converged"] is True
+    assert convergence.data["converged"] is True and convergence.data["reason_codes"] == ["checks_passed"]
     tool_events = of_type(events, EventType.TOOL_CALL)
     assert [(e.data["name"], e.data["error"], e.step_id) for e in tool_events] == [
         ("list_files", False, "1"),
@@ -240,6 +242,59 @@ def test_a_sloppy_plan_with_an_unknown_parent_still_runs_the_step(
     assert akira.state().status == "completed"
     warnings = [e.data["message"] for e in of_type(akira.events(), EventType.WARNING)]
     assert "plan step '1' names parent '0', which is no step; kept at top level" in warnings
+
+
+# -- depth is earned (reasoning.mode) --------------------------------------------------------------
+
+
+def test_adaptive_a_first_attempt_with_checks_is_one_tool_conversation(
+    akira: Akira, fake_openai: FakeOpenAI
+) -> None:
+    model = Model([call("write_file", path="hello.txt", content="hi\n"), call("finish", summary="wrote it")])
+    assert run_step(akira, fake_openai, model, HELLO_STEP, mode="adaptive") == 0
+    (attempt,) = akira.state().steps["1"].attempts
+    assert attempt.outcome == "success" and attempt.approach == "llm (direct)" and attempt.verified
+    assert [kind for kind, _ in model.requests] == ["tools", "tools"]  # no profile, plan or judge
+    assert attempt.usage.calls == 2 <= 4
+    user = model.of("tools")[0]["messages"][1]["content"]
+    assert "Create the file hello.txt" in user and "grep -qx hi hello.txt" in user
+    assert "they decide whether it is done" in user
+
+
+def test_adaptive_the_engine_runs_only_on_the_retry_with_the_failure_in_its_context(
+    akira: Akira, fake_openai: FakeOpenAI
+) -> None:
+    def write(messages: list[dict[str, Any]]) -> Reply:
+        retry = "Take a different approach" in messages[1]["content"]
+        return tool_call("write_file", {"path": "hello.txt", "content": "hi\n" if retry else "hello\n"})
+
+    model = Model([write, call("finish", summary="wrote it")])
+    assert run_step(akira, fake_openai, model, HELLO_STEP, mode="adaptive") == 0
+    first, second = akira.state().steps["1"].attempts
+    assert (first.outcome, first.approach) == ("failure", "llm (direct)")
+    assert (second.outcome, second.approach) == ("success", "llm (reasoning)")
+    kinds = [kind for kind, _ in model.requests]
+    assert kinds[:2] == ["tools", "tools"] and kinds[2:4] == ["profile", "plan"]
+    assert "converge" not in kinds  # the step's check passed after the engine's pass
+    plan = model.of("plan")[0]["messages"][1]["content"]
+    assert "grep -qx hi hello.txt" in plan and "Take a different approach" in plan
+
+
+def test_adaptive_a_step_without_checks_runs_the_engine_at_once(
+    akira: Akira, fake_openai: FakeOpenAI
+) -> None:
+    model = Model([call("write_file", path="notes.md", content="# Notes\n"), call("finish", summary="done")])
+    assert (
+        run_step(akira, fake_openai, model, "- [ ] 1. Write some notes in notes.md\n", mode="adaptive") == 0
+    )
+    assert [kind for kind, _ in model.requests][:2] == ["profile", "plan"]
+    assert akira.state().steps["1"].attempts[0].approach == "llm (reasoning)"
+
+
+def test_direct_mode_never_runs_the_engine(akira: Akira, fake_openai: FakeOpenAI) -> None:
+    model = Model([call("write_file", path="notes.md", content="# Notes\n"), call("finish", summary="done")])
+    assert run_step(akira, fake_openai, model, "- [ ] 1. Write some notes in notes.md\n", mode="direct") == 0
+    assert {kind for kind, _ in model.requests} == {"tools"}
 
 
 def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(

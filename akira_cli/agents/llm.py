@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
 from akira_cli.agents.tools import Toolbox, ToolResult, clip
+from akira_cli.checks import step_checks
 from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import AkiraError
+from akira_cli.events import EventType
 from akira_cli.templates import render
 
 if TYPE_CHECKING:
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from akira_cli.reasoning.models import Clarity
 
 APPROACH = "llm (reasoning)"
+APPROACH_DIRECT = "llm (direct)"
 MAX_TOOL_ROUNDS = 12
 """Model replies per plan step; a step that has not called `finish` by then ends as it is."""
 RECORDED_CHARS = 300
@@ -56,8 +60,12 @@ class ToolStepExecutor:
         should_stop: Callable[[], bool],
         ttl_expired: Callable[[], bool],
         max_rounds: int = MAX_TOOL_ROUNDS,
+        template: str = "llm_agent_step.md",
     ) -> None:
+        """`template` frames the step: a plan step (`llm_agent_step.md`) or the akira step
+        itself in a direct attempt (`llm_agent_direct.md`)."""
         self.client = client
+        self.template = template
         self.toolbox = toolbox
         self.context = context
         self.should_stop = should_stop
@@ -75,7 +83,7 @@ class ToolStepExecutor:
             {"role": "system", "content": _prompt("llm_agent_system.md")},
             {
                 "role": "user",
-                "content": _prompt("llm_agent_step.md", step_prompt=prompt, context=self.context),
+                "content": _prompt(self.template, step_prompt=prompt, context=self.context),
             },
         ]
         records: list[ToolCallRecord] = []
@@ -129,16 +137,12 @@ class LLMAgent:
         from akira_cli.reasoning import ReasoningEngine  # lazy: openai loads only when used
 
         config = self.context.config
-        toolbox = Toolbox(
-            request.workdir,
-            self.context.runner,
-            allow_run_command=config.agent.allow_run_command,
-            max_output_chars=config.agent.max_tool_output_chars,
-            bus=self.context.bus,
-            step_id=request.step.id,
-            command_timeout=request.timeout,
-            control=ControlPlane(self.context.workspace.root, lambda: request.task_path),
+        checks = step_checks(
+            request.step, config.checks, self.context.runner, request.workdir, request.timeout
         )
+        toolbox = self.toolbox(request)
+        if direct(config.reasoning.mode, bool(checks), request.attempt):
+            return self.run_direct(request, toolbox)
         # A step's explicit `Timeout:` also bounds the whole run (checked between tool calls).
         engine = ReasoningEngine(
             self.client,
@@ -147,6 +151,7 @@ class LLMAgent:
             tools=toolbox.names(),
             time_budget_s=request.step.timeout,
             synthesize=False,  # the step summaries are records; the checks judge the work
+            host_checks=(lambda: all(check.run().passed for check in checks)) if checks else None,
         )
         executor = ToolStepExecutor(
             self.client,
@@ -161,6 +166,64 @@ class LLMAgent:
         except _Interrupted:
             return AgentResult(False, APPROACH, _actions(executor), interrupted=True, error="stopped")
         return conclude(result, executor)
+
+    def run_direct(self, request: AgentRequest, toolbox: Toolbox) -> AgentResult:
+        """One tool conversation over the akira step itself: no profile, plan, validation or
+        convergence call. The step's checks decide, as for any agent."""
+        from akira_cli.llm.types import LLMError, LLMTransientError
+        from akira_cli.reasoning import PlanStep
+
+        deadline = None if request.step.timeout is None else time.monotonic() + request.step.timeout
+        executor = ToolStepExecutor(
+            self.client,
+            toolbox,
+            request.prompt,
+            should_stop=request.should_stop,
+            ttl_expired=lambda: deadline is not None and time.monotonic() >= deadline,
+            template="llm_agent_direct.md",
+        )
+        step = PlanStep(id=request.step.id, description=task_text(request), step_index=1, total_steps=1)
+        self.context.bus.emit(
+            EventType.REASONING_PHASE, request.step.id, phase="direct", attempt=request.attempt
+        )
+        try:
+            outcome = executor.execute(step, "")
+        except _Interrupted:
+            return AgentResult(False, APPROACH_DIRECT, _actions(executor), interrupted=True, error="stopped")
+        except LLMError as exc:
+            error = one_line(str(exc))
+            transient = isinstance(exc, LLMTransientError)
+            return AgentResult(False, APPROACH_DIRECT, _actions(executor), error=error, transient=transient)
+        summary = outcome.step_output or ""
+        blocked = outcome.clarity_state == "BLOCKED"
+        return AgentResult(
+            not blocked,
+            APPROACH_DIRECT,
+            _actions(executor),
+            output=summary,
+            response=summary,
+            error=one_line(summary) if blocked else "",
+        )
+
+    def toolbox(self, request: AgentRequest) -> Toolbox:
+        config = self.context.config
+        return Toolbox(
+            request.workdir,
+            self.context.runner,
+            allow_run_command=config.agent.allow_run_command,
+            max_output_chars=config.agent.max_tool_output_chars,
+            bus=self.context.bus,
+            step_id=request.step.id,
+            command_timeout=request.timeout,
+            control=ControlPlane(self.context.workspace.root, lambda: request.task_path),
+        )
+
+
+def direct(mode: str, has_checks: bool, attempt: int) -> bool:
+    """Whether an attempt is one tool conversation instead of an engine run (SPEC 9, Cost:
+    depth is earned): always in `direct` mode, never in `full`; in `adaptive`, the first attempt
+    of a step whose host checks will decide."""
+    return mode == "direct" or (mode == "adaptive" and has_checks and attempt == 1)
 
 
 def conclude(result: ReasoningResult, executor: ToolStepExecutor) -> AgentResult:

@@ -61,6 +61,7 @@ class ReasoningEngine(Refinement):
         clock: Callable[[], float] = time.monotonic,
         time_budget_s: float | None = None,
         synthesize: bool = True,
+        host_checks: Callable[[], bool] | None = None,
     ) -> None:
         """`synthesize=False` keeps the terminal steps' outputs as the answer, saving a call
         where nobody reads it as prose (the `llm` agent's work is judged by its checks)."""
@@ -72,6 +73,9 @@ class ReasoningEngine(Refinement):
         self.clock = clock
         self.time_budget_s = time_budget_s
         self.synthesize = synthesize
+        self.host_checks = host_checks
+        """A loop step's checks, run after each execution pass: when they pass, the run converges
+        (`checks_passed`) with no validation or convergence call."""
         self.planner = Planner(client, self.tools)
         self.validator = SemanticValidator(client, self.tools)
         self.convergence = ConvergenceEngine(client, settings)
@@ -217,6 +221,17 @@ class ReasoningEngine(Refinement):
         plan = plan_of(run)
         record.answer = plan.answer()
         record.answer_step_ids = [step.id for step in plan.terminal_steps()]
+        if self.host_checks is not None and self.host_checks():
+            assessment = ConvergenceAssessment(
+                converged=True,
+                reason_codes=["checks_passed"],
+                scores={},
+                thresholds=thresholds(self.settings),
+                rationale="the step's checks pass",
+            )
+            record.convergence, record.completed = assessment, True
+            self._emit(EventType.CONVERGENCE, pass_number=record.number, **assessment.model_dump())
+            return
         record.validation = self._validate(run, plan, answer=record.answer)
         try:
             assessment = self.convergence.evaluate(run.task, plan, record.answer, record.validation)
