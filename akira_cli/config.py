@@ -159,6 +159,29 @@ class NotifySettings(Section):
     timeout: float = Field(30, gt=0)
 
 
+class GitSettings(Section):
+    """Git-native runs (SPEC 12): a task branch, one commit per completed step."""
+
+    enabled: Literal["auto", True, False] = "auto"
+    """auto: when the task file lies in a git work tree; true: required (an error elsewhere)."""
+    branch: str = "akira/{feature}"
+    """The task branch ({feature} and {task_id} are filled in); "" commits on the current branch."""
+    failed_attempt: Literal["keep", "reset"] = "keep"
+    """What a failed attempt's changes become: kept for the next attempt, or reset (the patch is
+    saved either way)."""
+    verify: bool = True
+    """Run the repository's commit hooks; false skips them."""
+    push: str | None = None
+    """A remote to push the task branch to after each commit; none by default."""
+    worktree_link: list[str] = Field(default_factory=lambda: ["node_modules", ".venv", "venv"])
+    """Folders a parallel step's worktree links to instead of copying (SPEC 13)."""
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _yaml_words(cls, value: Any) -> Any:
+        return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
+
+
 class ProjectCheck(Section):
     run: str
     name: str | None = None
@@ -180,6 +203,7 @@ class Config(Section):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     checks: list[ProjectCheck] = Field(default_factory=list)
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    git: GitSettings = Field(default_factory=GitSettings)
 
     @field_validator("checks", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from akira_cli.errors import ForceStopped, LoopStop, NoProgress, PersistentFailu
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.failures import backoff, signature
+from akira_cli.git.steps import PROMPT_NOTE, StepCommits
 from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
@@ -60,6 +61,8 @@ class StepEngine:
     should_stop: Callable[[], bool]
     limits: LimitWaiter
     judge: Judge | None = None
+    commits: StepCommits | None = None
+    """On a git-native run, the step commits (SPEC 12)."""
 
     def __post_init__(self) -> None:
         self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner)
@@ -73,6 +76,8 @@ class StepEngine:
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         started, spent = time.monotonic(), self.state.usage.model_copy()
         self.witness.before()
+        if self.commits is not None:
+            self.commits.before()
         if not agent.spawns:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
         result, retries = self.execute(agent, request)
@@ -87,6 +92,8 @@ class StepEngine:
         attempt.files_changed = files_changed
         if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
+        if attempt.outcome == "success" and self.commits is not None:
+            self.commits.commit(step, task, record, attempt)  # a refusing hook fails the attempt
         self.keep(record, attempt, request.prompt, result)
         if attempt.outcome == "interrupted":
             self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)
@@ -113,6 +120,8 @@ class StepEngine:
             prompt = self.prompts.build(self.state, task, step, record) if agent.wants_prompt else ""
             if prompt:
                 self.note_reinjection(step)
+        if prompt and self.commits is not None:
+            prompt += PROMPT_NOTE
         return AgentRequest(
             self.state.task_id,
             step,

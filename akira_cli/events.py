@@ -70,6 +70,7 @@ class EventType(StrEnum):
     PROFILE_UPDATED = "profile_updated"
     WARNING = "warning"
     LEDGER = "ledger"
+    COMMIT = "commit"
     USAGE_LIMIT = "usage_limit"
     CONTROL_PLANE_CHANGED = "control_plane_changed"
 

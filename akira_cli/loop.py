@@ -123,6 +123,7 @@ class AutonomousLoop:
                 duration_seconds=attempt.duration_seconds,
                 attempts=attempt.number,
                 verified=attempt.verified,
+                commit=attempt.commit,
             )
         )
         self.state.current_step = None
@@ -146,6 +147,8 @@ class AutonomousLoop:
 
     def begin(self) -> None:
         self.state.status = "running"
+        if self.engine.commits is not None:
+            self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
         self.checkpoint()
         self.bus.emit(
             EventType.LOOP_STARTED,
@@ -199,6 +202,9 @@ class AutonomousLoop:
     def settle(self, stop: LoopStop) -> None:
         self.engine.witness.forget()  # what happens while the loop stands still is not the agent's
         self.state.moving_to_done = self.moves_to_done(stop)  # recorded before the move is made
+        if self.state.moving_to_done:
+            task = Path(self.state.task_path)
+            self.state.moved_from = str(task.parent if task.name == "tasks.md" else task)
         self.checkpoint()  # the last attempt's result, before any file moves
         self.state.status = stop.status  # type: ignore[assignment]
         self.state.stop_reason = stop.message
@@ -238,6 +244,10 @@ class AutonomousLoop:
         if self.state.moving_to_done:
             self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
             self.state.moving_to_done = False
+        if self.engine.commits is not None and self.state.moved_from:
+            moved_from = self.workspace.require_inside(Path(self.state.moved_from))
+            moved_to = Path(self.state.task_path).parent
+            self.engine.commits.commit_done(moved_from, moved_to, moved_to.name)
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
             completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))

@@ -36,6 +36,7 @@ from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
+    from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
 
 
@@ -82,6 +83,23 @@ def agent_workdir(workspace: Workspace, config: Config) -> Path:
     return workdir
 
 
+def step_commits(
+    workspace: Workspace, config: Config, state: LoopState, workdir: Path, bus: EventBus
+) -> StepCommits | None:
+    """A git-native run's commits (SPEC 12), when it started as one; its HEAD must be on the
+    task branch: a resume never switches branches under a person's feet."""
+    if state.git is None:
+        return None
+    from akira_cli.git.run import GitRun
+    from akira_cli.git.steps import StepCommits
+
+    run = GitRun.detect(workspace.root, Path(state.task_path), config.git)
+    if run is None:
+        return None
+    run.check_resume(state.git)
+    return StepCommits(run, state, workdir, bus)
+
+
 def build_loop(
     workspace: Workspace,
     config: Config,
@@ -116,6 +134,7 @@ def build_loop(
         should_stop=lambda: False,
         limits=LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, lambda: None, lambda _: False),
         judge=llm_judge(config, client),
+        commits=step_commits(workspace, config, state, workdir, bus),
     )
     loop = AutonomousLoop(
         workspace,

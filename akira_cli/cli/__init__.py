@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from akira_cli import redaction
-from akira_cli.cli import config_cmd, init_cmd, loop_cmd, loop_view_cmd, reason_cmd
+from akira_cli.cli import config_cmd, init_cmd, loop_cmd, loop_control_cmd, loop_view_cmd, reason_cmd
 from akira_cli.cli.common import exits
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import describe_os_error
@@ -48,7 +48,7 @@ def _root(
 
 app.command("init")(exits(init_cmd.init))
 app.add_typer(loop_cmd.app, name="loop")  # loop_view_cmd adds the reading commands to it
-_ = loop_view_cmd  # imported for its commands
+_ = loop_view_cmd, loop_control_cmd  # imported for their commands
 app.add_typer(config_cmd.app, name="config")
 app.command("reason")(exits(reason_cmd.reason))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
+    from akira_cli.git.run import GitRun
     from akira_cli.state.models import LoopState
     from akira_cli.state.store import StateStore, TaskLock
 
@@ -85,6 +85,14 @@ def start(
     ] = False,
     detach: Annotated[bool, typer.Option("--detach", metavar="", help="Run in the background.")] = False,
     no_wait: NoWait = False,
+    no_git: Annotated[
+        bool,
+        typer.Option(
+            "--no-git",
+            metavar="",
+            help="No task branch and no commits, even in a git repository (git.enabled: false).",
+        ),
+    ] = False,
     root: RootOption = None,
 ) -> int:
     """Start a loop on a task file."""
@@ -121,6 +129,7 @@ def start(
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
+    git = git_preflight(workspace, path, cfg, no_git)
     workdir = agent_workdir(workspace, cfg)
     failing = red_baseline(cfg, CommandRunner(workdir)) if pending else []
     for label in failing:
@@ -133,6 +142,8 @@ def start(
     with start_lock(store):
         refuse_unfinished(store, path, workspace)
         state, lock = new_loop(workspace, store, path, cfg, include_optional, agent, config, detach)
+        if git is not None:
+            begin_git(git, store, state, lock)
     if failing:
         state.advisory_checks = True
         store.save(state)
@@ -187,6 +198,31 @@ def new_loop(
     lock = store.lock(state.task_id)
     lock.acquire(f"task {state.task_id} ({path.name})")
     return state, lock
+
+
+def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -> GitRun | None:
+    """The run's git side (SPEC 12) when the task file lies in a git work tree; a repository
+    with no commit yet, or a detached HEAD with `git.branch: ""`, is refused before anything is
+    written."""
+    from akira_cli.git.run import GitRun
+
+    git = GitRun.detect(workspace.root, path, cfg.git, no_git)
+    if git is not None:
+        git.preflight()
+    return git
+
+
+def begin_git(git: GitRun, store: StateStore, state: LoopState, lock: TaskLock | None) -> None:
+    """The task branch, made and checked out; if git refuses, the new loop is taken back."""
+    try:
+        state.git = git.start(state, state.feature)
+    except AkiraError:
+        store.path(state.task_id).unlink(missing_ok=True)
+        store.log_path(state.task_id).unlink(missing_ok=True)
+        if lock is not None:
+            lock.release()
+        raise
+    store.save(state)
 
 
 def warn_short_secrets(cfg: Config) -> None:
@@ -332,86 +368,3 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(path), str(target))
     state.task_path = str(target)
-
-
-@app.command("stop")
-@exits
-def stop(
-    task_id: TaskIdOption,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            metavar="",
-            help="Signal the live process: it kills the running command, records the attempt as interrupted "
-            "and exits 3.",
-        ),
-    ] = False,
-    save_state: Annotated[
-        bool,
-        typer.Option(
-            "--save-state",
-            metavar="",
-            help="With no live process, mark the state paused whatever its status (an interrupted one is "
-            "marked paused without it).",
-        ),
-    ] = False,
-    root: RootOption = None,
-) -> int:
-    """Pause a loop with a stop hook (--force also kills the running command)."""
-    from akira_cli.hooks import write_hook
-
-    workspace = Workspace.resolve(root)
-    store, state = load_task(workspace, task_id)
-    if state.status in ("completed", "cancelled"):
-        raise AkiraError(f"task {state.task_id} is already {state.status}; nothing to stop")
-    hook = write_hook(workspace, state)
-    pid = store.lock(state.task_id).holder()
-    waiting = state.status in ("paused", "needs_action") or state.waiting_until is not None
-    if force and pid:
-        os.kill(pid, signal.SIGTERM)
-    if pid is None and (save_state or state.status == "running"):
-        state.status = "paused"
-        state.stop_conditions.stop_hook_triggered = True
-        store.save(state)
-    typer.echo(f"akira: wrote {workspace.shown(hook)}; {stop_message(state, pid, force, waiting)}", err=True)
-    return 0
-
-
-def stop_message(state: LoopState, pid: int | None, force: bool, waiting: bool) -> str:
-    if pid is None:
-        kill = "; there is no command to kill" if force else ""
-        return f"no process runs {state.task_id}, its state is {state.status}{kill}"
-    if waiting:
-        return f"process {pid} was waiting ({state.status}); it {'exits now' if force else 'stays paused'}"
-    if force:
-        return f"process {pid} stops now: its running command is killed, the attempt recorded as interrupted"
-    return f"process {pid} pauses once its running command finishes"
-
-
-@app.command("cancel")
-@exits
-def cancel(task_id: TaskIdOption, root: RootOption = None) -> int:
-    """End a loop for good: status cancelled, state archived, task file left where it is."""
-    from akira_cli.hooks import remove_hooks
-
-    workspace = Workspace.resolve(root)
-    store, state = load_task(workspace, task_id)
-    if state.status in ("completed", "cancelled"):
-        raise AkiraError(f"task {state.task_id} is already {state.status}; there is nothing to cancel")
-    holder = store.lock(state.task_id).holder()
-    if holder is not None:
-        stop_it = command_line(workspace, "loop", "stop", "--task-id", state.task_id, "--force")
-        raise AkiraError(
-            f"task {state.task_id} is being run by process {holder}; stop it first with '{stop_it}'"
-        )
-    state.status = "cancelled"
-    state.stop_reason = "cancelled by a person with 'akira loop cancel'"
-    remove_hooks(workspace, state.task_id)
-    store.archive(state)
-    typer.echo(
-        f"akira: cancelled {state.task_id}; its state is archived, the task file stays at "
-        f"{workspace.shown(Path(state.task_path))}",
-        err=True,
-    )
-    return 0

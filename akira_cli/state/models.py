@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from akira_cli.events import utcnow
 from akira_cli.failures import key_line
+from akira_cli.state.gitrun import GitRun
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 2
@@ -61,6 +62,8 @@ class CompletedStep(Model):
     tick made during an attempt, decided by the step's checks)."""
     verified: bool = True
     """At least one deterministic check ran for the step and all passed."""
+    commit: str | None = None
+    """The step's commit on the task branch (SPEC 12); None when git is off or nothing changed."""
 
     @property
     def how(self) -> str:
@@ -124,6 +127,10 @@ class Attempt(Model):
     files_changed: list[str] = Field(default_factory=list)
     transient_retries: int = 0
     usage: Usage = Field(default_factory=Usage)
+    commit: str | None = None
+    """The step's commit, made when this attempt completed it (SPEC 12)."""
+    agent_commits: list[str] = Field(default_factory=list)
+    """Commits the agent made itself during the attempt (kept, and reported)."""
 
     @property
     def verified(self) -> bool:
@@ -310,12 +317,15 @@ class LoopState(Model):
     """Attempts in a row that changed no file and passed no check."""
     waiting_until: str | None = None
     """When an agent CLI's usage limit resets: the loop waits until then (spending nothing)."""
+    moved_from: str | None = None
+    """Where akira's move to Done/ took the task from (for the move's commit, SPEC 12)."""
     moving_to_done: bool = False
     """Every step is done and akira is moving the task to Done/: saved before the move, so that a
     crash in the middle is finished on resume as akira's completion, not a person's."""
     advisory_checks: bool = False
     """The project checks failed before the first step: this run records them, they do not gate."""
     history: History = Field(default_factory=History)
+    git: GitRun | None = None
     _sealed: set[str] = PrivateAttr(default_factory=set)
     """Ids of the completed steps sealed into the journal (read back by the store on load)."""
     _done: tuple[int, set[str]] = PrivateAttr(default=(-1, set()))

@@ -1,0 +1,291 @@
+"""A git-native run (SPEC 12): the task branch, and one commit per completed step.
+
+A step's commit is made from a temporary index (`GIT_INDEX_FILE`): HEAD's tree, the files the
+step's attempts changed as the work tree has them, and the task file with the step's tick (put
+in by the loop after the save, so the commit carries it already). The person's index keeps every
+other path as it was; only the paths akira committed are set to the new commit in it, so that
+`git status` stays quiet. The repository's hooks run (`git.verify`), and a hook that refuses is
+a `CommitRefused` with everything it printed. The commit message ends with `Akira-*` trailers:
+after a kill -9 a resume finds a commit the state does not know of by them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from akira_cli.config import GitSettings
+from akira_cli.errors import AkiraError
+from akira_cli.git.cli import Git, GitError, output_of, toplevel
+from akira_cli.redaction import redact
+from akira_cli.state.gitrun import GitRun as GitRecord
+from akira_cli.state.models import LoopState
+
+NEVER_COMMITTED = (".state", ".hooks", ".akira", "Logs", "Needs_Action", "config")
+"""akira's control plane and reports, at the workspace's top: never in a commit."""
+EXCLUDED = (".state/", ".hooks/", ".akira/")
+"""Listed in .git/info/exclude (never a tracked .gitignore), so that `git status` stays quiet."""
+FALLBACK_AUTHOR = ("-c", "user.name=akira", "-c", "user.email=akira@localhost")
+SUBJECT_WIDTH = 72
+TRAILER_RE = re.compile(r"^Akira-(Task|Step|Verified): *(.+)$", re.MULTILINE)
+
+
+class CommitRefused(AkiraError):
+    """The repository's hook refused a step's commit: the attempt fails with its output."""
+
+    def __init__(self, message: str, output: str) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+@dataclass
+class Found:
+    """A commit of akira's on the task branch, read back by its trailers."""
+
+    sha: str
+    task_id: str
+    step_id: str
+    verified: bool
+
+
+class GitRun:
+    """One loop's git side: `root` is the repository, `workspace` the workspace folder in it."""
+
+    def __init__(self, root: Path, workspace: Path, settings: GitSettings) -> None:
+        self.git = Git(root)
+        self.root = root
+        self.workspace = workspace
+        self.settings = settings
+
+    @classmethod
+    def detect(
+        cls, workspace: Path, task: Path, settings: GitSettings, no_git: bool = False
+    ) -> GitRun | None:
+        """The run's git side when the task file lies in a git work tree and git is on; None
+        otherwise. `git.enabled: true` outside a repository is an error."""
+        if no_git or settings.enabled is False:
+            return None
+        top = toplevel(task.parent)
+        if top is None:
+            if settings.enabled is True:
+                raise AkiraError(
+                    f"git.enabled is true, but {task} is not in a git work tree; run 'git init' in its "
+                    "repository, or set git.enabled: auto"
+                )
+            return None
+        return cls(top, workspace.resolve(), settings)
+
+    # -- start and resume -----------------------------------------------------------------------
+
+    def preflight(self) -> str:
+        """HEAD's commit; refuses, before anything is written, what `start` could not do."""
+        head = self.git.out("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
+        if not head:
+            first = self.shown("commit", "--allow-empty", "-m", "First commit")
+            raise AkiraError(
+                f"{self.root} has no commit yet, so there is no HEAD to branch from; run '{first}'"
+            )
+        if not self.settings.branch and not self.current_branch():
+            switch = self.shown("switch", "<branch>")
+            raise AkiraError(
+                f"HEAD is detached in {self.root} and git.branch is empty; run '{switch}' or set git.branch"
+            )
+        return head
+
+    def start(self, state: LoopState, feature: str) -> GitRecord:
+        """Creates and checks out the task branch from HEAD (carrying uncommitted changes along,
+        as `git switch -c` does), or takes the current branch with `git.branch: ""`."""
+        head = self.preflight()
+        if not self.settings.branch:
+            record = GitRecord(branch=self.current_branch(), base=head, created=False)
+        else:
+            wanted = self.settings.branch.replace("{feature}", feature).replace("{task_id}", state.task_id)
+            name = self.free_name(wanted)
+            done = self.git.run("switch", "-c", name, check=False)
+            if done.returncode != 0:
+                said = " ".join(output_of(done).split())[:240]
+                raise AkiraError(
+                    f"git refused to create and check out the task branch {name} in {self.root}: {said}; "
+                    f"see why with '{self.shown('switch', '-c', name)}'"
+                )
+            record = GitRecord(branch=name, base=head, created=True)
+        self.exclude()
+        return record
+
+    def check_resume(self, record: GitRecord) -> None:
+        """`resume` never switches branches under a person's feet."""
+        current = self.current_branch()
+        if current != record.branch:
+            where = f"on {current}" if current else "detached"
+            raise AkiraError(
+                f"HEAD is {where}, not on the task branch {record.branch}; run "
+                f"'{self.shown('switch', record.branch)}', then resume again"
+            )
+
+    def current_branch(self) -> str:
+        return self.git.out("symbolic-ref", "--short", "-q", "HEAD", check=False)
+
+    def free_name(self, wanted: str) -> str:
+        if not self.git.ok("check-ref-format", "--branch", wanted):
+            raise AkiraError(
+                f"git.branch gives '{wanted}', which is not a valid branch name; change git.branch"
+            )
+        name, number = wanted, 1
+        while self.git.ok("show-ref", "--verify", "-q", f"refs/heads/{name}"):
+            number += 1
+            name = f"{wanted}-{number}"
+        return name
+
+    def exclude(self) -> None:
+        """akira's own folders in .git/info/exclude, relative to the repository's top."""
+        path = Path(self.git.out("rev-parse", "--git-path", "info/exclude"))
+        path = path if path.is_absolute() else self.root / path
+        prefix = self.relative(self.workspace)
+        wanted = [f"/{prefix}/{name}" if prefix else f"/{name}" for name in EXCLUDED]
+        try:
+            have = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            have = []
+        missing = [line for line in wanted if line not in have]
+        if missing:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(
+                    "".join(f"{line}\n" for line in ["# akira's state, hooks and worktrees", *missing])
+                )
+
+    # -- commits ----------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        subject: str,
+        trailers: dict[str, str],
+        paths: Iterable[Path],
+        replaced: dict[Path, bytes] | None = None,
+    ) -> str | None:
+        """Commits `paths` as the work tree has them (deleted ones as deletions) and `replaced`
+        files with the given bytes, on HEAD; None when nothing differs from HEAD."""
+        names = self.committable(paths)
+        blobs = {self.relative(path): data for path, data in (replaced or {}).items() if self.inside(path)}
+        names = sorted(set(names) - set(blobs))
+        if not names and not blobs:
+            return None
+        message = f"{subject}\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+        with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
+            env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
+            self.git.run("read-tree", "HEAD", env=env)
+            if names:
+                self.git.run("update-index", "--add", "--remove", "-z", "--stdin", env=env, stdin=_z(names))
+            if not self.differs(env, names):
+                return None  # the step changed nothing: its tick goes into the next commit
+            for name, data in sorted(blobs.items()):
+                blob = self.git.run("hash-object", "-w", "--stdin", stdin=data).stdout.decode().strip()
+                mode = self.mode_of(name)
+                self.git.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{name}", env=env)
+            author = () if self.has_author() else FALLBACK_AUTHOR
+            verify = () if self.settings.verify else ("--no-verify",)
+            done = self.git.run(
+                *author,
+                "commit",
+                "-q",
+                *verify,
+                "-F",
+                "-",
+                env=env,
+                stdin=redact(message).encode(),
+                check=False,
+            )
+            if done.returncode != 0:
+                said = redact(output_of(done))
+                raise CommitRefused(
+                    f"the repository's commit hook refused the commit: {' '.join(said.split())[:300]}", said
+                )
+        sha = self.git.out("rev-parse", "HEAD")
+        changed = sorted(set(names) | set(blobs))
+        self.git.run("reset", "-q", sha, "--", *changed, check=False)  # the person's index agrees
+        return sha
+
+    def differs(self, env: dict[str, str], names: list[str]) -> bool:
+        """Whether the temporary index differs from HEAD at `names`."""
+        if not names:
+            return False
+        quiet = self.git.run("diff-index", "--cached", "--quiet", "HEAD", "--", *names, env=env, check=False)
+        return quiet.returncode != 0
+
+    def committable(self, paths: Iterable[Path]) -> list[str]:
+        """Repository-relative names of `paths`, without akira's control plane and reports and
+        without what the repository ignores."""
+        names = []
+        for path in paths:
+            if not self.inside(path) or self.is_control(path):
+                continue
+            names.append(self.relative(path))
+        if not names:
+            return []
+        ignored = self.git.run("check-ignore", "-z", "--stdin", stdin=_z(names), check=False).stdout
+        dropped = set(ignored.decode("utf-8", "replace").split("\0"))
+        return [name for name in names if name not in dropped]
+
+    def is_control(self, path: Path) -> bool:
+        try:
+            top = Path(os.path.abspath(path)).relative_to(self.workspace).parts[:1]
+        except ValueError:
+            return False
+        return bool(top) and top[0] in NEVER_COMMITTED
+
+    def has_author(self) -> bool:
+        return bool(self.git.out("config", "user.name", check=False)) and bool(
+            self.git.out("config", "user.email", check=False)
+        )
+
+    def mode_of(self, name: str) -> str:
+        listed = self.git.out("ls-tree", "HEAD", "--", name, check=False).split()
+        return listed[0] if listed else "100644"
+
+    def found(self, record: GitRecord, task_id: str) -> list[Found]:
+        """akira's commits of this task on the branch since its base, oldest first."""
+        try:
+            log = self.git.out("log", "--reverse", "--format=%H%x00%B%x01", f"{record.base}..{record.branch}")
+        except GitError:
+            return []
+        commits = []
+        for entry in log.split("\x01"):
+            sha, _, body = entry.strip().partition("\x00")
+            trailers = dict(TRAILER_RE.findall(body))
+            if sha and trailers.get("Task") == task_id and "Step" in trailers:
+                commits.append(
+                    Found(sha, task_id, trailers["Step"].strip(), trailers.get("Verified") == "yes")
+                )
+        return commits
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def inside(self, path: Path) -> bool:
+        return os.path.abspath(path).startswith(f"{self.root}{os.sep}") or os.path.abspath(path) == str(
+            self.root
+        )
+
+    def relative(self, path: Path) -> str:
+        """The repository-relative name (a symlink is named, not followed)."""
+        name = Path(os.path.relpath(os.path.abspath(path), self.root)).as_posix()
+        return "" if name == "." else name
+
+    def shown(self, *args: str) -> str:
+        """A git command a person can paste, from any folder."""
+        import shlex
+
+        return shlex.join(["git", "-C", str(self.root), *args])
+
+
+def subject(step_id: str, title: str) -> str:
+    """`<id> <title>`, cut so the line stays within 72 characters."""
+    line = " ".join(f"{step_id} {title}".split())
+    return line if len(line) <= SUBJECT_WIDTH else line[: SUBJECT_WIDTH - 1].rstrip() + "…"
+
+
+def _z(names: Iterable[str]) -> bytes:
+    return b"".join(name.encode() + b"\0" for name in names)

@@ -1,0 +1,171 @@
+"""The loop's commits (SPEC 12): one per completed step, one for the move to Done/, and the
+commits a kill -9 left unrecorded, found again by their trailers.
+
+A step's commit is made when its evaluation passed and before the step is recorded complete, so
+that a hook that refuses it fails the attempt. It holds the files the step's attempts changed and
+the task file with the step's tick (the loop writes the same tick to the file after its save).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from akira_cli.errors import NeedsPerson
+from akira_cli.events import EventBus, EventType
+from akira_cli.failures import signature
+from akira_cli.git.cli import GitError
+from akira_cli.git.run import CommitRefused, GitRun, subject
+from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
+from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.tasks.source import is_done
+
+OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
+PROMPT_NOTE = (
+    "\n\n## Commits\nakira commits your work on its task branch after the step's checks pass. "
+    "Do not run git commit, git push or git switch/checkout yourself.\n"
+)
+
+
+class StepCommits:
+    def __init__(self, run: GitRun, state: LoopState, workdir: Path, bus: EventBus) -> None:
+        self.run = run
+        self.state = state
+        self.workdir = workdir
+        self.bus = bus
+        self._head = ""
+
+    def before(self) -> None:
+        """Before an attempt: where HEAD is, to see what an agent committed itself."""
+        self._head = self.run.git.out("rev-parse", "HEAD", check=False)
+
+    def commit(self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt) -> None:
+        """The completed step's commit; a refusing hook (or git failing) fails the attempt."""
+        record_git = self.state.git
+        if record_git is None:
+            return
+        self.check_branch(step)
+        head = self.run.git.out("rev-parse", "HEAD", check=False)
+        if self._head and head != self._head:
+            made = self.run.git.out("log", "--format=%h %s", f"{self._head}..{head}", check=False)
+            attempt.agent_commits = made.splitlines()[:20]
+            self.bus.emit(EventType.WARNING, step.id, message=f"the agent committed itself: {made[:300]}")
+        paths = {self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed}
+        task_path = Path(self.state.task_path)
+        ticked = ticked_bytes(task_path, task, step, self.state)
+        checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
+        trailers = {
+            "Akira-Task": self.state.task_id,
+            "Akira-Step": step.id,
+            "Akira-Verified": "yes" if attempt.verified else "no",
+            "Akira-Checks": ", ".join(name for name in checks if name != "agent result")[:300] or "none",
+        }
+        try:
+            sha = self.run.commit(
+                subject(step.id, step.title), trailers, paths, {task_path: ticked} if ticked else None
+            )
+        except CommitRefused as exc:
+            fail(attempt, exc.output or str(exc))
+            return
+        except GitError as exc:
+            fail(attempt, f"{exc}\n{exc.output}".strip())
+            return
+        attempt.commit = sha
+        if sha is not None:
+            self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
+            self.push()
+
+    def check_branch(self, step: Step) -> None:
+        record = self.state.git
+        if record is not None and self.run.current_branch() != record.branch:
+            switch = self.run.shown("switch", record.branch)
+            raise NeedsPerson(
+                f"HEAD left the task branch {record.branch} during step {step.id} (the agent switched "
+                f"branches?); run '{switch}', then resume"
+            )
+
+    def adopt(self) -> list[str]:
+        """Commits of this task that the state does not know of (a kill -9 between a commit and
+        the save that records it): their steps are recorded complete, with their commits."""
+        record = self.state.git
+        if record is None:
+            return []
+        known = {done.step_id: done for done in self.state.completed_steps}
+        adopted = []
+        for found in self.run.found(record, self.state.task_id):
+            done = known.get(found.step_id)
+            if done is None and found.step_id not in self.state.completed_ids():
+                step = self.state.steps.get(found.step_id)
+                title = step.description if step is not None else found.step_id
+                self.state.completed_steps.append(
+                    CompletedStep(
+                        step_id=found.step_id, description=title, verified=found.verified, commit=found.sha
+                    )
+                )
+                adopted.append(found.step_id)
+            elif done is not None and done.commit is None:
+                done.commit = found.sha
+        if adopted:
+            self.state.current_step = None
+            self.bus.emit(EventType.LEDGER, action="commits_adopted", steps=adopted)
+        return adopted
+
+    def commit_done(self, moved_from: Path, moved_to: Path, feature: str) -> None:
+        """The move of the task to Done/ as one more commit, so that the branch ends clean."""
+        record = self.state.git
+        if record is None or record.done_commit is not None:
+            return
+        gone = self.run.git.out("ls-files", "-z", "--", self.run.relative(moved_from), check=False)
+        paths = [self.run.root / name for name in gone.split("\0") if name]
+        paths += [path for path in moved_to.rglob("*") if path.is_file()]
+        try:
+            sha = self.run.commit(f"{feature}: done", {"Akira-Task": self.state.task_id}, paths)
+        except (CommitRefused, GitError) as exc:
+            self.bus.emit(EventType.WARNING, message=f"the move to Done/ was not committed: {exc}")
+            return
+        record.done_commit = sha
+        if sha is not None:
+            self.bus.emit(EventType.COMMIT, commit=sha, branch=record.branch, done=True)
+            self.push()
+
+    def push(self) -> None:
+        """`git.push: <remote>`: the task branch after each commit; a failure is logged, and
+        the next commit tries again. Never forced."""
+        remote, record = self.run.settings.push, self.state.git
+        if not remote or record is None:
+            return
+        done = self.run.git.run(
+            "push", "-q", remote, f"{record.branch}:{record.branch}", check=False, timeout=300
+        )
+        if done.returncode != 0:
+            said = " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
+            self.bus.emit(
+                EventType.WARNING,
+                message=f"git push to {remote} failed (tried again at the next commit): {said}",
+            )
+
+
+def fail(attempt: Attempt, output: str) -> None:
+    """The attempt fails with what git (or its hook) said: the reflection and the next prompt see it."""
+    attempt.outcome = "failure"
+    attempt.error = f"the commit was refused: {output}"[:4000]
+    attempt.error_signature = signature(attempt.error)
+
+
+def ticked_bytes(path: Path, task: TaskFile, step: Step, state: LoopState) -> bytes | None:
+    """The task file's bytes with `step` ticked, and its parents whose children are then all
+    done, as the loop will tick them after its save; None when the file cannot be read."""
+    try:
+        data = bytearray(path.read_bytes())
+    except OSError:
+        return None
+    done = state.completed_ids() | {step.id}
+    target: Step | None = step
+    while target is not None:
+        at = target.box_offset
+        if bytes(data[at - 1 : at + 2]) in OPEN_BOXES:
+            data[at] = ord("x")
+        parent = task.get(target.parent_id) if target.parent_id else None
+        target = (
+            parent if parent is not None and is_done(task, parent, state.include_optional, done) else None
+        )
+    return bytes(data)

@@ -1,0 +1,36 @@
+"""A git-native run's part of the state file (SPEC 12): the task branch and where it started."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+
+class GitRun(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    """A git-native run (SPEC 12): the task branch and where it started."""
+
+    branch: str
+    base: str
+    """The commit HEAD was at when the loop started: `<base>..<branch>` is the night's work."""
+    created: bool = True
+    """akira created the branch (else `git.branch: ""` commits on the branch that was current)."""
+    done_commit: str | None = None
+    """The commit of the move to Done/, once made."""
+
+    @field_validator("branch")
+    @classmethod
+    def _branch_name(cls, value: str) -> str:
+        """A name read from a file goes to git as an argument: never an option, never odd bytes."""
+        if not value or value.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in value):
+            raise ValueError("branch must be a plain branch name")
+        return value
+
+    @field_validator("base", "done_commit")
+    @classmethod
+    def _commit_id(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", value):
+            raise ValueError("must be a full commit id")
+        return value
