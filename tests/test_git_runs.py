@@ -1,0 +1,307 @@
+"""Git-native runs (SPEC 12), in real temporary repositories with real hooks: the task branch,
+one commit per completed step, the person's work left alone, hooks that refuse, kill -9 at the
+commit, and the refusals that name the git command to run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Akira
+
+from akira_cli.cli import main
+
+STEPS = """
+- [ ] 1. Write a
+  - Run: `echo a > a.txt`
+  - Exists: `a.txt`
+- [ ] 2. Only folders
+  - Run: `mkdir -p empty/dirs`
+- [ ] 3. Write b
+  - Run: `echo b > b.txt`
+  - Contains: `b.txt` `b`
+"""
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Akira:
+    """An akira workspace that is a git repository with one commit, as a person has it."""
+    root = tmp_path / "repo"
+    assert main(["init", str(root)]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    akira = Akira(root)
+    akira.write_task("feat", STEPS)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return akira
+
+
+def commits(root: Path, rev: str = "main..HEAD") -> list[str]:
+    return git(root, "log", "--reverse", "--format=%s", rev).splitlines()
+
+
+def trailers(root: Path, rev: str) -> dict[str, str]:
+    body = git(root, "log", "-1", "--format=%B", rev)
+    return dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Akira-"))
+
+
+def start(akira: Akira, *args: str) -> tuple[int, str]:
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", *args)
+    return done.code, done.err
+
+
+def test_a_run_comes_back_as_a_branch_with_a_commit_per_step(repo: Akira) -> None:
+    root = repo.root
+    code, err = start(repo)
+    assert code == 0, err
+    assert git(root, "branch", "--show-current") == "akira/feat"
+    assert commits(root) == ["1 Write a", "3 Write b", "feat: done"]  # step 2 changed nothing
+    state = repo.state()
+    assert [(c.step_id, bool(c.commit)) for c in state.completed_steps] == [
+        ("1", True),
+        ("2", False),
+        ("3", True),
+    ]
+    assert state.git is not None and state.git.base == git(root, "rev-parse", "main")
+    assert git(root, "show", "--format=", "--name-only", "HEAD~2").splitlines() == [
+        "Specs/feat/tasks.md",
+        "a.txt",
+    ]
+    first = trailers(root, "HEAD~2")
+    assert first == {
+        "Akira-Task": state.task_id,
+        "Akira-Step": "1",
+        "Akira-Verified": "yes",
+        "Akira-Checks": "Exists `a.txt`",
+    }
+    # the tick of step 2 rode along with step 3's commit; the branch ends clean
+    assert "- [x] 2. Only folders" in git(root, "show", "HEAD~1:Specs/feat/tasks.md")
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+    tracked = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
+    assert not [p for p in tracked if p.split("/")[0] in {".state", ".hooks", ".akira", "Logs", "config"}]
+    exclude = (root / ".git" / "info" / "exclude").read_text()
+    assert all(f"/{name}/" in exclude for name in (".state", ".hooks", ".akira"))
+
+
+def test_the_persons_work_their_index_and_stash_are_theirs(repo: Akira) -> None:
+    root = repo.root
+    (root / "notes.txt").write_text("mine\n")
+    git(root, "add", "notes.txt")
+    git(root, "commit", "-q", "-m", "notes")
+    (root / "notes.txt").write_text("mine, stashed\n")
+    git(root, "stash", "-q")
+    (root / "notes.txt").write_text("mine, edited\n")  # changed before the run, never touched
+    (root / "staged.txt").write_text("staged by the person\n")
+    git(root, "add", "staged.txt")
+    stash = git(root, "stash", "list")
+    code, err = start(repo)
+    assert code == 0, err
+    touched = set(git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines())
+    assert "notes.txt" not in touched and "staged.txt" not in touched
+    assert (root / "notes.txt").read_text() == "mine, edited\n"
+    assert git(root, "diff", "--cached", "--name-only") == "staged.txt"  # still staged, as it was
+    assert git(root, "stash", "list") == stash
+
+
+def test_not_a_repository_or_no_git_is_as_before(repo: Akira, tmp_path: Path) -> None:
+    code, err = start(repo, "--no-git")
+    assert code == 0, err
+    assert git(repo.root, "branch", "--show-current") == "main" and commits(repo.root, "HEAD") == ["base"]
+    assert repo.state().git is None
+    plain = tmp_path / "plain"
+    assert main(["init", str(plain)]) == 0
+    other = Akira(plain)
+    assert other.cli("loop", "start", "--task", "Specs/example/tasks.md").code == 0
+    assert other.state().git is None
+
+
+def test_refusals_name_the_git_command_to_run(repo: Akira, tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    assert main(["init", str(fresh)]) == 0
+    git(fresh, "init", "-q")
+    result = Akira(fresh).cli("loop", "start", "--task", "Specs/example/tasks.md")
+    lines = result.err.strip().splitlines()
+    assert result.code == 1 and len(lines) == 1, result.err
+    assert "has no commit yet" in lines[0] and f"git -C {fresh} commit --allow-empty" in lines[0]
+    assert not list((fresh / ".state").glob("*.json"))
+    plain = tmp_path / "plain"
+    assert main(["init", str(plain)]) == 0
+    (plain / "config" / "autonomous_loop.yaml").write_text("git:\n  enabled: true\n")
+    refused = Akira(plain).cli("loop", "start", "--task", "Specs/example/tasks.md")
+    assert refused.code == 1 and "is not in a git work tree" in refused.err and "git init" in refused.err
+
+
+def test_a_detached_head_and_a_taken_branch_name(repo: Akira) -> None:
+    root = repo.root
+    git(root, "branch", "akira/feat")  # taken by someone else
+    git(root, "switch", "-q", "--detach", "HEAD")
+    code, err = start(repo)
+    assert code == 0, err
+    assert git(root, "branch", "--show-current") == "akira/feat-2"
+    assert git(root, "rev-parse", "akira/feat") == git(root, "rev-parse", "main")  # never touched
+
+
+def test_an_empty_branch_setting_on_a_detached_head_is_refused(repo: Akira) -> None:
+    repo.write_config('git:\n  branch: ""\n')
+    git(repo.root, "switch", "-q", "--detach", "HEAD")
+    code, err = start(repo)
+    assert code == 1 and "HEAD is detached" in err and f"git -C {repo.root} switch" in err
+    assert not repo.state_files()
+
+
+def test_resume_off_the_task_branch_is_refused_with_the_switch_to_run(repo: Akira) -> None:
+    repo.write_task("feat", "- [ ] 1. Fail\n  - Run: `exit 3`\n")
+    git(repo.root, "commit", "-qam", "failing step")
+    code, _ = start(repo)
+    assert code == 4
+    git(repo.root, "switch", "-q", "main")
+    refused = repo.cli("loop", "resume", "--task-id", "feat")
+    lines = refused.err.strip().splitlines()
+    assert refused.code == 1 and len(lines) == 1, refused.err
+    assert f"git -C {repo.root} switch akira/feat" in lines[0]
+    assert git(repo.root, "branch", "--show-current") == "main"  # never switched under their feet
+
+
+HOOK = """#!/bin/sh
+if [ ! -f "$(git rev-parse --git-dir)/refused-once" ]; then
+  touch "$(git rev-parse --git-dir)/refused-once"
+  echo "pre-commit: trailing whitespace in b.txt" >&2
+  exit 1
+fi
+"""
+
+
+def test_a_hook_that_refuses_fails_the_attempt_with_its_output(repo: Akira) -> None:
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text(HOOK)
+    hook.chmod(0o755)
+    code, err = start(repo)
+    assert code == 0, err
+    attempts = repo.state().steps["1"].attempts
+    assert [a.outcome for a in attempts] == ["failure", "success"]
+    assert "the commit was refused" in attempts[0].error
+    assert "pre-commit: trailing whitespace in b.txt" in attempts[0].error
+    assert attempts[0].commit is None and attempts[1].commit
+    assert commits(repo.root) == ["1 Write a", "3 Write b", "feat: done"]
+
+
+def test_without_verify_hooks_are_skipped(repo: Akira) -> None:
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    repo.write_config("git:\n  verify: false\n")
+    code, err = start(repo)
+    assert code == 0, err
+    assert commits(repo.root) == ["1 Write a", "3 Write b", "feat: done"]
+
+
+def test_without_an_author_akira_names_itself_and_writes_no_git_config(repo: Akira) -> None:
+    git(repo.root, "config", "--unset", "user.name")
+    git(repo.root, "config", "--unset", "user.email")
+    env = {**os.environ, "HOME": str(repo.root / "nohome"), "GIT_CONFIG_NOSYSTEM": "1"}
+    config_before = (repo.root / ".git" / "config").read_text()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "akira_cli",
+            "loop",
+            "start",
+            "--task",
+            "Specs/feat/tasks.md",
+            "--root",
+            str(repo.root),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    authors = git(repo.root, "log", "--format=%an <%ae>", "main..akira/feat").splitlines()
+    assert set(authors) == {"akira <akira@localhost>"}
+    assert (repo.root / ".git" / "config").read_text() == config_before
+
+
+def test_secrets_never_reach_a_commit_message(repo: Akira) -> None:
+    secret = "sk-commit-secret-0123456789"
+    repo.write_task("feat", f"- [ ] 1. Use the key {secret}\n  - Run: `echo ok > ok.txt`\n")
+    git(repo.root, "commit", "-qam", "secret step")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "akira_cli",
+            "loop",
+            "start",
+            "--task",
+            "Specs/feat/tasks.md",
+            "--root",
+            str(repo.root),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OPENAI_API_KEY": secret},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    messages = git(repo.root, "log", "--format=%B", "main..HEAD")
+    assert secret not in messages and "***" in messages
+
+
+def test_the_agent_is_told_and_what_it_commits_is_kept_and_reported(repo: Akira) -> None:
+    repo.write_task(
+        "feat",
+        "- [ ] 1. Commit on its own\n"
+        "  - Run: `echo x > x.txt && git add x.txt && git commit -qm 'agent commit' && echo y > y.txt`\n",
+    )
+    git(repo.root, "commit", "-qam", "agent step")
+    code, err = start(repo)
+    assert code == 0, err
+    assert commits(repo.root) == ["agent commit", "1 Commit on its own", "feat: done"]
+    (attempt,) = repo.state().steps["1"].attempts
+    assert [line.split(" ", 1)[1] for line in attempt.agent_commits] == ["agent commit"]
+
+
+KILL_AT_COMMIT = r"""
+import os, sys
+from akira_cli.cli import main
+from akira_cli.git.run import GitRun
+original = GitRun.commit
+def commit_then_die(self, subject, trailers, paths, replaced=None):
+    sha = original(self, subject, trailers, paths, replaced)
+    if trailers.get("Akira-Step") == sys.argv[1]:
+        os._exit(137)
+    return sha
+GitRun.commit = commit_then_die
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("step", ["1", "3"])
+def test_a_kill_9_right_after_a_commit_leaves_one_commit_per_step(repo: Akira, step: str) -> None:
+    root = repo.root
+    args = ["loop", "start", "--task", "Specs/feat/tasks.md", "--root", str(root)]
+    died = subprocess.run(
+        [sys.executable, "-c", KILL_AT_COMMIT, step, *args], capture_output=True, timeout=120
+    )
+    assert died.returncode == 137, died.stderr
+    resumed = repo.cli("loop", "resume", "--task-id", "feat")
+    assert resumed.code == 0, resumed.err
+    assert commits(root) == ["1 Write a", "3 Write b", "feat: done"]
+    state = repo.state()
+    found = {c.step_id: c.commit for c in state.completed_steps}
+    assert found["1"] == git(root, "rev-parse", "HEAD~2") and found["3"] == git(root, "rev-parse", "HEAD~1")
+    assert "- [x] 3. Write b" in git(root, "show", "HEAD:Done/feat/tasks.md")
