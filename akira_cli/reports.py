@@ -41,6 +41,7 @@ def completion_report(
     `done`: every completed step, the ones only the journal holds included."""
     completed = [
         f"- {s.step_id}: {s.description} ({s.how}; {s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
+        + (f" `{s.commit[:8]}`" if s.commit else "")
         for s in done
     ]
     breakdown = state.done_breakdown()
@@ -89,9 +90,42 @@ def completion_report(
             tokens=state.usage.total_tokens,
             cost=f"{state.usage.cost_usd:.4f}",
             done_path=workspace.relative(Path(state.task_path)),
+            review=review(workspace, state),
         ).encode(),
     )
     return path
+
+
+def review(workspace: Workspace, state: LoopState) -> str:
+    """How to review and merge a git-native run's branch (SPEC 12), as commands to paste."""
+    record = state.git
+    if record is None:
+        return ""
+    import shlex
+
+    root = str(workspace.root)
+    git = ["git", "-C", root]
+    base, branch = record.base[:12], record.branch
+    lines = [
+        "## Review",
+        f"The work is on the branch `{branch}`, one commit per step:",
+        "```",
+        shlex.join([*git, "log", "--oneline", f"{base}..{branch}"]),
+        shlex.join([*git, "diff", f"{base}...{branch}"]),
+    ]
+    if record.created and record.started_on:
+        merge = (
+            shlex.join([*git, "switch", record.started_on])
+            + " && "
+            + shlex.join([*git, "merge", "--no-ff", branch])
+        )
+        lines.append(merge)
+    lines += [
+        "```",
+        f"Undo a step and every later one with `akira loop undo --task-id {state.task_id} --step <id>`.",
+        "",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def progress_report(workspace: Workspace, state: LoopState) -> Path:

@@ -305,3 +305,58 @@ def test_a_kill_9_right_after_a_commit_leaves_one_commit_per_step(repo: Akira, s
     found = {c.step_id: c.commit for c in state.completed_steps}
     assert found["1"] == git(root, "rev-parse", "HEAD~2") and found["3"] == git(root, "rev-parse", "HEAD~1")
     assert "- [x] 3. Write b" in git(root, "show", "HEAD:Done/feat/tasks.md")
+
+
+# -- undo -------------------------------------------------------------------------------------------
+
+
+def test_undo_reverts_a_step_and_every_later_one_and_resume_does_them_again(repo: Akira) -> None:
+    root = repo.root
+    assert start(repo)[0] == 0
+    before = git(root, "rev-parse", "HEAD")
+    undone = repo.cli("loop", "undo", "--task-id", "feat", "--step", "1")
+    assert undone.code == 0, undone.err
+    assert "reverted step(s) 1, 2, 3" in undone.err and "akira loop resume --task-id" in undone.err
+    reverts = git(root, "log", "--format=%s", f"{before}..HEAD").splitlines()
+    assert reverts == ['Revert "1 Write a"', 'Revert "3 Write b"', 'Revert "feat: done"']  # newest first
+    assert git(root, "merge-base", "--is-ancestor", before, "HEAD", check=False) == ""  # nothing rewritten
+    assert not (root / "a.txt").exists() and not (root / "b.txt").exists()
+    state = repo.state()
+    assert state.status == "paused" and state.completed_steps == [] and state.steps["1"].undone_by == "person"
+    text = (root / "Specs" / "feat" / "tasks.md").read_text()
+    assert "- [ ] 1. Write a" in text and "- [ ] 3. Write b" in text
+    assert repo.cli("loop", "resume", "--task-id", "feat").code == 0
+    redone = git(root, "log", "--format=%s", f"{before}..HEAD").splitlines()
+    assert redone[:3] == ["feat: done", "3 Write b", "1 Write a"]
+    assert (root / "a.txt").read_text() == "a\n" and repo.state().status == "completed"
+
+
+def test_undo_is_refused_with_uncommitted_changes_or_without_git(repo: Akira, tmp_path: Path) -> None:
+    assert start(repo)[0] == 0
+    (repo.root / "Done" / "feat" / "tasks.md").write_text("edited\n")
+    refused = repo.cli("loop", "undo", "--task-id", "feat", "--step", "3")
+    assert refused.code == 1 and "uncommitted changes (Done/feat/tasks.md)" in refused.err
+    assert len(refused.err.strip().splitlines()) == 1
+    plain = tmp_path / "plain"
+    assert main(["init", str(plain)]) == 0
+    other = Akira(plain)
+    assert other.cli("loop", "start", "--task", "Specs/example/tasks.md").code == 0
+    not_git = other.cli("loop", "undo", "--task-id", "example", "--step", "1.1")
+    assert not_git.code == 1 and "is not a git-native run" in not_git.err
+
+
+def test_undo_is_refused_while_the_loop_runs(repo: Akira) -> None:
+    repo.write_task(
+        "feat",
+        "- [ ] 1. Write a\n  - Run: `echo a > a.txt`\n- [ ] 2. Wait\n  - Run: `touch waiting; sleep 30`\n",
+    )
+    git(repo.root, "commit", "-qam", "waiting step")
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md")
+    try:
+        repo.wait_for(lambda: (repo.root / "waiting").exists(), 60, "step 2 to run")
+        refused = repo.cli("loop", "undo", "--task-id", "feat", "--step", "1")
+        assert refused.code == 1 and f"already being run by process {process.pid}" in refused.err
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+    assert commits(repo.root) == ["1 Write a"]

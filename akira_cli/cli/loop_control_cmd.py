@@ -99,3 +99,51 @@ def cancel(task_id: TaskIdOption, root: RootOption = None) -> int:
         err=True,
     )
     return 0
+
+
+@app.command("undo")
+@exits
+def undo(
+    task_id: TaskIdOption,
+    step: Annotated[
+        str, typer.Option("--step", help="The step whose commit is reverted, with every later step's.")
+    ],
+    root: RootOption = None,
+) -> int:
+    """Revert a git-native run's commits for a step and every later one; the loop pauses."""
+    from akira_cli.config import load_config
+    from akira_cli.events import Event, EventType, JsonlLog
+    from akira_cli.git import undo as undoing
+    from akira_cli.git.run import GitRun
+
+    workspace = Workspace.resolve(root)
+    store, state = load_task(workspace, task_id)
+    lock = store.lock(state.task_id)
+    lock.acquire(f"task {state.task_id}")  # refused while a process runs it
+    try:
+        cfg = load_config(workspace.root, Path(state.config_file) if state.config_file else None)
+        run = GitRun.detect(workspace.root, Path(state.task_path), cfg.git) if state.git else None
+        if run is None:
+            raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
+        archived = store.archived_path(state.task_id)
+        undone = undoing.undo(run, state, step)
+        if archived.exists():
+            os.replace(archived, store.path(state.task_id))  # a completed loop is active again
+        store.save(state)
+        log = JsonlLog(workspace.log_path(state.task_id))
+        steps = [done.step_id for done in undone]
+        try:
+            log(Event(type=EventType.LEDGER, task_id=state.task_id, step_id=step, data=undone_data(steps)))
+        finally:
+            log.close()
+    finally:
+        lock.release()
+    resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
+    branch = state.git.branch if state.git else ""
+    names = ", ".join(done.step_id for done in undone)
+    typer.echo(f"akira: reverted step(s) {names} on {branch}; run '{resume}' to do them again", err=True)
+    return 0
+
+
+def undone_data(steps: list[str]) -> dict[str, object]:
+    return {"action": "undone", "by": "person", "steps": steps}

@@ -123,7 +123,8 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
     )
     for step in steps:
         mark = "x" if step["done"] else ("-" if step["id"] == data["current_step"] else " ")
-        typer.echo(f"  [{mark}] {step['id']} {step['title']} ({step['attempts']} attempt(s))")
+        commit = f" {step['commit']}" if step.get("commit") else ""
+        typer.echo(f"  [{mark}] {step['id']} {step['title']} ({step['attempts']} attempt(s)){commit}")
     return 0
 
 
@@ -145,14 +146,17 @@ def _steps(state: LoopState, store: StateStore) -> list[dict[str, object]]:
             for r in state.steps.values()
         ]
     leaves = task.leaves(state.include_optional)
-    attempts = {s.step_id: s.attempts for s in store.all_completed(state)}
+    completed = store.all_completed(state)
+    attempts = {s.step_id: s.attempts for s in completed}
     attempts.update({r.step_id: r.attempts_total for r in state.steps.values()})
+    commits = {s.step_id: s.commit[:8] for s in completed if s.commit}
     return [
         {
             "id": s.id,
             "title": s.title,
             "done": s.ticked or s.id in done_ids,
             "attempts": attempts.get(s.id, 0),
+            "commit": commits.get(s.id),
         }
         for s in leaves
     ]

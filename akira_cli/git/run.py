@@ -100,8 +100,9 @@ class GitRun:
         """Creates and checks out the task branch from HEAD (carrying uncommitted changes along,
         as `git switch -c` does), or takes the current branch with `git.branch: ""`."""
         head = self.preflight()
+        started_on = self.current_branch()
         if not self.settings.branch:
-            record = GitRecord(branch=self.current_branch(), base=head, created=False)
+            record = GitRecord(branch=started_on, base=head, started_on=started_on, created=False)
         else:
             wanted = self.settings.branch.replace("{feature}", feature).replace("{task_id}", state.task_id)
             name = self.free_name(wanted)
@@ -112,7 +113,7 @@ class GitRun:
                     f"git refused to create and check out the task branch {name} in {self.root}: {said}; "
                     f"see why with '{self.shown('switch', '-c', name)}'"
                 )
-            record = GitRecord(branch=name, base=head, created=True)
+            record = GitRecord(branch=name, base=head, started_on=started_on, created=True)
         self.exclude()
         return record
 
@@ -249,7 +250,8 @@ class GitRun:
     def found(self, record: GitRecord, task_id: str) -> list[Found]:
         """akira's commits of this task on the branch since its base, oldest first."""
         try:
-            log = self.git.out("log", "--reverse", "--format=%H%x00%B%x01", f"{record.base}..{record.branch}")
+            start = record.since or record.base
+            log = self.git.out("log", "--reverse", "--format=%H%x00%B%x01", f"{start}..{record.branch}")
         except GitError:
             return []
         commits = []

@@ -15,20 +15,24 @@ class GitRun(BaseModel):
     branch: str
     base: str
     """The commit HEAD was at when the loop started: `<base>..<branch>` is the night's work."""
+    started_on: str = ""
+    """The branch HEAD was on at the start ("" when detached): where the work is merged back."""
     created: bool = True
     """akira created the branch (else `git.branch: ""` commits on the branch that was current)."""
     done_commit: str | None = None
     """The commit of the move to Done/, once made."""
+    since: str | None = None
+    """The last `akira loop undo`'s last revert: commits before it are never adopted again."""
 
-    @field_validator("branch")
+    @field_validator("branch", "started_on")
     @classmethod
     def _branch_name(cls, value: str) -> str:
         """A name read from a file goes to git as an argument: never an option, never odd bytes."""
-        if not value or value.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in value):
-            raise ValueError("branch must be a plain branch name")
+        if value.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in value):
+            raise ValueError("must be a plain branch name")
         return value
 
-    @field_validator("base", "done_commit")
+    @field_validator("base", "done_commit", "since")
     @classmethod
     def _commit_id(cls, value: str | None) -> str | None:
         if value is not None and not re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", value):

@@ -163,6 +163,8 @@ class PostActionReflection(Model):
 class StepRecord(Model):
     step_id: str
     description: str
+    undone_by: Literal["person"] | None = None
+    """Set when `akira loop undo` reverted the step's commit: it runs again on resume."""
     attempts: list[Attempt] = Field(default_factory=list)
     """The last KEEP_ATTEMPTS attempts; every one is in the journal."""
     attempts_total: int = 0

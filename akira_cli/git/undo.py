@@ -1,0 +1,94 @@
+"""`akira loop undo --step SID` (SPEC 12): revert the commits akira made for SID and every later
+step (and the move to Done/), newest first, with `git revert` (one revert commit each: history is
+never rewritten); those steps are no longer completed, their boxes are unticked, and the loop is
+left paused for a resume to run them again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from akira_cli.errors import AkiraError
+from akira_cli.git.cli import output_of
+from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
+from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.writeback import set_box
+
+
+def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
+    """Reverts SID and every later step; returns the steps undone. The caller saves."""
+    record = state.git
+    if record is None:
+        raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
+    run.check_resume(record)
+    ids = [done.step_id for done in state.completed_steps]
+    if step_id not in ids:
+        if step_id in state.completed_ids():
+            found = [f.sha for f in run.found(record, state.task_id) if f.step_id == step_id]
+            by_hand = run.shown("revert", found[0]) if found else "git revert <its commit>"
+            raise AkiraError(
+                f"step {step_id} was completed long ago and its record is sealed in the history; "
+                f"revert it by hand with '{by_hand}'"
+            )
+        raise AkiraError(f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo")
+    undone = state.completed_steps[ids.index(step_id) :]
+    commits = [done.commit for done in undone if done.commit]
+    commits += [record.done_commit] if record.done_commit else []
+    refuse_dirty(run, commits)
+    for sha in reversed(commits):
+        revert(run, sha)
+    if commits:
+        record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
+    del state.completed_steps[ids.index(step_id) :]
+    record.done_commit = None
+    if state.moved_from and not Path(state.task_path).exists():
+        state.task_path = str(Path(state.moved_from) / "tasks.md")  # the revert moved it back
+    state.moved_from, state.moving_to_done = None, False
+    untick(Path(state.task_path), [done.step_id for done in undone])
+    state.status, state.current_step = "paused", None
+    names = ", ".join(done.step_id for done in undone)
+    state.stop_reason = f"step(s) {names} undone by a person with 'akira loop undo'"
+    for done in undone:
+        step = state.steps.get(done.step_id)
+        if step is not None:  # done again from scratch: its earlier attempts and approaches no longer count
+            step.undone_by = "person"
+            step.new_window()
+            step.approaches.clear()
+    return undone
+
+
+def refuse_dirty(run: GitRun, commits: list[str]) -> None:
+    files: set[str] = set()
+    for sha in commits:
+        files.update(run.git.out("diff-tree", "--no-commit-id", "--name-only", "-r", sha).splitlines())
+    if not files:
+        return
+    listed = run.git.run("status", "--porcelain", "-z", "--", *sorted(files)).stdout.decode(
+        "utf-8", "replace"
+    )
+    dirty = [entry[3:] for entry in listed.split("\0") if len(entry) > 3]
+    if dirty:
+        shown = ", ".join(dirty[:5])
+        raise AkiraError(
+            f"files of the commits to revert have uncommitted changes ({shown}); commit or stash "
+            f"them first ('{run.shown('stash')}'), then undo again"
+        )
+
+
+def revert(run: GitRun, sha: str) -> None:
+    author = () if run.has_author() else FALLBACK_AUTHOR
+    hooks = () if run.settings.verify else ("-c", "core.hooksPath=/dev/null")
+    done = run.git.run(*author, *hooks, "revert", "--no-edit", sha, check=False)
+    if done.returncode != 0:
+        run.git.run("revert", "--abort", check=False)
+        said = " ".join(output_of(done).split())[:240]
+        raise AkiraError(f"git could not revert {sha[:12]}: {said}; the branch is as it was")
+
+
+def untick(path: Path, step_ids: list[str]) -> None:
+    """The undone steps' boxes back to `[ ]` (the reverts did it already where a commit held the tick)."""
+    for step_id in step_ids:
+        try:
+            set_box(path, step_id, " ")
+        except (TaskFileError, FileNotFoundError, KeyError):
+            continue
