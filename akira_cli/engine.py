@@ -94,6 +94,8 @@ class StepEngine:
             attempt.outcome = "interrupted"
         if attempt.outcome == "success" and self.commits is not None:
             self.commits.commit(step, task, record, attempt)  # a refusing hook fails the attempt
+        if attempt.outcome == "failure" and self.commits is not None:
+            self.commits.failed(step, attempt, self.workspace.state_dir)
         self.keep(record, attempt, request.prompt, result)
         if attempt.outcome == "interrupted":
             self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)

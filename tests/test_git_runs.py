@@ -360,3 +360,38 @@ def test_undo_is_refused_while_the_loop_runs(repo: Akira) -> None:
         process.terminate()
         process.communicate(timeout=60)
     assert commits(repo.root) == ["1 Write a"]
+
+
+# -- failed attempts ------------------------------------------------------------------------------
+
+FAILING_ONCE = """
+- [ ] 1. Change the notes
+  - Run: `echo wrong >> notes.txt && echo junk > junk.txt && exit 3`
+  - Fallback: `echo right >> notes.txt`
+  - Contains: `notes.txt` `right`
+"""
+
+
+@pytest.mark.parametrize("mode", ["keep", "reset"])
+def test_a_failed_attempt_is_kept_as_a_patch_and_reset_undoes_it(repo: Akira, mode: str) -> None:
+    root = repo.root
+    (root / "notes.txt").write_text("committed\n")
+    repo.write_task("feat", FAILING_ONCE)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "notes")
+    (root / "notes.txt").write_text("committed\nthe person's line\n")  # dirty before the run
+    repo.write_config(f"git:\n  failed_attempt: {mode}\n")
+    code, err = start(repo)
+    assert code == 0, err
+    first, _ = repo.state().steps["1"].attempts
+    assert first.outcome == "failure" and first.patch == f".state/attempts/{repo.state().task_id}/1-1.patch"
+    patch = (root / first.patch).read_text()
+    assert "+wrong" in patch and "+junk" in patch and "the person's line" not in patch.split("+wrong")[1]
+    assert "What this attempt changed" in first.output_tail and "junk.txt" in first.output_tail
+    notes = (root / "notes.txt").read_text()
+    if mode == "keep":
+        assert notes == "committed\nthe person's line\nwrong\nright\n" and (root / "junk.txt").exists()
+    else:
+        assert notes == "committed\nthe person's line\nright\n" and not (root / "junk.txt").exists()
+    done = subprocess.run(["git", "apply", "--stat", first.patch], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0 and "junk.txt" in done.stdout

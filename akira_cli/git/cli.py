@@ -86,8 +86,10 @@ class Git:
             raise GitError(describe(args, done), output_of(done))
         return done
 
-    def out(self, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> str:
-        return self.run(*args, env=env, check=check).stdout.decode("utf-8", "replace").strip()
+    def out(
+        self, *args: str, env: Mapping[str, str] | None = None, stdin: bytes | None = None, check: bool = True
+    ) -> str:
+        return self.run(*args, env=env, stdin=stdin, check=check).stdout.decode("utf-8", "replace").strip()
 
     def ok(self, *args: str, env: Mapping[str, str] | None = None) -> bool:
         return self.run(*args, env=env, check=False).returncode == 0

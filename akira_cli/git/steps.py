@@ -13,6 +13,7 @@ from pathlib import Path
 from akira_cli.errors import NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
+from akira_cli.fileio import atomic_write
 from akira_cli.git.cli import GitError
 from akira_cli.git.run import CommitRefused, GitRun, subject
 from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
@@ -33,10 +34,14 @@ class StepCommits:
         self.workdir = workdir
         self.bus = bus
         self._head = ""
+        self._dirty: dict[str, str | None] = {}
 
     def before(self) -> None:
-        """Before an attempt: where HEAD is, to see what an agent committed itself."""
+        """Before an attempt: where HEAD is (to see what an agent committed itself), and the
+        work tree as HEAD plus the blobs of the paths already changed (a failed attempt's
+        patch is taken against it, and `git.failed_attempt: reset` goes back to it)."""
         self._head = self.run.git.out("rev-parse", "HEAD", check=False)
+        self._dirty = self.run.dirty()
 
     def commit(self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt) -> None:
         """The completed step's commit; a refusing hook (or git failing) fails the attempt."""
@@ -73,6 +78,28 @@ class StepCommits:
         if sha is not None:
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()
+
+    def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
+        """A failed attempt's changes: saved as a patch, summed up for the reflection and the
+        next prompt, and with `git.failed_attempt: reset` undone (the patch keeps them)."""
+        changed = [self.workdir / name for name in attempt.files_changed]
+        try:
+            patch, stat = self.run.attempt_diff(self._dirty, changed)
+        except GitError as exc:
+            self.bus.emit(
+                EventType.WARNING, step.id, message=f"the failed attempt's patch was not taken: {exc}"
+            )
+            return
+        if not patch:
+            return
+        where = store_dir / "attempts" / self.state.task_id / f"{safe(step.id)}-{attempt.number}.patch"
+        atomic_write(where, patch, durable=False)
+        attempt.patch = str(where.relative_to(store_dir.parent))
+        summary = f"What this attempt changed (its patch: {attempt.patch}):\n{stat}"
+        attempt.output_tail = f"{attempt.output_tail}\n\n{summary}".strip()[-4000:]
+        if self.run.settings.failed_attempt == "reset":
+            self.run.restore(self._dirty, changed)
+            self.bus.emit(EventType.LEDGER, step.id, action="attempt_reset", patch=attempt.patch)
 
     def check_branch(self, step: Step) -> None:
         record = self.state.git
@@ -142,6 +169,11 @@ class StepCommits:
                 EventType.WARNING,
                 message=f"git push to {remote} failed (tried again at the next commit): {said}",
             )
+
+
+def safe(step_id: str) -> str:
+    """A step id as part of a file name."""
+    return "".join(ch if ch.isalnum() or ch in ".-_" else "_" for ch in step_id)[:60] or "step"
 
 
 def fail(attempt: Attempt, output: str) -> None:

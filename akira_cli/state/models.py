@@ -131,6 +131,8 @@ class Attempt(Model):
     """The step's commit, made when this attempt completed it (SPEC 12)."""
     agent_commits: list[str] = Field(default_factory=list)
     """Commits the agent made itself during the attempt (kept, and reported)."""
+    patch: str | None = None
+    """A failed attempt's changes on a git-native run: `.state/attempts/<task>/<step>-<n>.patch`."""
 
     @property
     def verified(self) -> bool:
