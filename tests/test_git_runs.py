@@ -280,8 +280,8 @@ import os, sys
 from akira_cli.cli import main
 from akira_cli.git.run import GitRun
 original = GitRun.commit
-def commit_then_die(self, subject, trailers, paths, replaced=None):
-    sha = original(self, subject, trailers, paths, replaced)
+def commit_then_die(self, subject, trailers, paths, replaced=None, **options):
+    sha = original(self, subject, trailers, paths, replaced, **options)
     if trailers.get("Akira-Step") == sys.argv[1]:
         os._exit(137)
     return sha

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import stat
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -61,6 +63,9 @@ class GitRun:
         self.root = root
         self.workspace = workspace
         self.settings = settings
+        self._index: Path | None = None
+        self._hooks: Path | None = None
+        self._author: bool | None = None
 
     @classmethod
     def detect(
@@ -168,48 +173,113 @@ class GitRun:
         trailers: dict[str, str],
         paths: Iterable[Path],
         replaced: dict[Path, bytes] | None = None,
+        *,
+        seen_by_git: bool = False,
     ) -> str | None:
         """Commits `paths` as the work tree has them (deleted ones as deletions) and `replaced`
-        files with the given bytes, on HEAD; None when nothing differs from HEAD."""
-        names = self.committable(paths)
+        files with the given bytes, on HEAD; None when `paths` hold no change. `seen_by_git`:
+        the paths come from `git status`, so none is ignored."""
+        names = self.committable(paths, seen_by_git)
         blobs = {self.relative(path): data for path, data in (replaced or {}).items() if self.inside(path)}
         names = sorted(set(names) - set(blobs))
-        if not names and not blobs:
-            return None
-        message = f"{subject}\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+        if not names:
+            return None  # the step changed nothing: its tick goes into the next commit
+        message = redact(f"{subject}\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items()))
         with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
             env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
-            self.git.run("read-tree", "HEAD", env=env)
-            if names:
-                self.git.run("update-index", "--add", "--remove", "-z", "--stdin", env=env, stdin=_z(names))
+            self.head_index(env)
+            entries = self.entries(names, blobs, Path(folder))
+            self.git.run("update-index", "-z", "--index-info", env=env, stdin=entries)
             if not self.differs(env, names):
-                return None  # the step changed nothing: its tick goes into the next commit
-            for name, data in sorted(blobs.items()):
-                blob = self.git.run("hash-object", "-w", "--stdin", stdin=data).stdout.decode().strip()
-                mode = self.mode_of(name)
-                self.git.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{name}", env=env)
+                return None
             author = () if self.has_author() else FALLBACK_AUTHOR
-            verify = () if self.settings.verify else ("--no-verify",)
-            done = self.git.run(
-                *author,
-                "commit",
-                "-q",
-                *verify,
-                "-F",
-                "-",
-                env=env,
-                stdin=redact(message).encode(),
-                check=False,
-            )
-            if done.returncode != 0:
-                said = redact(output_of(done))
-                raise CommitRefused(
-                    f"the repository's commit hook refused the commit: {' '.join(said.split())[:300]}", said
-                )
-        sha = self.git.out("rev-parse", "HEAD")
-        changed = sorted(set(names) | set(blobs))
-        self.git.run("reset", "-q", sha, "--", *changed, check=False)  # the person's index agrees
+            if self.settings.verify and self.hooks():
+                self.hooked_commit(author, env, message)
+                sha = self.git.out("rev-parse", "HEAD")
+            else:
+                sha = self.plain_commit(author, env, message, subject)
+        self.git.run(
+            "update-index", "-z", "--index-info", stdin=entries, check=False
+        )  # the person's index agrees
         return sha
+
+    def entries(self, names: list[str], blobs: dict[str, bytes], folder: Path) -> bytes:
+        """`--index-info` lines for the committed paths: the work tree's files (a deleted one
+        removed) and the `blobs`, hashed into objects in one git call."""
+        present = [name for name in names if os.path.lexists(self.root / name)]
+        sources = [str(self.root / name) for name in present]
+        for number, data in enumerate(blobs.values()):
+            staged = folder / f"blob{number}"
+            staged.write_bytes(data)
+            sources.append(str(staged))
+        hashed = self.git.out("hash-object", "-w", "--stdin-paths", stdin=_lines(sources)).split()
+        shas = dict(zip([*present, *blobs], hashed, strict=True))
+        zeros = "0" * 40
+        lines = [
+            f"{self.file_mode(name)} {shas[name]}\t{name}" if name in shas else f"0 {zeros}\t{name}"
+            for name in sorted({*names, *blobs})
+        ]
+        return b"".join(line.encode() + b"\0" for line in lines)
+
+    def hooked_commit(self, author: tuple[str, ...], env: dict[str, str], message: str) -> None:
+        """`git commit`, so that the repository's hooks run as they always do."""
+        done = self.git.run(*author, "commit", "-q", "-F", "-", env=env, stdin=message.encode(), check=False)
+        if done.returncode != 0:
+            said = redact(output_of(done))
+            line = " ".join(said.split())[:300]
+            raise CommitRefused(f"the repository's commit hook refused the commit: {line}", said)
+
+    def plain_commit(self, author: tuple[str, ...], env: dict[str, str], message: str, subject: str) -> str:
+        """The same commit with no hook to run: its tree, the commit object and the branch
+        moved from HEAD to it (a compare-and-swap: a HEAD that moved meanwhile is an error)."""
+        head = self.git.out("rev-parse", "HEAD")
+        tree = self.git.out("write-tree", env=env)
+        sha = self.git.out(*author, "commit-tree", tree, "-p", head, "-F", "-", stdin=message.encode())
+        self.git.run("update-ref", "-m", f"commit: {subject}", "HEAD", sha, head)
+        return sha
+
+    def hooks(self) -> bool:
+        """Whether a hook that `git commit` runs is installed (core.hooksPath honoured)."""
+        if self._hooks is None:
+            path = Path(self.git.out("rev-parse", "--git-path", "hooks"))
+            self._hooks = path if path.is_absolute() else self.root / path
+        names = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "reference-transaction")
+        return any(os.access(self._hooks / name, os.X_OK) for name in names)
+
+    def head_index(self, env: dict[str, str]) -> None:
+        """HEAD's entries in the temporary index, with the stat data of the person's index (a
+        copy of it, their staged changes put back to HEAD): git then checks 10,000 files by
+        their stat instead of reading them all."""
+        try:
+            shutil.copyfile(self.index_path(), env["GIT_INDEX_FILE"])
+        except OSError:
+            self.git.run("read-tree", "HEAD", env=env)
+            return
+        staged = self.git.run("diff-index", "--cached", "-z", "--name-only", "HEAD", check=False)
+        if staged.returncode != 0:
+            self.git.run("read-tree", "HEAD", env=env)
+            return
+        names = [name for name in staged.stdout.decode("utf-8", "replace").split("\0") if name]
+        if names:
+            self.git.run("update-index", "-z", "--index-info", env=env, stdin=self.head_entries(names))
+
+    def head_entries(self, names: list[str]) -> bytes:
+        """`--index-info` lines that set `names` to what HEAD has (removed where HEAD has none)."""
+        listed = self.git.run("ls-tree", "-z", "HEAD", "--", *names).stdout.decode("utf-8", "replace")
+        found = {}
+        for entry in listed.split("\0"):
+            head, _, name = entry.partition("\t")
+            if name:
+                mode, _, sha = head.split(" ")
+                found[name] = f"{mode} {sha}\t{name}"
+        zeros = "0" * 40
+        return b"".join((found.get(name) or f"0 {zeros}\t{name}").encode() + b"\0" for name in names)
+
+    def index_path(self) -> Path:
+        if self._index is None:
+            path = Path(self.git.out("rev-parse", "--git-path", "index"))
+            self._index = path if path.is_absolute() else self.root / path
+        return self._index
 
     def differs(self, env: dict[str, str], names: list[str]) -> bool:
         """Whether the temporary index differs from HEAD at `names`."""
@@ -277,16 +347,16 @@ class GitRun:
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 os.unlink(self.root / name)
 
-    def committable(self, paths: Iterable[Path]) -> list[str]:
+    def committable(self, paths: Iterable[Path], seen_by_git: bool = False) -> list[str]:
         """Repository-relative names of `paths`, without akira's control plane and reports and
-        without what the repository ignores."""
+        without what the repository ignores (`seen_by_git`: git's own view has none of those)."""
         names = []
         for path in paths:
             if not self.inside(path) or self.is_control(path):
                 continue
             names.append(self.relative(path))
-        if not names:
-            return []
+        if not names or seen_by_git:
+            return names
         ignored = self.git.run("check-ignore", "-z", "--stdin", stdin=_z(names), check=False).stdout
         dropped = set(ignored.decode("utf-8", "replace").split("\0"))
         return [name for name in names if name not in dropped]
@@ -299,20 +369,22 @@ class GitRun:
         return bool(top) and top[0] in NEVER_COMMITTED
 
     def has_author(self) -> bool:
-        return bool(self.git.out("config", "user.name", check=False)) and bool(
-            self.git.out("config", "user.email", check=False)
-        )
+        """Whether git config names an author (asked once a run)."""
+        if self._author is None:
+            names = self.git.out("config", "--get-regexp", r"^user\.(name|email)$", check=False)
+            keys = {line.split(" ", 1)[0] for line in names.splitlines()}
+            self._author = {"user.name", "user.email"} <= keys
+        return self._author
 
     def file_mode(self, name: str) -> str:
-        """The mode git records for a file of the work tree: executable or not."""
+        """The mode git records for a path of the work tree: a symlink, executable or not."""
         try:
-            return "100755" if os.stat(self.root / name).st_mode & 0o100 else "100644"
+            info = os.lstat(self.root / name)
         except OSError:
             return "100644"
-
-    def mode_of(self, name: str) -> str:
-        listed = self.git.out("ls-tree", "HEAD", "--", name, check=False).split()
-        return listed[0] if listed else "100644"
+        if stat.S_ISLNK(info.st_mode):
+            return "120000"
+        return "100755" if info.st_mode & 0o100 else "100644"
 
     def found(self, record: GitRecord, task_id: str) -> list[Found]:
         """akira's commits of this task on the branch since its base, oldest first."""

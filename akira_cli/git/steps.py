@@ -36,6 +36,11 @@ class StepCommits:
         self._head = ""
         self._dirty: dict[str, str | None] = {}
 
+    @property
+    def seen_by_git(self) -> bool:
+        """The attempts' changed files come from `git status` (see `changes.snapshot`)."""
+        return (self.workdir / ".git").exists()
+
     def before(self) -> None:
         """Before an attempt: where HEAD is (to see what an agent committed itself), and the
         work tree as HEAD plus the blobs of the paths already changed (a failed attempt's
@@ -65,9 +70,9 @@ class StepCommits:
             "Akira-Checks": ", ".join(name for name in checks if name != "agent result")[:300] or "none",
         }
         try:
-            sha = self.run.commit(
-                subject(step.id, step.title), trailers, paths, {task_path: ticked} if ticked else None
-            )
+            replaced = {task_path: ticked} if ticked else None
+            title = subject(step.id, step.title)
+            sha = self.run.commit(title, trailers, paths, replaced, seen_by_git=self.seen_by_git)
         except CommitRefused as exc:
             fail(attempt, exc.output or str(exc))
             return
