@@ -60,6 +60,7 @@ def git_snapshot(root: Path) -> Snapshot | None:
             cwd=root,
             capture_output=True,
             timeout=30,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},  # a look never writes the person's index
         )
     except (OSError, subprocess.SubprocessError):
         return None

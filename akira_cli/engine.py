@@ -77,7 +77,7 @@ class StepEngine:
         started, spent = time.monotonic(), self.state.usage.model_copy()
         self.witness.before()
         if self.commits is not None:
-            self.commits.before()
+            self.commits.before(self.witness.looked())
         if not agent.spawns:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
         result, retries = self.execute(agent, request)
@@ -93,7 +93,7 @@ class StepEngine:
         if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
         if attempt.outcome == "success" and self.commits is not None:
-            self.commits.commit(step, task, record, attempt)  # a refusing hook fails the attempt
+            self.commits.commit(step, task, record, attempt, self.witness.looked(after=True))
         if attempt.outcome == "failure" and self.commits is not None:
             self.commits.failed(step, attempt, self.workspace.state_dir)
         self.keep(record, attempt, request.prompt, result)

@@ -68,6 +68,11 @@ class Witness:
         work = [f for f in changed(before.files, files) if f != ticked and not control.covers(workdir / f)]
         return ControlPlane.changed(before.plane, plane), work
 
+    def looked(self, after: bool = False) -> Snapshot | None:
+        """The files as the last look before (or after) the attempt saw them."""
+        look = self._after if after else self._before
+        return look.files if look is not None else None
+
     def _relative(self, task: Path | None) -> str | None:
         if task != self._task[0]:
             self._task = (task, os.path.relpath(task, self.workdir) if task is not None else None)

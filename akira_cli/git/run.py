@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from pathlib import Path
 from akira_cli.config import GitSettings
 from akira_cli.errors import AkiraError
 from akira_cli.git.cli import Git, GitError, output_of, toplevel
+from akira_cli.git.plumbing import Plumbing
 from akira_cli.redaction import redact
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
@@ -34,6 +34,9 @@ EXCLUDED = (".state/", ".hooks/", ".akira/")
 """Listed in .git/info/exclude (never a tracked .gitignore), so that `git status` stays quiet."""
 FALLBACK_AUTHOR = ("-c", "user.name=akira", "-c", "user.email=akira@localhost")
 SUBJECT_WIDTH = 72
+SMALL_INDEX = 256 * 1024
+"""An index file smaller than this (some 2,500 files): one `git commit` is cheaper than the
+three plumbing commands that spare it a refresh of every entry."""
 TRAILER_RE = re.compile(r"^Akira-(Task|Step|Verified): *(.+)$", re.MULTILINE)
 
 
@@ -63,7 +66,7 @@ class GitRun:
         self.root = root
         self.workspace = workspace
         self.settings = settings
-        self._index: Path | None = None
+        self.plumb = Plumbing(self.git, root)
         self._hooks: Path | None = None
         self._author: bool | None = None
 
@@ -134,7 +137,8 @@ class GitRun:
             )
 
     def current_branch(self) -> str:
-        return self.git.out("symbolic-ref", "--short", "-q", "HEAD", check=False)
+        """The branch HEAD is on, "" when detached."""
+        return self.plumb.head()[1].removeprefix("refs/heads/")
 
     def free_name(self, wanted: str) -> str:
         if not self.git.ok("check-ref-format", "--branch", wanted):
@@ -175,64 +179,61 @@ class GitRun:
         replaced: dict[Path, bytes] | None = None,
         *,
         seen_by_git: bool = False,
+        changed_now: set[str] | None = None,
     ) -> str | None:
         """Commits `paths` as the work tree has them (deleted ones as deletions) and `replaced`
         files with the given bytes, on HEAD; None when `paths` hold no change. `seen_by_git`:
-        the paths come from `git status`, so none is ignored."""
+        the paths come from `git status`, so none is ignored; `changed_now`: what `git status`
+        shows changed right now (then git is not asked again)."""
         names = self.committable(paths, seen_by_git)
         blobs = {self.relative(path): data for path, data in (replaced or {}).items() if self.inside(path)}
         names = sorted(set(names) - set(blobs))
+        if changed_now is not None:
+            names = [name for name in names if name in changed_now]
         if not names:
             return None  # the step changed nothing: its tick goes into the next commit
         message = redact(f"{subject}\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items()))
+        head, _ = self.plumb.head()
         with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
-            env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
-            self.head_index(env)
-            entries = self.entries(names, blobs, Path(folder))
-            self.git.run("update-index", "-z", "--index-info", env=env, stdin=entries)
-            if not self.differs(env, names):
+            temp = Path(folder) / "index"
+            env = {"GIT_INDEX_FILE": str(temp)}
+            copied = self.plumb.copy_index(temp)
+            ticks = [
+                arg
+                for name, data in sorted(blobs.items())
+                for arg in ("--cacheinfo", f"{self.file_mode(name)},{self.plumb.blob(data)},{name}")
+            ]
+            self.git.run(
+                "update-index", "--add", "--remove", *ticks, "-z", "--stdin", env=env, stdin=_z(names)
+            )
+            if changed_now is None and not self.differs(env, names):
                 return None
             author = () if self.has_author() else FALLBACK_AUTHOR
-            if self.settings.verify and self.hooks():
-                self.hooked_commit(author, env, message)
-                sha = self.git.out("rev-parse", "HEAD")
+            if (self.settings.verify and self.hooks()) or (copied is not None and copied[1] < SMALL_INDEX):
+                self.git_commit(author, env, message)  # the hooks run as always; one process
+                sha, _ = self.plumb.head()
             else:
-                sha = self.plain_commit(author, env, message, subject)
-        self.git.run(
-            "update-index", "-z", "--index-info", stdin=entries, check=False
-        )  # the person's index agrees
+                sha = self.plain_commit(author, env, message, subject, head)
+            self.plumb.put_back(temp, copied, sorted({*names, *blobs}))
         return sha
 
-    def entries(self, names: list[str], blobs: dict[str, bytes], folder: Path) -> bytes:
-        """`--index-info` lines for the committed paths: the work tree's files (a deleted one
-        removed) and the `blobs`, hashed into objects in one git call."""
-        present = [name for name in names if os.path.lexists(self.root / name)]
-        sources = [str(self.root / name) for name in present]
-        for number, data in enumerate(blobs.values()):
-            staged = folder / f"blob{number}"
-            staged.write_bytes(data)
-            sources.append(str(staged))
-        hashed = self.git.out("hash-object", "-w", "--stdin-paths", stdin=_lines(sources)).split()
-        shas = dict(zip([*present, *blobs], hashed, strict=True))
-        zeros = "0" * 40
-        lines = [
-            f"{self.file_mode(name)} {shas[name]}\t{name}" if name in shas else f"0 {zeros}\t{name}"
-            for name in sorted({*names, *blobs})
-        ]
-        return b"".join(line.encode() + b"\0" for line in lines)
-
-    def hooked_commit(self, author: tuple[str, ...], env: dict[str, str], message: str) -> None:
-        """`git commit`, so that the repository's hooks run as they always do."""
-        done = self.git.run(*author, "commit", "-q", "-F", "-", env=env, stdin=message.encode(), check=False)
+    def git_commit(self, author: tuple[str, ...], env: dict[str, str], message: str) -> None:
+        """`git commit` on the temporary index: the repository's hooks run as they always do."""
+        verify = () if self.settings.verify else ("--no-verify",)
+        done = self.git.run(
+            *author, "commit", "-q", *verify, "-F", "-", env=env, stdin=message.encode(), check=False
+        )
         if done.returncode != 0:
             said = redact(output_of(done))
             line = " ".join(said.split())[:300]
             raise CommitRefused(f"the repository's commit hook refused the commit: {line}", said)
 
-    def plain_commit(self, author: tuple[str, ...], env: dict[str, str], message: str, subject: str) -> str:
-        """The same commit with no hook to run: its tree, the commit object and the branch
-        moved from HEAD to it (a compare-and-swap: a HEAD that moved meanwhile is an error)."""
-        head = self.git.out("rev-parse", "HEAD")
+    def plain_commit(
+        self, author: tuple[str, ...], env: dict[str, str], message: str, subject: str, head: str
+    ) -> str:
+        """The same commit in a large repository with no hook to run: its tree, the commit and
+        the branch moved from `head` to it (a compare-and-swap: a HEAD that moved meanwhile is an
+        error), without `git commit`'s refresh of every index entry."""
         tree = self.git.out("write-tree", env=env)
         sha = self.git.out(*author, "commit-tree", tree, "-p", head, "-F", "-", stdin=message.encode())
         self.git.run("update-ref", "-m", f"commit: {subject}", "HEAD", sha, head)
@@ -246,47 +247,24 @@ class GitRun:
         names = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "reference-transaction")
         return any(os.access(self._hooks / name, os.X_OK) for name in names)
 
-    def head_index(self, env: dict[str, str]) -> None:
-        """HEAD's entries in the temporary index, with the stat data of the person's index (a
-        copy of it, their staged changes put back to HEAD): git then checks 10,000 files by
-        their stat instead of reading them all."""
-        try:
-            shutil.copyfile(self.index_path(), env["GIT_INDEX_FILE"])
-        except OSError:
-            self.git.run("read-tree", "HEAD", env=env)
-            return
-        staged = self.git.run("diff-index", "--cached", "-z", "--name-only", "HEAD", check=False)
-        if staged.returncode != 0:
-            self.git.run("read-tree", "HEAD", env=env)
-            return
-        names = [name for name in staged.stdout.decode("utf-8", "replace").split("\0") if name]
-        if names:
-            self.git.run("update-index", "-z", "--index-info", env=env, stdin=self.head_entries(names))
-
-    def head_entries(self, names: list[str]) -> bytes:
-        """`--index-info` lines that set `names` to what HEAD has (removed where HEAD has none)."""
-        listed = self.git.run("ls-tree", "-z", "HEAD", "--", *names).stdout.decode("utf-8", "replace")
-        found = {}
-        for entry in listed.split("\0"):
-            head, _, name = entry.partition("\t")
-            if name:
-                mode, _, sha = head.split(" ")
-                found[name] = f"{mode} {sha}\t{name}"
-        zeros = "0" * 40
-        return b"".join((found.get(name) or f"0 {zeros}\t{name}").encode() + b"\0" for name in names)
-
-    def index_path(self) -> Path:
-        if self._index is None:
-            path = Path(self.git.out("rev-parse", "--git-path", "index"))
-            self._index = path if path.is_absolute() else self.root / path
-        return self._index
-
     def differs(self, env: dict[str, str], names: list[str]) -> bool:
         """Whether the temporary index differs from HEAD at `names`."""
         if not names:
             return False
         quiet = self.git.run("diff-index", "--cached", "--quiet", "HEAD", "--", *names, env=env, check=False)
         return quiet.returncode != 0
+
+    def blobs(self, names: list[str]) -> dict[str, str | None]:
+        """The blobs of `names` as the work tree has them (None: gone), hashed in one call."""
+        present = [name for name in names if os.path.isfile(self.root / name)]
+        hashed = (
+            self.git.out("hash-object", "-w", "--stdin-paths", stdin=_lines(present)).split()
+            if present
+            else []
+        )
+        found: dict[str, str | None] = dict.fromkeys(names)
+        found.update(zip(present, hashed, strict=False))
+        return found
 
     def dirty(self) -> dict[str, str | None]:
         """Changed and new paths (repository-relative) with their blobs as they are now (None:

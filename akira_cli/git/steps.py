@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from akira_cli.changes import Snapshot
 from akira_cli.errors import NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
@@ -21,6 +22,8 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 
 OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
+IN_HEAD = "HEAD"
+"""A file akira committed and nobody changed since: the same as in HEAD, nothing to hash."""
 PROMPT_NOTE = (
     "\n\n## Commits\nakira commits your work on its task branch after the step's checks pass. "
     "Do not run git commit, git push or git switch/checkout yourself.\n"
@@ -35,26 +38,46 @@ class StepCommits:
         self.bus = bus
         self._head = ""
         self._dirty: dict[str, str | None] = {}
+        self._hashed: dict[str, tuple[tuple[int, int], str | None]] = {}
+        """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
 
     @property
     def seen_by_git(self) -> bool:
         """The attempts' changed files come from `git status` (see `changes.snapshot`)."""
         return (self.workdir / ".git").exists()
 
-    def before(self) -> None:
+    def before(self, files: Snapshot | None) -> None:
         """Before an attempt: where HEAD is (to see what an agent committed itself), and the
         work tree as HEAD plus the blobs of the paths already changed (a failed attempt's
-        patch is taken against it, and `git.failed_attempt: reset` goes back to it)."""
-        self._head = self.run.git.out("rev-parse", "HEAD", check=False)
-        self._dirty = self.run.dirty()
+        patch is taken against it, and `git.failed_attempt: reset` goes back to it). `files`:
+        the witness's look, which is `git status` when the work folder is the repository."""
+        self._head = self.run.plumb.head()[0]
+        if files is None or not self.seen_by_git:
+            self._dirty = self.run.dirty()
+            return
+        task = self.run.relative(Path(self.state.task_path))
+        wanted = {
+            name: seen
+            for name, seen in files.items()
+            if name != task and not self.run.is_control(self.workdir / name)
+        }
+        stale = [name for name, seen in wanted.items() if self._hashed.get(name, ((-2, -2), None))[0] != seen]
+        if stale:
+            for name, blob in self.run.blobs(stale).items():
+                self._hashed[name] = (wanted[name], blob)
+        self._hashed = {name: self._hashed[name] for name in wanted}
+        self._dirty = {name: blob for name, (_, blob) in self._hashed.items() if blob != IN_HEAD}
 
-    def commit(self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt) -> None:
-        """The completed step's commit; a refusing hook (or git failing) fails the attempt."""
+    def commit(
+        self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, files: Snapshot | None
+    ) -> None:
+        """The completed step's commit; a refusing hook (or git failing) fails the attempt.
+        `files`: the witness's look after the attempt (`git status`, when it is git's view)."""
         record_git = self.state.git
         if record_git is None:
             return
         self.check_branch(step)
-        head = self.run.git.out("rev-parse", "HEAD", check=False)
+        head = self.run.plumb.head()[0]
         if self._head and head != self._head:
             made = self.run.git.out("log", "--format=%h %s", f"{self._head}..{head}", check=False)
             attempt.agent_commits = made.splitlines()[:20]
@@ -72,7 +95,10 @@ class StepCommits:
         try:
             replaced = {task_path: ticked} if ticked else None
             title = subject(step.id, step.title)
-            sha = self.run.commit(title, trailers, paths, replaced, seen_by_git=self.seen_by_git)
+            changed_now = set(files) if files is not None and self.seen_by_git else None
+            sha = self.run.commit(
+                title, trailers, paths, replaced, seen_by_git=self.seen_by_git, changed_now=changed_now
+            )
         except CommitRefused as exc:
             fail(attempt, exc.output or str(exc))
             return
@@ -81,6 +107,9 @@ class StepCommits:
             return
         attempt.commit = sha
         if sha is not None:
+            if changed_now is not None and files is not None:  # as in HEAD now, while unchanged
+                for name in changed_now & {self.run.relative(path) for path in paths}:
+                    self._hashed[name] = (files[name], IN_HEAD)
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()
 

@@ -1,0 +1,181 @@
+"""What a step's commit needs from the repository, at the cost of a few git processes a step.
+
+Each git process costs 2-4 ms on a small machine, and a loop makes a commit a step, so what git
+keeps in plain files is read from them: HEAD and the branch (`.git/HEAD` and the ref it names),
+and the task file's ticked blob is written as a loose object (`blob <size>\\0<bytes>`, zlib,
+under its SHA-1; a repository with another object format asks `git hash-object`). Anything
+unexpected falls back to asking git.
+
+The temporary index a commit is built in starts as a copy of the person's index (git then checks
+files by their stat data instead of reading them), with the paths they staged put back to HEAD;
+which paths those are is remembered while their index file does not change. After the commit,
+when they had staged nothing and their index did not change meanwhile, the temporary index is
+put in its place under `index.lock` (as git does), so its stat data is fresh; otherwise only
+the committed paths are set in it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import zlib
+from pathlib import Path
+
+from akira_cli.git.cli import Git
+
+ZEROS = "0" * 40
+
+
+class Plumbing:
+    def __init__(self, git: Git, root: Path) -> None:
+        self.git = git
+        self.root = root
+        self._dirs: tuple[Path, Path] | None = None
+        self._sha1: bool | None = None
+        self._staged: tuple[tuple[int, int, int], list[str]] | None = None
+
+    # -- files git keeps ------------------------------------------------------------------------
+
+    def dirs(self) -> tuple[Path, Path]:
+        """The git folder (HEAD, the index) and the common one (refs, objects): not the same in
+        a worktree."""
+        if self._dirs is None:
+            own, common = self.git.out("rev-parse", "--git-dir", "--git-common-dir").splitlines()
+            self._dirs = (self.root / own).resolve(), (self.root / common).resolve()
+        return self._dirs
+
+    def head(self) -> tuple[str, str]:
+        """HEAD's commit and what HEAD names (`refs/heads/<branch>`, or "" when detached)."""
+        own, common = self.dirs()
+        try:
+            text = (own / "HEAD").read_text(encoding="utf-8").strip()
+            if not text.startswith("ref: "):
+                return self.checked(text, "")
+            ref = text.removeprefix("ref: ")
+            loose = common / ref
+            if loose.is_file():
+                return self.checked(loose.read_text(encoding="utf-8").strip(), ref)
+            for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref:
+                    return self.checked(sha, ref)
+        except (OSError, ValueError):
+            pass
+        return self.asked()
+
+    def checked(self, sha: str, ref: str) -> tuple[str, str]:
+        if len(sha) in (40, 64) and all(ch in "0123456789abcdef" for ch in sha):
+            return sha, ref
+        return self.asked()
+
+    def asked(self) -> tuple[str, str]:
+        lines = self.git.out("rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False).splitlines()
+        sha = lines[0] if lines else ""
+        ref = lines[1] if len(lines) > 1 and lines[1].startswith("refs/") else ""
+        return sha, ref
+
+    def index_path(self) -> Path:
+        return self.dirs()[0] / "index"
+
+    # -- objects ----------------------------------------------------------------------------------
+
+    def blob(self, data: bytes) -> str:
+        """`data` as a blob in the object store; its id."""
+        if self._sha1 is None:
+            self._sha1 = self.git.out("rev-parse", "--show-object-format", check=False) in ("sha1", "")
+        if not self._sha1:
+            return self.git.out("hash-object", "-w", "--stdin", stdin=data)
+        body = b"blob %d\0" % len(data) + data
+        sha = hashlib.sha1(body, usedforsecurity=False).hexdigest()
+        path = self.dirs()[1] / "objects" / sha[:2] / sha[2:]
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            spare = path.with_name(f"tmp_obj_akira_{os.getpid()}")
+            spare.write_bytes(zlib.compress(body))
+            os.replace(spare, path)
+        return sha
+
+    # -- the temporary index ------------------------------------------------------------------------
+
+    def copy_index(self, temp: Path) -> tuple[int, int, int] | None:
+        """The person's index copied to `temp`, with what they staged put back to HEAD; their
+        index file's identity as it was copied (None when there is none: HEAD's tree then)."""
+        real = self.index_path()
+        try:
+            before = os.stat(real)
+            shutil.copyfile(real, temp)
+        except OSError:
+            self.git.run("read-tree", "HEAD", env={"GIT_INDEX_FILE": str(temp)})
+            return None
+        key = (before.st_ino, before.st_size, before.st_mtime_ns)
+        staged = self.staged(key)
+        if staged:
+            env = {"GIT_INDEX_FILE": str(temp)}
+            self.git.run("update-index", "-z", "--index-info", env=env, stdin=self.head_entries(staged))
+        return key
+
+    def staged(self, key: tuple[int, int, int]) -> list[str]:
+        """The paths the person staged (their index differs from HEAD there), asked again only
+        when their index file changed."""
+        if self._staged is not None and self._staged[0] == key:
+            return self._staged[1]
+        done = self.git.run("diff-index", "--cached", "-z", "--name-only", "HEAD", check=False)
+        names = [name for name in done.stdout.decode("utf-8", "replace").split("\0") if name]
+        self._staged = (key, names)
+        return names
+
+    def head_entries(self, names: list[str]) -> bytes:
+        """`--index-info` lines that set `names` to what HEAD has (removed where HEAD has none)."""
+        listed = self.git.run("ls-tree", "-z", "HEAD", "--", *names).stdout.decode("utf-8", "replace")
+        found = {}
+        for entry in listed.split("\0"):
+            head, _, name = entry.partition("\t")
+            if name:
+                mode, _, sha = head.split(" ")
+                found[name] = f"{mode} {sha}\t{name}"
+        return b"".join((found.get(name) or f"0 {ZEROS}\t{name}").encode() + b"\0" for name in names)
+
+    def put_back(self, temp: Path, copied: tuple[int, int, int] | None, changed: list[str]) -> None:
+        """The person's index agrees with the new commit at `changed`, and nowhere else."""
+        real = self.index_path()
+        if copied is not None and not self.staged(copied) and self.replace_index(temp, real, copied):
+            now = os.stat(real)
+            self._staged = ((now.st_ino, now.st_size, now.st_mtime_ns), [])  # nothing staged: it is ours
+            return
+        env = {"GIT_INDEX_FILE": str(temp)}
+        entries = self.git.run("ls-files", "-s", "-z", "--", *changed, env=env).stdout.decode(
+            "utf-8", "replace"
+        )
+        listed = {}
+        for entry in entries.split("\0"):
+            head, _, name = entry.partition("\t")
+            if name:
+                mode, sha, _stage = head.split(" ")
+                listed[name] = f"{mode} {sha}\t{name}"
+        info = b"".join((listed.get(name) or f"0 {ZEROS}\t{name}").encode() + b"\0" for name in changed)
+        self.git.run("update-index", "-z", "--index-info", stdin=info, check=False)
+        self._staged = None
+
+    @staticmethod
+    def replace_index(temp: Path, real: Path, copied: tuple[int, int, int]) -> bool:
+        """`temp` in place of `real` under git's own lock, if `real` is as it was copied."""
+        lock = real.with_name(real.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError:
+            return False  # git is writing it: set the paths instead
+        try:
+            now = os.stat(real)
+            if (now.st_ino, now.st_size, now.st_mtime_ns) != copied:
+                raise OSError("the index changed")
+            with os.fdopen(fd, "wb", closefd=True) as handle:
+                fd = -1
+                handle.write(temp.read_bytes())
+            os.replace(lock, real)
+            return True
+        except OSError:
+            if fd >= 0:
+                os.close(fd)
+            lock.unlink(missing_ok=True)
+            return False
