@@ -395,3 +395,18 @@ def test_a_failed_attempt_is_kept_as_a_patch_and_reset_undoes_it(repo: Akira, mo
         assert notes == "committed\nthe person's line\nright\n" and not (root / "junk.txt").exists()
     done = subprocess.run(["git", "apply", "--stat", first.patch], cwd=root, capture_output=True, text=True)
     assert done.returncode == 0 and "junk.txt" in done.stdout
+
+
+def test_an_index_lock_a_kill_9_left_is_healed_and_gits_own_is_left(repo: Akira) -> None:
+    from akira_cli.git.cli import Git
+    from akira_cli.git.plumbing import Plumbing
+
+    index = repo.root / ".git" / "index"
+    mine, lock = index.with_name("index.akira-4242"), index.with_name("index.lock")
+    mine.write_bytes(index.read_bytes())
+    os.link(mine, lock)  # killed between taking the lock and putting the index in place
+    Plumbing(Git(repo.root), repo.root).heal()
+    assert not lock.exists() and not mine.exists()
+    lock.write_text("git's own\n")
+    Plumbing(Git(repo.root), repo.root).heal()
+    assert lock.read_text() == "git's own\n"

@@ -25,6 +25,8 @@ from pathlib import Path
 from akira_cli.git.cli import Git
 
 ZEROS = "0" * 40
+AKIRA_SUFFIX = "akira-"
+"""The index akira is putting in place is first `index.akira-<pid>`, then linked as `index.lock`."""
 
 
 class Plumbing:
@@ -159,23 +161,39 @@ class Plumbing:
 
     @staticmethod
     def replace_index(temp: Path, real: Path, copied: tuple[int, int, int]) -> bool:
-        """`temp` in place of `real` under git's own lock, if `real` is as it was copied."""
+        """`temp` in place of `real` under git's own lock, if `real` is as it was copied. The
+        lock is a hard link to a file named for akira, so that a kill -9 while it is held
+        leaves a lock that `heal` knows for akira's and removes."""
         lock = real.with_name(real.name + ".lock")
+        mine = real.with_name(f"{real.name}.{AKIRA_SUFFIX}{os.getpid()}")
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            shutil.copyfile(temp, mine)
+            os.link(mine, lock)  # fails while git holds the lock: then the paths are set instead
         except OSError:
-            return False  # git is writing it: set the paths instead
+            mine.unlink(missing_ok=True)
+            return False
         try:
             now = os.stat(real)
             if (now.st_ino, now.st_size, now.st_mtime_ns) != copied:
-                raise OSError("the index changed")
-            with os.fdopen(fd, "wb", closefd=True) as handle:
-                fd = -1
-                handle.write(temp.read_bytes())
+                lock.unlink(missing_ok=True)
+                return False
             os.replace(lock, real)
             return True
         except OSError:
-            if fd >= 0:
-                os.close(fd)
             lock.unlink(missing_ok=True)
             return False
+        finally:
+            mine.unlink(missing_ok=True)
+
+    def heal(self) -> None:
+        """After a kill -9: an index lock that is one of akira's own files (see
+        `replace_index`) is removed, with that file; git's own locks are left alone."""
+        real = self.index_path()
+        lock = real.with_name(real.name + ".lock")
+        for mine in real.parent.glob(f"{real.name}.{AKIRA_SUFFIX}*"):
+            try:
+                if lock.exists() and os.path.samefile(mine, lock):
+                    lock.unlink()
+            except OSError:
+                pass
+            mine.unlink(missing_ok=True)

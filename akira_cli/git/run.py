@@ -11,7 +11,6 @@ after a kill -9 a resume finds a commit the state does not know of by them.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
@@ -254,76 +253,10 @@ class GitRun:
         quiet = self.git.run("diff-index", "--cached", "--quiet", "HEAD", "--", *names, env=env, check=False)
         return quiet.returncode != 0
 
-    def blobs(self, names: list[str]) -> dict[str, str | None]:
-        """The blobs of `names` as the work tree has them (None: gone), hashed in one call."""
-        present = [name for name in names if os.path.isfile(self.root / name)]
-        hashed = (
-            self.git.out("hash-object", "-w", "--stdin-paths", stdin=_lines(present)).split()
-            if present
-            else []
-        )
-        found: dict[str, str | None] = dict.fromkeys(names)
-        found.update(zip(present, hashed, strict=False))
-        return found
+    def repair_index(self, task_id: str) -> list[str]:
+        from akira_cli.git.repair import repair_index
 
-    def dirty(self) -> dict[str, str | None]:
-        """Changed and new paths (repository-relative) with their blobs as they are now (None:
-        deleted). Hashing writes the blobs, so a failed attempt's patch can be taken later."""
-        listed = self.git.run("status", "--porcelain", "-z", "--untracked-files=all").stdout
-        names = [entry[3:] for entry in listed.decode("utf-8", "replace").split("\0") if len(entry) > 3]
-        names = [name for name in names if not self.is_control(self.root / name)]
-        present = [name for name in names if (self.root / name).is_file()]
-        blobs = (
-            self.git.out("hash-object", "-w", "--stdin-paths", stdin=_lines(present)).split()
-            if present
-            else []
-        )
-        found: dict[str, str | None] = dict.fromkeys(names)
-        found.update(zip(present, blobs, strict=False))
-        return found
-
-    def tree(self, env: dict[str, str], dirty: dict[str, str | None]) -> str:
-        """HEAD with the `dirty` blobs: the work tree as it was when they were taken."""
-        self.git.run("read-tree", "HEAD", env=env)
-        entries = b"".join(
-            (f"{self.file_mode(name)} {blob}\t{name}" if blob else f"0 {'0' * 40}\t{name}").encode() + b"\0"
-            for name, blob in dirty.items()
-        )
-        if entries:
-            self.git.run("update-index", "-z", "--index-info", env=env, stdin=entries)
-        return self.git.out("write-tree", env=env)
-
-    def attempt_diff(self, before: dict[str, str | None], changed: Iterable[Path]) -> tuple[bytes, str]:
-        """The patch (binary-safe) and `--stat` of what `changed` paths became since `before`."""
-        names = self.committable(changed)
-        if not names:
-            return b"", ""
-        with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
-            env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
-            old = self.tree(env, before)
-            self.git.run("update-index", "--add", "--remove", "-z", "--stdin", env=env, stdin=_z(names))
-            new = self.git.out("write-tree", env=env)
-        patch = self.git.run("diff", "--binary", old, new).stdout
-        stat = self.git.out("diff", "--stat", old, new)
-        return patch, stat
-
-    def restore(self, before: dict[str, str | None], changed: Iterable[Path]) -> None:
-        """The `changed` paths as they were in `before` (HEAD and its dirty blobs): changed
-        files restored, created ones removed. The person's index is not touched."""
-        names = self.committable(changed)
-        with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
-            env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
-            tree = self.tree(env, before)
-        present = (
-            set(self.git.out("ls-tree", "-r", "--name-only", tree, "--", *names).splitlines())
-            if names
-            else set()
-        )
-        if present:
-            self.git.run("restore", f"--source={tree}", "--worktree", "--", *sorted(present))
-        for name in set(names) - present:
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                os.unlink(self.root / name)
+        return repair_index(self.git, task_id)
 
     def committable(self, paths: Iterable[Path], seen_by_git: bool = False) -> list[str]:
         """Repository-relative names of `paths`, without akira's control plane and reports and

@@ -15,6 +15,7 @@ from akira_cli.errors import NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.fileio import atomic_write
+from akira_cli.git import attempts
 from akira_cli.git.cli import GitError
 from akira_cli.git.run import CommitRefused, GitRun, subject
 from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
@@ -38,6 +39,7 @@ class StepCommits:
         self.bus = bus
         self._head = ""
         self._dirty: dict[str, str | None] = {}
+        run.plumb.heal()  # a lock a kill -9 left in the middle of putting the index back
         self._hashed: dict[str, tuple[tuple[int, int], str | None]] = {}
         """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
 
@@ -53,7 +55,7 @@ class StepCommits:
         the witness's look, which is `git status` when the work folder is the repository."""
         self._head = self.run.plumb.head()[0]
         if files is None or not self.seen_by_git:
-            self._dirty = self.run.dirty()
+            self._dirty = attempts.dirty(self.run)
             return
         task = self.run.relative(Path(self.state.task_path))
         wanted = {
@@ -63,7 +65,7 @@ class StepCommits:
         }
         stale = [name for name, seen in wanted.items() if self._hashed.get(name, ((-2, -2), None))[0] != seen]
         if stale:
-            for name, blob in self.run.blobs(stale).items():
+            for name, blob in attempts.blobs(self.run, stale).items():
                 self._hashed[name] = (wanted[name], blob)
         self._hashed = {name: self._hashed[name] for name in wanted}
         self._dirty = {name: blob for name, (_, blob) in self._hashed.items() if blob != IN_HEAD}
@@ -118,7 +120,7 @@ class StepCommits:
         next prompt, and with `git.failed_attempt: reset` undone (the patch keeps them)."""
         changed = [self.workdir / name for name in attempt.files_changed]
         try:
-            patch, stat = self.run.attempt_diff(self._dirty, changed)
+            patch, stat = attempts.attempt_diff(self.run, self._dirty, changed)
         except GitError as exc:
             self.bus.emit(
                 EventType.WARNING, step.id, message=f"the failed attempt's patch was not taken: {exc}"
@@ -132,7 +134,7 @@ class StepCommits:
         summary = f"What this attempt changed (its patch: {attempt.patch}):\n{stat}"
         attempt.output_tail = f"{attempt.output_tail}\n\n{summary}".strip()[-4000:]
         if self.run.settings.failed_attempt == "reset":
-            self.run.restore(self._dirty, changed)
+            attempts.restore(self.run, self._dirty, changed)
             self.bus.emit(EventType.LEDGER, step.id, action="attempt_reset", patch=attempt.patch)
 
     def check_branch(self, step: Step) -> None:
@@ -168,6 +170,7 @@ class StepCommits:
         if adopted:
             self.state.current_step = None
             self.bus.emit(EventType.LEDGER, action="commits_adopted", steps=adopted)
+        self.run.repair_index(self.state.task_id)
         return adopted
 
     def commit_done(self, moved_from: Path, moved_to: Path, feature: str) -> None:
