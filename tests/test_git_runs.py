@@ -153,6 +153,16 @@ def test_a_detached_head_and_a_taken_branch_name(repo: Akira) -> None:
     assert git(root, "rev-parse", "akira/feat") == git(root, "rev-parse", "main")  # never touched
 
 
+def test_a_branch_git_refuses_to_create_is_one_line_and_leaves_nothing(repo: Akira) -> None:
+    git(repo.root, "branch", "akira")  # refs/heads/akira is a file: akira/feat cannot be made
+    code, err = start(repo)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
+    assert "git refused to create and check out the task branch akira/feat" in lines[0]
+    assert f"git -C {repo.root} switch -c akira/feat" in lines[0]
+    assert not repo.state_files() and git(repo.root, "branch", "--show-current") == "main"
+
+
 def test_an_empty_branch_setting_on_a_detached_head_is_refused(repo: Akira) -> None:
     repo.write_config('git:\n  branch: ""\n')
     git(repo.root, "switch", "-q", "--detach", "HEAD")
