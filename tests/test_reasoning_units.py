@@ -372,7 +372,8 @@ def test_every_prompt_template_renders(name: str) -> None:
 
 
 def test_build_plan_nests_parents_first_and_refuses_too_deep_steps() -> None:
-    from akira_cli.reasoning.planner import PlanDraft, build_plan
+    from akira_cli.reasoning.drafting import build_plan
+    from akira_cli.reasoning.planner import PlanDraft
 
     draft = PlanDraft.model_validate(
         {
@@ -396,7 +397,8 @@ def test_build_plan_nests_parents_first_and_refuses_too_deep_steps() -> None:
 
 
 def test_build_plan_keeps_a_step_whose_parent_or_dependency_names_no_step() -> None:
-    from akira_cli.reasoning.planner import PlanDraft, build_plan
+    from akira_cli.reasoning.drafting import build_plan
+    from akira_cli.reasoning.planner import PlanDraft
 
     draft = PlanDraft.model_validate(
         {
@@ -418,7 +420,8 @@ def test_build_plan_keeps_a_step_whose_parent_or_dependency_names_no_step() -> N
 
 
 def test_build_plan_that_refuses_every_step_runs_the_task_itself() -> None:
-    from akira_cli.reasoning.planner import PlanDraft, build_plan
+    from akira_cli.reasoning.drafting import build_plan
+    from akira_cli.reasoning.planner import PlanDraft
 
     draft = PlanDraft.model_validate({"steps": [{"id": "a", "description": ""}]})
     plan, _, refused, warnings = build_plan("Create hello.txt", draft, ttl())

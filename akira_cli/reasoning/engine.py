@@ -27,6 +27,7 @@ from akira_cli.llm.client import LLMClient
 from akira_cli.llm.types import LLMError, LLMSchemaError
 from akira_cli.reasoning import synthesis
 from akira_cli.reasoning.convergence import ConvergenceEngine, thresholds
+from akira_cli.reasoning.drafting import build_plan, ensure_a_step
 from akira_cli.reasoning.executor import LLMStepExecutor, StepExecutor, step_prompt
 from akira_cli.reasoning.models import (
     ConvergenceAssessment,
@@ -36,11 +37,7 @@ from akira_cli.reasoning.models import (
     ReasoningResult,
     ValidationReport,
 )
-from akira_cli.reasoning.planner import (
-    Planner,
-    build_plan,
-    ensure_a_step,
-)
+from akira_cli.reasoning.planner import Planner
 from akira_cli.reasoning.profile import infer_profile, ttl_for
 from akira_cli.reasoning.refining import Refinement
 from akira_cli.reasoning.run import Run, Stop, dump_issues, last_completed, plan_of

@@ -7,19 +7,17 @@ byte. Errors name the file, the line and the fix, on one line (SPEC section 2).
 from __future__ import annotations
 
 import difflib
-import errno
-import os
 import re
-import stat
-import time
 from pathlib import Path
 
-from akira_cli.errors import AkiraError
 from akira_cli.tasks import directives
 from akira_cli.tasks.directives import DIRECTIVES, STEP_ID
 from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.tasks.reading import BOM
+from akira_cli.tasks.reading import SETTLE_SECONDS as SETTLE_SECONDS  # the names parser's users know
+from akira_cli.tasks.reading import TaskFileError as TaskFileError
+from akira_cli.tasks.reading import read_task_bytes as read_task_bytes
 
-BOM = b"\xef\xbb\xbf"
 MISSPELLING_CUTOFF = 0.85
 """High enough that prose keys such as 'Note' or 'Exit' are never taken for a directive."""
 
@@ -43,62 +41,6 @@ HEADING_RE = re.compile(r"(?P<hashes>#{1,6})(?:[ \t]+(?P<text>.*?))?(?:[ \t]+#+)
 FENCE_RE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 KEY_RE = re.compile(r"[_*]{0,2}(?P<key>[A-Za-z]+)[_*]{0,2}[ \t]*:[_*]{0,2}[ \t]*(?P<value>.*)")
 """A 'Key: value' line, as directives and '_Requirements: 1.1_' lines are written."""
-
-
-class TaskFileError(AkiraError):
-    """A task file that cannot be read or parsed; the message is one line with the fix."""
-
-
-SETTLE_SECONDS = 1.0
-"""How long a task file that reads empty, or changes while it is read, is read again: an editor
-that saves by truncating and then writing leaves it empty for a moment."""
-
-
-def read_task_bytes(path: Path) -> bytes:
-    """The raw bytes of a task file, or a `TaskFileError` that says how to fix the path. A file
-    that reads empty or changes while it is read is read again, for up to `SETTLE_SECONDS`."""
-    deadline = 0.0
-    while True:
-        data, steady = _read_once(path)
-        if steady and data.removeprefix(BOM).strip():
-            return data
-        now = time.monotonic()
-        deadline = deadline or now + SETTLE_SECONDS
-        if now >= deadline:
-            return data
-        time.sleep(0.02)
-
-
-def _read_once(path: Path) -> tuple[bytes, bool]:
-    """The bytes, and whether the file was the same (inode, size, time) before and after. Opened
-    without blocking, so a FIFO is refused, never waited on."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            before = os.fstat(fd)
-            if stat.S_ISDIR(before.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory")
-            if not stat.S_ISREG(before.st_mode):
-                raise TaskFileError(f"{path}: not a regular file; pass the path of a tasks.md")
-            chunks = []
-            while chunk := os.read(fd, max(before.st_size + 1, 65536)):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        after = path.stat()
-    except FileNotFoundError:
-        raise TaskFileError(f"{path}: task file not found; check the path or run 'akira init'") from None
-    except IsADirectoryError:
-        raise TaskFileError(
-            f"{path}: is a directory, not a task file; pass the path of its tasks.md"
-        ) from None
-    except OSError as exc:
-        raise TaskFileError(
-            f"{path}: cannot read the task file ({exc.strerror or exc}); check its permissions"
-        ) from None
-    data = b"".join(chunks)
-    key = (before.st_ino, before.st_size, before.st_mtime_ns)
-    return data, key == (after.st_ino, after.st_size, after.st_mtime_ns) and len(data) == before.st_size
 
 
 def parse_task_file(path: Path) -> TaskFile:
