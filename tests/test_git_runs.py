@@ -57,6 +57,13 @@ def trailers(root: Path, rev: str) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Akira-"))
 
 
+def start_with(repo: Akira, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`loop start` in a subprocess with an environment of its own."""
+    args = ["loop", "start", "--task", "Specs/feat/tasks.md", "--root", str(repo.root)]
+    command = [sys.executable, "-m", "akira_cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+
 def start(akira: Akira, *args: str) -> tuple[int, str]:
     done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", *args)
     return done.code, done.err
@@ -222,23 +229,7 @@ def test_without_an_author_akira_names_itself_and_writes_no_git_config(repo: Aki
     git(repo.root, "config", "--unset", "user.email")
     env = {**os.environ, "HOME": str(repo.root / "nohome"), "GIT_CONFIG_NOSYSTEM": "1"}
     config_before = (repo.root / ".git" / "config").read_text()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "akira_cli",
-            "loop",
-            "start",
-            "--task",
-            "Specs/feat/tasks.md",
-            "--root",
-            str(repo.root),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    done = start_with(repo, env)
     assert done.returncode == 0, done.stderr
     authors = git(repo.root, "log", "--format=%an <%ae>", "main..akira/feat").splitlines()
     assert set(authors) == {"akira <akira@localhost>"}
@@ -249,23 +240,7 @@ def test_secrets_never_reach_a_commit_message(repo: Akira) -> None:
     secret = "sk-commit-secret-0123456789"
     repo.write_task("feat", f"- [ ] 1. Use the key {secret}\n  - Run: `echo ok > ok.txt`\n")
     git(repo.root, "commit", "-qam", "secret step")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "akira_cli",
-            "loop",
-            "start",
-            "--task",
-            "Specs/feat/tasks.md",
-            "--root",
-            str(repo.root),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OPENAI_API_KEY": secret},
-        timeout=120,
-    )
+    done = start_with(repo, {**os.environ, "OPENAI_API_KEY": secret})
     assert done.returncode == 0, done.stderr
     messages = git(repo.root, "log", "--format=%B", "main..HEAD")
     assert secret not in messages and "***" in messages

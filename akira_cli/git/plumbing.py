@@ -129,14 +129,8 @@ class Plumbing:
 
     def head_entries(self, names: list[str]) -> bytes:
         """`--index-info` lines that set `names` to what HEAD has (removed where HEAD has none)."""
-        listed = self.git.run("ls-tree", "-z", "HEAD", "--", *names).stdout.decode("utf-8", "replace")
-        found = {}
-        for entry in listed.split("\0"):
-            head, _, name = entry.partition("\t")
-            if name:
-                mode, _, sha = head.split(" ")
-                found[name] = f"{mode} {sha}\t{name}"
-        return b"".join((found.get(name) or f"0 {ZEROS}\t{name}").encode() + b"\0" for name in names)
+        listed = self.git.run("ls-tree", "-z", "HEAD", "--", *names).stdout
+        return index_info(parse_listing(listed, stage=False), names)
 
     def put_back(self, temp: Path, copied: tuple[int, int, int] | None, changed: list[str]) -> None:
         """The person's index agrees with the new commit at `changed`, and nowhere else."""
@@ -145,17 +139,10 @@ class Plumbing:
             now = os.stat(real)
             self._staged = ((now.st_ino, now.st_size, now.st_mtime_ns), [])  # nothing staged: it is ours
             return
-        env = {"GIT_INDEX_FILE": str(temp)}
-        entries = self.git.run("ls-files", "-s", "-z", "--", *changed, env=env).stdout.decode(
-            "utf-8", "replace"
-        )
-        listed = {}
-        for entry in entries.split("\0"):
-            head, _, name = entry.partition("\t")
-            if name:
-                mode, sha, _stage = head.split(" ")
-                listed[name] = f"{mode} {sha}\t{name}"
-        info = b"".join((listed.get(name) or f"0 {ZEROS}\t{name}").encode() + b"\0" for name in changed)
+        listed = self.git.run(
+            "ls-files", "-s", "-z", "--", *changed, env={"GIT_INDEX_FILE": str(temp)}
+        ).stdout
+        info = index_info(parse_listing(listed, stage=True), changed)
         self.git.run("update-index", "-z", "--index-info", stdin=info, check=False)
         self._staged = None
 
@@ -197,3 +184,24 @@ class Plumbing:
             except OSError:
                 pass
             mine.unlink(missing_ok=True)
+
+
+def parse_listing(listing: bytes, *, stage: bool) -> dict[str, tuple[str, str]]:
+    """path -> (mode, object id), from `ls-files -s -z` ("mode id stage\tpath", `stage`) or
+    `ls-tree -z` ("mode type id\tpath")."""
+    found = {}
+    for entry in listing.decode("utf-8", "replace").split("\0"):
+        head, _, name = entry.partition("\t")
+        fields = head.split(" ")
+        if name and len(fields) == 3:
+            found[name] = (fields[0], fields[1] if stage else fields[2])
+    return found
+
+
+def index_info(entries: dict[str, tuple[str, str]], names: list[str]) -> bytes:
+    """`--index-info` lines that set each of `names` to its entry, or remove it where it has none."""
+    lines = [
+        f"{entries[name][0]} {entries[name][1]}\t{name}" if name in entries else f"0 {ZEROS}\t{name}"
+        for name in names
+    ]
+    return b"".join(line.encode() + b"\0" for line in lines)

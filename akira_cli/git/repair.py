@@ -5,6 +5,7 @@ work as staged reversions. Only the latest commit can be cut short this way."""
 from __future__ import annotations
 
 from akira_cli.git.cli import Git
+from akira_cli.git.plumbing import parse_listing
 
 
 def repair_index(git: Git, task_id: str) -> list[str]:
@@ -17,20 +18,11 @@ def repair_index(git: Git, task_id: str) -> list[str]:
     paths = [name for name in listed.decode("utf-8", "replace").split("\0") if name]
     if not paths:
         return []
-    index = _entries(git.run("ls-files", "-s", "-z", "--", *paths, check=False).stdout, stage=True)
-    parent = _entries(git.run("ls-tree", "-r", "-z", "HEAD^", "--", *paths, check=False).stdout, stage=False)
+    index = parse_listing(git.run("ls-files", "-s", "-z", "--", *paths, check=False).stdout, stage=True)
+    parent = parse_listing(
+        git.run("ls-tree", "-r", "-z", "HEAD^", "--", *paths, check=False).stdout, stage=False
+    )
     stale = [path for path in paths if index.get(path) == parent.get(path)]
     if stale:
         git.run("reset", "-q", "HEAD", "--", *stale, check=False)
     return stale
-
-
-def _entries(listing: bytes, *, stage: bool) -> dict[str, str]:
-    """path -> blob id, from `ls-files -s` ("mode sha stage\tpath") or `ls-tree` ("mode type sha\tpath")."""
-    found = {}
-    for entry in listing.decode("utf-8", "replace").split("\0"):
-        head, _, name = entry.partition("\t")
-        fields = head.split(" ")
-        if name and len(fields) == 3:
-            found[name] = fields[1] if stage else fields[2]
-    return found
