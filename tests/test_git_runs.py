@@ -395,3 +395,54 @@ def test_an_index_lock_a_kill_9_left_is_healed_and_gits_own_is_left(repo: Akira)
     lock.write_text("git's own\n")
     Plumbing(Git(repo.root), repo.root).heal()
     assert lock.read_text() == "git's own\n"
+
+
+def test_push_sends_the_task_branch_and_the_report_says_how_to_review(repo: Akira, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo.root, "remote", "add", "origin", str(remote))
+    repo.write_config("git:\n  push: origin\n")
+    code, err = start(repo)
+    assert code == 0, err
+    assert git(remote, "rev-parse", "akira/feat") == git(repo.root, "rev-parse", "HEAD")
+    assert git(remote, "branch", "--list", "main") == ""  # only the task branch, never another
+    state = repo.state()
+    report = (repo.root / "Logs" / "completion_reports" / f"{state.task_id}.md").read_text()
+    base = state.git.base[:12] if state.git else ""
+    assert f"git -C {repo.root} log --oneline {base}..akira/feat" in report
+    assert f"git -C {repo.root} switch main && git -C {repo.root} merge --no-ff akira/feat" in report
+    assert all(f"`{done.commit[:8]}`" in report for done in state.completed_steps if done.commit)
+
+
+def test_a_failed_push_is_logged_and_never_fatal(repo: Akira) -> None:
+    repo.write_config("git:\n  push: nowhere\n")
+    code, err = start(repo)
+    assert code == 0, err
+    warnings = [e.data["message"] for e in repo.events() if e.type == "warning"]
+    assert any("git push to nowhere failed" in message for message in warnings)
+
+
+def test_a_failed_attempts_patch_masks_secrets(repo: Akira) -> None:
+    secret = "sk-patch-secret-0123456789"
+    repo.write_task(
+        "feat",
+        "- [ ] 1. Leak\n  - Run: `echo $OPENAI_API_KEY > leak.txt; exit 3`\n  - Fallback: `rm leak.txt`\n",
+    )
+    git(repo.root, "commit", "-qam", "leaky step")
+    done = start_with(repo, {**os.environ, "OPENAI_API_KEY": secret})
+    assert done.returncode == 0, done.stderr
+    first = repo.state().steps["1"].attempts[0]
+    assert first.patch is not None
+    patch = (repo.root / first.patch).read_text()
+    assert secret not in patch and "+***" in patch
+
+
+def test_an_agent_is_told_that_akira_commits(repo: Akira) -> None:
+    repo.write_config('agent:\n  command: "cat > prompt.txt"\n')
+    repo.write_task("feat", "- [ ] 1. Take the prompt\n  - Exists: `prompt.txt`\n")
+    git(repo.root, "commit", "-qam", "command step")
+    code, err = start(repo, "--agent", "command")
+    assert code == 0, err
+    prompt = git(repo.root, "show", "HEAD~1:prompt.txt")
+    assert "akira commits your work on its task branch" in prompt
+    assert "Do not run git commit, git push or git switch/checkout yourself." in prompt
