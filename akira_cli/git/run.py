@@ -33,6 +33,9 @@ EXCLUDED = (".state/", ".hooks/", ".akira/")
 """Listed in .git/info/exclude (never a tracked .gitignore), so that `git status` stays quiet."""
 FALLBACK_AUTHOR = ("-c", "user.name=akira", "-c", "user.email=akira@localhost")
 SUBJECT_WIDTH = 72
+QUIET_UPKEEP = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
+"""No automatic gc after each of akira's commits: a loop commits every few seconds, and the
+person's next git command does the upkeep."""
 SMALL_INDEX = 256 * 1024
 """An index file smaller than this (some 2,500 files): one `git commit` is cheaper than the
 three plumbing commands that spare it a refresh of every entry."""
@@ -219,9 +222,8 @@ class GitRun:
     def git_commit(self, author: tuple[str, ...], env: dict[str, str], message: str) -> None:
         """`git commit` on the temporary index: the repository's hooks run as they always do."""
         verify = () if self.settings.verify else ("--no-verify",)
-        done = self.git.run(
-            *author, "commit", "-q", *verify, "-F", "-", env=env, stdin=message.encode(), check=False
-        )
+        args = (*author, *QUIET_UPKEEP, "commit", "-q", *verify, "-F", "-")
+        done = self.git.run(*args, env=env, stdin=message.encode(), check=False)
         if done.returncode != 0:
             said = redact(output_of(done))
             line = " ".join(said.split())[:300]
