@@ -36,6 +36,7 @@ from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
+    from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
 
@@ -88,16 +89,25 @@ def step_commits(
 ) -> StepCommits | None:
     """A git-native run's commits (SPEC 12), when it started as one; its HEAD must be on the
     task branch: a resume never switches branches under a person's feet."""
+    run = git_run(workspace, config, state)
+    if run is None:
+        return None
+    from akira_cli.git.steps import StepCommits
+
+    return StepCommits(run, state, workdir, bus)
+
+
+def git_run(workspace: Workspace, config: Config, state: LoopState) -> GitRun | None:
+    """The git side of a loop that started as a git-native run, with HEAD checked to be on its
+    task branch (refused otherwise); None for any other loop."""
     if state.git is None:
         return None
     from akira_cli.git.run import GitRun
-    from akira_cli.git.steps import StepCommits
 
     run = GitRun.detect(workspace.root, Path(state.task_path), config.git)
-    if run is None:
-        return None
-    run.check_resume(state.git)
-    return StepCommits(run, state, workdir, bus)
+    if run is not None:
+        run.check_resume(state.git)
+    return run
 
 
 def build_loop(

@@ -308,7 +308,6 @@ def resume(
     """Resume a paused, interrupted or escalated loop."""
     from akira_cli.config import load_config
     from akira_cli.control import ResumeRequest, apply_resume, write_request
-    from akira_cli.events import EventBus
     from akira_cli.hooks import remove_hooks
     from akira_cli.reports import take_guidance
     from akira_cli.session import run_session
@@ -340,9 +339,9 @@ def resume(
         typer.echo(f"akira: resumed {state.task_id}; process {live} continues", err=True)
         return 0
     if state.git is not None:  # never switch branches under a person's feet: refuse first
-        from akira_cli.session import step_commits
+        from akira_cli.session import git_run
 
-        step_commits(workspace, cfg, state, workspace.root, EventBus(state.task_id))
+        git_run(workspace, cfg, state)
     remove_hooks(workspace, state.task_id)
     apply_resume(state, request)
     bring_back(workspace, state)

@@ -30,14 +30,7 @@ def dirty(run: GitRun) -> dict[str, str | None]:
     deleted). Hashing writes the blobs, so a failed attempt's patch can be taken later."""
     listed = run.git.run("status", "--porcelain", "-z", "--untracked-files=all").stdout
     names = [entry[3:] for entry in listed.decode("utf-8", "replace").split("\0") if len(entry) > 3]
-    names = [name for name in names if not run.is_control(run.root / name)]
-    present = [name for name in names if (run.root / name).is_file()]
-    blobs = (
-        run.git.out("hash-object", "-w", "--stdin-paths", stdin=_lines(present)).split() if present else []
-    )
-    found: dict[str, str | None] = dict.fromkeys(names)
-    found.update(zip(present, blobs, strict=False))
-    return found
+    return blobs(run, [name for name in names if not run.is_control(run.root / name)])
 
 
 def before_tree(run: GitRun, env: dict[str, str], dirty: dict[str, str | None]) -> str:
