@@ -29,7 +29,7 @@ from _common import akira_command, init_workspace, temp_dir
 MOVE_DRIVER = r"""
 import os, sys
 from akira_cli.cli import main
-from akira_cli.loop import AutonomousLoop
+from akira_cli.loop.core import AutonomousLoop
 original = AutonomousLoop.move_to_done
 def move_then_die(self, path):
     original(self, path)

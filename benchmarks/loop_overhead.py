@@ -175,7 +175,7 @@ def main() -> int:
     steps, repeat = args.steps, args.repeat
 
     # Import akira (the CLI imports the loop lazily: import it too) before any timing.
-    import akira_cli.session  # noqa: F401
+    import akira_cli.loop.session  # noqa: F401
     from akira_cli.cli import main as _  # noqa: F401
 
     inproc, sub, plain, matched, spawn = [], [], [], [], []

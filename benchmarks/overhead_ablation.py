@@ -34,9 +34,9 @@ def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
 def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
     from akira_cli.control_plane import ControlPlane
     from akira_cli.events import EventBus
+    from akira_cli.loop.taskbook import TaskBook
+    from akira_cli.loop.witness import Witness
     from akira_cli.orphans import ChildLedger
-    from akira_cli.taskbook import TaskBook
-    from akira_cli.witness import Witness
 
     real_mark = TaskBook.mark
 
@@ -67,7 +67,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     steps = args.steps
-    import akira_cli.session  # noqa: F401  (the CLI imports the loop lazily)
+    import akira_cli.loop.session  # noqa: F401  (the CLI imports the loop lazily)
     from akira_cli.cli import main as _  # noqa: F401  (imports before any timing)
 
     kinds = variants()

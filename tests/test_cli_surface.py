@@ -124,7 +124,14 @@ def test_shell_completion_is_offered() -> None:
     assert {"--install-completion", "--show-completion"} <= options
 
 
-HEAVY = ("akira_cli.session", "akira_cli.engine", "akira_cli.reasoning", "openai", "watchdog", "rich.live")
+HEAVY = (
+    "akira_cli.loop.session",
+    "akira_cli.loop.engine",
+    "akira_cli.reasoning",
+    "openai",
+    "watchdog",
+    "rich.live",
+)
 PROBE = """
 import sys
 from akira_cli.cli import main
@@ -146,4 +153,4 @@ def test_help_and_status_import_only_what_they_use(tmp_path: Any) -> None:
     and Rich's live display are imported only by the commands that run them (issue 11)."""
     assert loaded_by("--help") == []
     assert loaded_by("loop", "status", "--root", str(tmp_path)) == []
-    assert "akira_cli.session" in loaded_by("loop", "start", "--root", str(tmp_path), "--task", "x")
+    assert "akira_cli.loop.session" in loaded_by("loop", "start", "--root", str(tmp_path), "--task", "x")

@@ -528,8 +528,8 @@ def die():
 
 
 from akira_cli.cli import main
-from akira_cli.engine import StepEngine
-from akira_cli.loop import AutonomousLoop
+from akira_cli.loop.engine import StepEngine
+from akira_cli.loop.core import AutonomousLoop
 from akira_cli.tasks.source import TaskSource
 from akira_cli.state.store import StateStore
 

@@ -1,4 +1,4 @@
-"""What an attempt changed (akira_cli.witness): one attempt's "after" look is the next one's
+"""What an attempt changed (akira_cli.loop.witness): one attempt's "after" look is the next one's
 "before" only while nothing but akira's bookkeeping happened in between."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from akira_cli.changes import Walker
 from akira_cli.control_plane import ControlPlane
+from akira_cli.loop.witness import Witness
 from akira_cli.runner import CommandRunner
-from akira_cli.witness import Witness
 from tests.conftest import Akira
 
 
@@ -71,7 +71,7 @@ def test_a_stop_forgets_the_last_look(tmp_path: Path) -> None:
 def test_an_old_look_is_not_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen, _ = witness(tmp_path)
     attempt(seen)
-    monkeypatch.setattr("akira_cli.witness.FRESH_SECONDS", 0.0)
+    monkeypatch.setattr("akira_cli.loop.witness.FRESH_SECONDS", 0.0)
     (tmp_path / "later.txt").write_text("someone")
     assert attempt(seen) == ([], [])
 

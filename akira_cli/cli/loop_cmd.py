@@ -97,8 +97,8 @@ def start(
 ) -> int:
     """Start a loop on a task file."""
     from akira_cli.agents.base import preflight
-    from akira_cli.evidence import red_baseline
-    from akira_cli.session import agent_workdir, run_session
+    from akira_cli.loop.evidence import red_baseline
+    from akira_cli.loop.session import agent_workdir, run_session
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
     from akira_cli.tasks.source import TaskSource
 
@@ -309,8 +309,8 @@ def resume(
     from akira_cli.config import load_config
     from akira_cli.control import ResumeRequest, apply_resume, write_request
     from akira_cli.hooks import remove_hooks
+    from akira_cli.loop.session import run_session
     from akira_cli.reports import take_guidance
-    from akira_cli.session import run_session
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
@@ -339,7 +339,7 @@ def resume(
         typer.echo(f"akira: resumed {state.task_id}; process {live} continues", err=True)
         return 0
     if state.git is not None:  # never switch branches under a person's feet: refuse first
-        from akira_cli.session import git_run
+        from akira_cli.loop.session import git_run
 
         git_run(workspace, cfg, state)
     remove_hooks(workspace, state.task_id)
@@ -354,7 +354,7 @@ def resume(
 
 def bring_back(workspace: Workspace, state: LoopState) -> None:
     """A task a person parked in Needs_Action/ goes back under Specs/ on resume."""
-    from akira_cli.conditions import TaskLocator
+    from akira_cli.loop.conditions import TaskLocator
 
     found = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
     if found is not None:

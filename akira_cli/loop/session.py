@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 from akira_cli.agents import REGISTRY, Agent, AgentContext
 from akira_cli.agents.base import choose_kind
 from akira_cli.checks import Judge
-from akira_cli.conditions import TaskLocator
 from akira_cli.config import Config
 from akira_cli.display import make_display
-from akira_cli.engine import StepEngine
 from akira_cli.errors import AkiraError
 from akira_cli.events import EventBus, EventType, JsonlLog
 from akira_cli.fileio import describe_os_error
-from akira_cli.loop import AutonomousLoop
+from akira_cli.loop.conditions import TaskLocator
+from akira_cli.loop.core import AutonomousLoop
+from akira_cli.loop.engine import StepEngine
+from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.notify import Notifier
 from akira_cli.orphans import ChildLedger
 from akira_cli.prompts import StepPrompts
@@ -31,7 +32,6 @@ from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
-from akira_cli.usage_limits import LimitWaiter
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line
 

@@ -16,10 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from akira_cli.conditions import Guard, TaskLocator
 from akira_cli.config import Config
 from akira_cli.control import ResumeRequest, apply_resume, take_request
-from akira_cli.engine import StepEngine
 from akira_cli.errors import (
     AkiraError,
     ForceStopped,
@@ -30,11 +28,13 @@ from akira_cli.errors import (
 )
 from akira_cli.events import EventBus, EventType
 from akira_cli.hooks import active_hook
-from akira_cli.metrics import update_metrics
+from akira_cli.loop.conditions import Guard, TaskLocator
+from akira_cli.loop.engine import StepEngine
+from akira_cli.loop.metrics import update_metrics
+from akira_cli.loop.taskbook import TaskBook
 from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
 from akira_cli.state.store import StateStore
-from akira_cli.taskbook import TaskBook
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
 from akira_cli.tasks.source import TaskSource

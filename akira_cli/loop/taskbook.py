@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from akira_cli.conditions import TaskLocator
 from akira_cli.errors import AkiraError, LoopFailed, StopRequested, TaskCompleted, TaskFileInvalid
 from akira_cli.events import EventBus, EventType
 from akira_cli.hooks import write_hook
-from akira_cli.ledger import Ledger
+from akira_cli.loop.conditions import TaskLocator
+from akira_cli.loop.ledger import Ledger
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError

@@ -19,16 +19,16 @@ from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop, NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType, utcnow
-from akira_cli.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.failures import backoff, signature
 from akira_cli.git.steps import PROMPT_NOTE, StepCommits
+from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
+from akira_cli.loop.usage_limits import LimitWaiter
+from akira_cli.loop.witness import Witness
 from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
-from akira_cli.usage_limits import LimitWaiter
-from akira_cli.witness import Witness
 from akira_cli.workspace import Workspace, command_line
 
 
