@@ -29,6 +29,8 @@ class LoopSettings(Section):
 
     max_iterations: int = Field(100, ge=1)
     """Attempts allowed over the whole task."""
+    parallel: int = Field(1, ge=1, le=64)
+    """How many `[P]` steps of a wave run at once, each in its own git worktree (SPEC 13)."""
     failure_threshold: int = Field(3, ge=1)
     """Failed attempts in a row before escalating."""
     timeout_seconds: float = Field(3600, gt=0)

@@ -16,6 +16,7 @@ from akira_cli.state.models import LoopState
 
 SHOWN = {
     EventType.LOOP_STARTED,
+    EventType.WAVE_STARTED,
     EventType.STEP_STARTED,
     EventType.STEP_COMPLETED,
     EventType.STEP_FAILED,

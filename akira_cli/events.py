@@ -45,6 +45,7 @@ class EventType(StrEnum):
     STOP_CONDITION = "stop_condition"
     ITERATION_STARTED = "iteration_started"
     STEP_STARTED = "step_started"
+    WAVE_STARTED = "wave_started"
     STEP_COMPLETED = "step_completed"
     STEP_FAILED = "step_failed"
     ATTEMPT_STARTED = "attempt_started"

@@ -72,13 +72,14 @@ class ChildLedger:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._size = 0
-        self._before: int | None = None
+        self._before = threading.local()
+        """Per thread: parallel steps spawn from several threads at once."""
         self._clock: bool | None = None
         """Whether the boot clock gives /proc's start times here (checked once against /proc)."""
 
     def spawning(self) -> None:
         """Called just before a spawn: the clock tick the child cannot have started before."""
-        self._before = boot_tick()
+        self._before.tick = boot_tick()
 
     def started(self, pgid: int) -> None:
         with self._lock:
@@ -89,7 +90,7 @@ class ChildLedger:
         """The child's start time. When the spawn began and ended within one clock tick, that
         tick is it, without reading /proc (a read that waits while the new process still maps
         its libraries); the boot clock is trusted so only once a read agreed with it."""
-        before, self._before = self._before, None
+        before, self._before.tick = getattr(self._before, "tick", None), None
         if before is None or self._clock is False or boot_tick() != before:
             return start_time(pgid)
         if self._clock:

@@ -166,7 +166,12 @@ class StepPrompts:
                 lessons=self.lessons(state),
                 checks=_list(self.checks(step), "- the agent reports success"),
                 workdir=self.config.agent.workdir or ".",
-                retry=self.retry(state, record, failed) if failed or record.guidance else "",
+                retry=(self.retry(state, record, failed) if failed or record.guidance else "")
+                + (
+                    f"\n## This step ran again after its parallel wave\n{record.collision}\n"
+                    if record.collision
+                    else ""
+                ),
             ).strip()
             + "\n"
         )

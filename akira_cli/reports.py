@@ -199,7 +199,8 @@ def fix_for(workspace: Workspace, state: LoopState, condition: str) -> str:
     return fixes.get(condition, f"Fix what the reason above names, then: `{resume}`")
 
 
-def escalation(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:
+def escalation(workspace: Workspace, state: LoopState, stop: LoopStop, kept: list[str] | None = None) -> Path:
+    """`kept`: a parallel run's worktrees and step branches, kept for inspection (SPEC 13)."""
     step = state.current_step
     record = state.steps.get(step.step_id) if step else None
     attempts = record.window() if record else []
@@ -226,7 +227,8 @@ def escalation(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:
             failures=_bullets(failures),
             reflections=_bullets(reflection_lines(workspace, record.reflections if record else [])),
             state_path=f".state/autonomous_loop_{state.task_id}.json",
-        ).encode(),
+        ).encode()
+        + (b"\n## Worktrees kept for inspection\n\n" + _bullets(kept).encode() + b"\n" if kept else b""),
     )
     return path
 

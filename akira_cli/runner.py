@@ -82,8 +82,13 @@ class CommandRunner:
         env: dict[str, str] | None = None,
         ledger: ChildLedger | None = None,
         on_start: Callable[[], None] | None = None,
+        *,
+        private_env: bool = False,
     ) -> None:
         self.cwd = cwd
+        self.private_env = private_env
+        """Each command gets its variables passed to it, not put into akira's environment: a
+        parallel step's runner, whose commands run beside other steps' (another AKIRA_STEP_ID)."""
         self.env = env
         self.ledger = ledger
         """Where the running groups are listed, so that a later run can kill what a crash left."""
@@ -107,8 +112,10 @@ class CommandRunner:
         env: dict[str, str] | None = None,
     ) -> CommandResult:
         started = time.monotonic()
-        inherit(self.env)
-        inherit(env)
+        own_env = {**os.environ, **(self.env or {}), **(env or {})} if self.private_env else None
+        if own_env is None:
+            inherit(self.env)
+            inherit(env)
         if self.ledger is not None:
             self.ledger.spawning()
         # Output goes to a pipe of our own: Popen's would come wrapped in a file object (three
@@ -119,6 +126,7 @@ class CommandRunner:
                 ["bash", "-c", command],
                 executable=self.bash,
                 cwd=self.cwd,
+                env=own_env,
                 stdin=subprocess.PIPE if stdin is not None else _devnull(),
                 stdout=subprocess.PIPE if stdin is not None else write_fd,
                 stderr=subprocess.STDOUT,

@@ -93,6 +93,15 @@ def start(
             help="No task branch and no commits, even in a git repository (git.enabled: false).",
         ),
     ] = False,
+    parallel: Annotated[
+        int | None,
+        typer.Option(
+            "--parallel",
+            min=1,
+            max=64,
+            help="How many [P] steps of a wave run at once, each in a git worktree (needs git).",
+        ),
+    ] = None,
     root: RootOption = None,
 ) -> int:
     """Start a loop on a task file."""
@@ -106,6 +115,7 @@ def start(
         "autonomous_loop.max_iterations": max_iterations,
         "autonomous_loop.failure_threshold": failure_threshold,
         "agent.kind": agent,
+        "autonomous_loop.parallel": parallel,
     }
     workspace, cfg = workspace_and_config(root, config, overrides, task)
     path = find_path(workspace, str(task))
@@ -130,6 +140,12 @@ def start(
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
     git = git_preflight(workspace, path, cfg, no_git)
+    if git is None and cfg.autonomous_loop.parallel > 1:
+        raise AkiraError(
+            f"parallel steps ({cfg.autonomous_loop.parallel}) run in git worktrees, but "
+            f"{workspace.shown(path)} is not in a git work tree{' (--no-git)' if no_git else ''}; "
+            "run 'git init' and commit, or use --parallel 1"
+        )
     workdir = agent_workdir(workspace, cfg)
     failing = red_baseline(cfg, CommandRunner(workdir)) if pending else []
     for label in failing:
@@ -186,6 +202,7 @@ def new_loop(
         task_path=str(path),
         feature=workspace.feature_of(path),
         max_iterations=cfg.autonomous_loop.max_iterations,
+        parallel=cfg.autonomous_loop.parallel,
         failure_threshold=cfg.autonomous_loop.failure_threshold,
         include_optional=include_optional,
         agent_kind=agent,

@@ -71,20 +71,30 @@ class StepCommits:
         self._dirty = {name: blob for name, (_, blob) in self._hashed.items() if blob != IN_HEAD}
 
     def commit(
-        self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, files: Snapshot | None
+        self,
+        step: Step,
+        task: TaskFile,
+        record: StepRecord,
+        attempt: Attempt,
+        files: Snapshot | None,
+        paths: list[Path] | None = None,
     ) -> None:
         """The completed step's commit; a refusing hook (or git failing) fails the attempt.
-        `files`: the witness's look after the attempt (`git status`, when it is git's view)."""
+        `files`: the witness's look after the attempt (`git status`, when it is git's view);
+        `paths`: what a parallel step's landing wrote (then those are the step's files)."""
         record_git = self.state.git
         if record_git is None:
             return
         self.check_branch(step)
         head = self.run.plumb.head()[0]
-        if self._head and head != self._head:
+        if paths is None and self._head and head != self._head:
             made = self.run.git.out("log", "--format=%h %s", f"{self._head}..{head}", check=False)
             attempt.agent_commits = made.splitlines()[:20]
             self.bus.emit(EventType.WARNING, step.id, message=f"the agent committed itself: {made[:300]}")
-        paths = {self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed}
+        if paths is None:
+            paths = [
+                self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
+            ]
         task_path = Path(self.state.task_path)
         ticked = ticked_bytes(task_path, task, step, self.state)
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
@@ -110,7 +120,7 @@ class StepCommits:
         attempt.commit = sha
         if sha is not None:
             if changed_now is not None and files is not None:  # as in HEAD now, while unchanged
-                for name in changed_now & {self.run.relative(path) for path in paths}:
+                for name in changed_now & {self.run.relative(path) for path in set(paths)}:
                     self._hashed[name] = (files[name], IN_HEAD)
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()

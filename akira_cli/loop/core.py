@@ -13,8 +13,10 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from akira_cli.config import Config
 from akira_cli.control import ResumeRequest, apply_resume, take_request
@@ -41,6 +43,11 @@ from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace
 
+if TYPE_CHECKING:
+    from akira_cli.agents.base import Agent
+    from akira_cli.loop.waves import Waves
+    from akira_cli.runner import CommandRunner
+
 
 @dataclass
 class AutonomousLoop:
@@ -55,6 +62,10 @@ class AutonomousLoop:
     wait: bool = True
     tasks: TaskSource | None = None
     """The start's parse of the task file, when it has one."""
+    agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None = None
+    """Agents that run their commands through a given runner (a parallel step's lane)."""
+    waves: Waves | None = None
+    """Parallel `[P]` waves (SPEC 13), on a git-native run with `parallel` above 1."""
 
     def __post_init__(self) -> None:
         self.guard = Guard(self.workspace, self.config, self.locator)
@@ -84,14 +95,25 @@ class AutonomousLoop:
         self.engine.limits.resume_wait()
         self.book.reconcile()
         while True:
-            path = self.guard.check_location(self.state)
-            self.guard.check_hook(self.state)
-            if self.forced.is_set():
-                raise ForceStopped("stopped by a signal")
+            path = self.boundary()
             task = self.book.load(path)
             step = self.book.next_step(task)
-            self.guard.check_limits(self.state)
-            self.iterate(path, task, step)
+            wave = self.waves.wave(task, step) if self.waves is not None else [step]
+            if len(wave) == 1:
+                self.iterate(path, task, step)
+                continue
+            self.waves.run_wave(task, wave)  # type: ignore[union-attr]
+            if self.book.after_attempt(path, [s.id for s in wave]):
+                self.checkpoint()
+
+    def boundary(self) -> Path:
+        """The checks before each step starts; the task file's path."""
+        path = self.guard.check_location(self.state)
+        self.guard.check_hook(self.state)
+        if self.forced.is_set():
+            raise ForceStopped("stopped by a signal")
+        self.guard.check_limits(self.state)
+        return path
 
     def iterate(self, path: Path, task: TaskFile, step: Step) -> None:
         """One attempt. Its result is saved by the next boundary's one durable write (the next
@@ -110,7 +132,7 @@ class AutonomousLoop:
             raise
         if attempt.outcome == "success":
             self.completed(step, attempt)
-        if self.book.after_attempt(path, step):
+        if self.book.after_attempt(path, [step.id]):
             self.checkpoint()
         if attempt.outcome == "success":
             self.report_completed(step, attempt)
@@ -127,6 +149,7 @@ class AutonomousLoop:
             )
         )
         self.state.current_step = None
+        self.state.record(step.id, step.title).collision = None
         self.book.hold(step)
 
     def report_completed(self, step: Step, attempt: Attempt) -> None:
@@ -149,6 +172,11 @@ class AutonomousLoop:
         self.state.status = "running"
         if self.engine.commits is not None:
             self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
+        if self.waves is not None and (self.state.current_steps or self.waves.slots.folder.exists()):
+            stale = [step.step_id for step in self.state.current_steps]
+            removed = self.waves.clean()  # their groups were killed at the session's start
+            self.state.current_steps = []
+            self.bus.emit(EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale)
         self.checkpoint()
         self.bus.emit(
             EventType.LOOP_STARTED,
@@ -224,7 +252,8 @@ class AutonomousLoop:
             elif stop.report == "intervention":
                 intervention_request(self.workspace, self.state, stop)
             elif stop.report == "escalation":
-                escalation(self.workspace, self.state, stop)
+                kept = self.waves.slots.listing() if self.waves is not None else []
+                escalation(self.workspace, self.state, stop, kept)
         finally:
             self.checkpoint()
             if self.config.autonomous_loop.create_progress_reports:
@@ -241,6 +270,8 @@ class AutonomousLoop:
 
     def complete(self, stop: LoopStop) -> None:
         self.state.current_step = None
+        if self.waves is not None:
+            self.waves.clean()  # `git worktree list` shows only what the person had
         if self.state.moving_to_done:
             self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
             self.state.moving_to_done = False
@@ -324,4 +355,6 @@ class AutonomousLoop:
         """Called from a signal handler: kill the running command's group, stop at once."""
         self.forced.set()
         self.engine.runner.kill()
+        for lane in self.waves.lanes.values() if self.waves is not None else ():
+            lane.runner.kill()
         self.watcher.changed.set()

@@ -17,19 +17,22 @@ from akira_cli.agents.base import Agent, AgentRequest, AgentResult
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane
-from akira_cli.errors import ForceStopped, LoopStop, NoProgress, PersistentFailure, StepExhausted
+from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
 from akira_cli.git.steps import PROMPT_NOTE, StepCommits
+from akira_cli.git.worktrees import ENV_HINT, missing_environment
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
+from akira_cli.loop.lanes import Lane, Pending
+from akira_cli.loop.outcomes import Outcomes
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
 from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
-from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace
 
 
 class Reflection(Protocol):
@@ -47,7 +50,7 @@ class PromptBuilder(Protocol):
 
 
 @dataclass
-class StepEngine:
+class StepEngine(Outcomes):
     state: LoopState
     config: Config
     workspace: Workspace
@@ -66,53 +69,87 @@ class StepEngine:
 
     def __post_init__(self) -> None:
         self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner)
+        self.lane = Lane(self.runner, self.witness, self.workdir, self.agent_for)
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
-        """One attempt at a step: the agent's run, the control plane and files watched around
-        it, the evaluation, then success or failure (which may stop the loop)."""
+        """One attempt at a step in the main work tree: the agent's run, the control plane and
+        files watched around it, the evaluation, then success or failure (which may stop the
+        loop). A wave step's attempt is the same three parts, its run on a thread of its own."""
+        return self.finish(self.run(self.start(step, task, self.lane)))
+
+    def start(self, step: Step, task: TaskFile, lane: Lane) -> Pending:
         record = self.state.record(step.id, step.title)
-        agent = self.agent_of(step)
-        request = self.request(step, task, record, agent)
+        agent = CheckpointAgent() if is_checkpoint(step) else lane.agent_for(step)
+        if is_checkpoint(step):
+            require_project_checks(step, self.config)
+        request = self.request(step, task, record, agent, lane.workdir)
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
-        started, spent = time.monotonic(), self.state.usage.model_copy()
-        self.witness.before()
-        if self.commits is not None:
-            self.commits.before(self.witness.looked())
-        if not agent.spawns:
+        pending = Pending(
+            step,
+            task,
+            record,
+            agent,
+            request,
+            lane,
+            self.state.iteration,
+            time.monotonic(),
+            self.state.usage.model_copy(),
+        )
+        lane.witness.before()
+        if self.commits is not None and lane is self.lane:
+            self.commits.before(lane.witness.looked())
+        if not agent.spawns and lane is self.lane:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
-        result, retries = self.execute(agent, request)
-        self.runner.sync_pending()  # whatever ran, durable before the result is looked at
-        plane_changed, files_changed = self.witness.after()
-        self.note_control_plane(step, plane_changed)
-        self.account(record, result, agent.name, spent)
+        return pending
+
+    def run(self, pending: Pending) -> Pending:
+        """The agent's run and the evaluation; on a wave step's own thread, it writes nothing
+        the loop's thread reads while it runs but the shared usage."""
+        lane, step, request = pending.lane, pending.step, pending.request
+        result, pending.retries = self.execute(pending.agent, request, waits=lane is self.lane)
+        pending.result = result
+        if result.limit is not None and not result.interrupted and lane is not self.lane:
+            return pending  # the loop's thread waits out the limit, for the whole wave
+        if lane is self.lane:
+            self.runner.sync_pending()  # whatever ran, durable before the result is looked at
+        pending.plane_changed, files_changed = lane.witness.after()
+        self.account(pending.record, result, pending.agent.name, pending.spent)
         gating = bool(self.config.checks) and not self.state.advisory_checks
-        extra = evidence_check(step, self.config, agent.name, files_changed, gating)
-        took = time.monotonic() - started
-        attempt = self.conclude(step, request, result, retries, took, extra, agent.name)
-        attempt.files_changed = files_changed
-        if self.runner.killed:  # a forced stop during the checks interrupts the attempt too
+        extra = evidence_check(step, self.config, pending.agent.name, files_changed, gating)
+        took = time.monotonic() - pending.started
+        attempt = self.conclude(step, request, result, pending.retries, took, extra, pending.agent.name, lane)
+        attempt.iteration, attempt.files_changed = pending.iteration, files_changed
+        if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
-        if attempt.outcome == "success" and self.commits is not None:
-            self.commits.commit(step, task, record, attempt, self.witness.looked(after=True))
-        if attempt.outcome == "failure" and self.commits is not None:
+        if attempt.outcome == "failure" and lane is not self.lane and missing_environment(attempt.error):
+            attempt.error = f"{attempt.error}\n{ENV_HINT}"
+        pending.attempt = attempt
+        return pending
+
+    def finish(self, pending: Pending) -> Attempt:
+        """Bookkeeping on the loop's thread: the commit (a wave step's lands later, in file
+        order), the record, then success or failure (which may stop the loop)."""
+        step, record, attempt, result = pending.step, pending.record, pending.attempt, pending.result
+        assert attempt is not None and result is not None
+        self.note_control_plane(step, pending.plane_changed)
+        main = pending.lane is self.lane
+        if main and attempt.outcome == "success" and self.commits is not None:
+            self.commits.commit(step, pending.task, record, attempt, self.witness.looked(after=True))
+        if main and attempt.outcome == "failure" and self.commits is not None:
             self.commits.failed(step, attempt, self.workspace.state_dir)
-        self.keep(record, attempt, request.prompt, result)
+        self.keep(record, attempt, pending.request.prompt, result)
         if attempt.outcome == "interrupted":
             self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)
             raise ForceStopped(f"step {step.id} attempt {attempt.number} was interrupted")
-        if attempt.outcome == "success":
-            self.succeeded(record, attempt)
-        else:
+        if attempt.outcome == "failure":
             self.failed(step, record, attempt)
+        elif main:
+            self.succeeded(record, attempt)
         return attempt
 
-    def agent_of(self, step: Step) -> Agent:
-        if is_checkpoint(step):
-            require_project_checks(step, self.config)
-            return CheckpointAgent()
-        return self.agent_for(step)
-
-    def request(self, step: Step, task: TaskFile, record: StepRecord, agent: Agent) -> AgentRequest:
+    def request(
+        self, step: Step, task: TaskFile, record: StepRecord, agent: Agent, workdir: Path
+    ) -> AgentRequest:
         """The prompt (the whole context, or only what is new to a kept conversation)."""
         session = record.session_id if self.config.agent.session == "continue" else None
         if session and agent.wants_prompt and not self.context_due():
@@ -130,7 +167,7 @@ class StepEngine:
             record.window_count + 1,
             record.tried(),
             prompt,
-            self.workdir,
+            workdir,
             step.timeout or self.config.agent.command_timeout_seconds,
             self.should_stop,
             Path(self.state.task_path),
@@ -182,23 +219,6 @@ class StepEngine:
         folder = self.config.agent.workdir
         return (self.workspace.root / folder).resolve() if folder else self.workspace.root
 
-    def note_replan(self, record: StepRecord, attempt: Attempt) -> None:
-        """After a failure the next attempt is a re-plan; log how it differs from the last one."""
-        previous = record.window()[-1] if record.window() else None
-        if previous is None or previous.outcome != "failure":
-            return
-        differences = [f"approach: {previous.approach} -> {attempt.approach}"]
-        differences += [f"new action: {a}" for a in attempt.actions if a not in previous.actions][:5]
-        differences += [f"dropped action: {a}" for a in previous.actions if a not in attempt.actions][:5]
-        self.bus.emit(
-            EventType.REPLANNED,
-            record.step_id,
-            attempt=attempt.number,
-            differences=differences,
-            reflections=record.reflections[-3:],
-            guidance=bool(record.guidance),
-        )
-
     def context_due(self) -> bool:
         """Seed 004's rules for a kept conversation: the whole context again every N iterations
         or when it is stale (a new step has no session yet, so it always gets it)."""
@@ -214,20 +234,21 @@ class StepEngine:
             self.state.context.last_reinjected_at = utcnow()
             self.bus.emit(EventType.REINJECTED, step.id, reason=reason)
 
-    def execute(self, agent: Agent, request: AgentRequest) -> tuple[AgentResult, int]:
-        """Runs the agent, retrying transient failures with backoff (no iteration, no reflection)."""
+    def execute(self, agent: Agent, request: AgentRequest, *, waits: bool = True) -> tuple[AgentResult, int]:
+        """Runs the agent, retrying transient failures with backoff (no iteration, no reflection).
+        `waits`: a usage limit is waited out here (else the caller does it)."""
         limit = self.config.autonomous_loop.max_step_retries
         retries = 0
         while True:
             result = agent.run(request)
-            if result.limit is not None and not result.interrupted:
+            if result.limit is not None and not result.interrupted and waits:
                 try:
                     self.limits.wait_out(request.step.id, result.limit)
                 except LoopStop:
                     self.state.iteration -= 1  # a usage limit spends no iteration
                     raise
                 continue
-            if not result.transient or retries >= limit or result.interrupted:
+            if not result.transient or retries >= limit or result.interrupted or result.limit is not None:
                 if result.transient:
                     self.bus.emit(
                         EventType.TRANSIENT_RETRY,
@@ -259,7 +280,9 @@ class StepEngine:
         took: float,
         extra: Check | None = None,
         agent_name: str = "",
+        lane: Lane | None = None,
     ) -> Attempt:
+        lane = lane or self.lane
         attempt = Attempt(
             step_id=step.id,
             number=request.attempt,
@@ -272,13 +295,13 @@ class StepEngine:
             output_tail=tail(result.output, 2000),
             finished_at=utcnow(),
         )
-        if result.interrupted or self.runner.killed:
+        if result.interrupted or lane.runner.killed:
             attempt.outcome = "interrupted"
             return attempt
         checks: list[Check] = [AgentCheck(result.ok, result.error)]
         advisory = self.state.advisory_checks and agent_name != "checkpoint"
         checks += step_checks(
-            step, self.config.checks, self.runner, request.workdir, request.timeout, advisory
+            step, self.config.checks, lane.runner, request.workdir, request.timeout, advisory
         )
         checks += [extra] if extra is not None else []
         attempt.evaluation = evaluate(
@@ -303,75 +326,3 @@ class StepEngine:
             attempt.error = "\n".join(attempt.evaluation.reasons)
             attempt.error_signature = signature(attempt.error)
         return attempt
-
-    def count_progress(self, attempt: Attempt) -> None:
-        """The circuit breaker of the Ralph loop runners: no file changed and no check passed."""
-        checks = attempt.evaluation.checks if attempt.evaluation else []
-        passed = any(c.passed and c.name not in NOT_EVIDENCE for c in checks)
-        if attempt.files_changed or passed:
-            self.state.no_progress_streak = 0
-            return
-        self.state.no_progress_streak += 1
-        threshold = self.config.autonomous_loop.no_progress_threshold
-        if self.state.no_progress_streak >= threshold:
-            logs = command_line(self.workspace, "loop", "logs", "--task-id", self.state.task_id)
-            raise NoProgress(
-                f"no progress: {self.state.no_progress_streak} attempts in a row changed no file and "
-                "passed no check; look at what the agent did with "
-                f"'{logs}', then resume"
-            )
-
-    def succeeded(self, record: StepRecord, attempt: Attempt) -> None:
-        self.state.no_progress_streak = 0
-        self.state.total_successes += 1
-        self.state.consecutive_failures = 0
-        for failed in self.state.failed_steps:
-            failed.recovered = failed.recovered or failed.step_id == record.step_id
-        self.reflection.after_success(self.state, record, attempt)
-        self.loop_completed(record, "success")
-
-    def loop_completed(self, record: StepRecord, outcome: str) -> None:
-        self.bus.emit(
-            EventType.REFLECTION_LOOP_COMPLETED,
-            record.step_id,
-            iterations=record.window_count,
-            outcome=outcome,
-        )
-
-    def failed(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
-        self.state.total_failures += 1
-        self.state.consecutive_failures += 1
-        self.state.failed_steps.append(
-            FailedStep(
-                step_id=step.id,
-                description=step.title,
-                error=attempt.error[:1000],
-                retry_count=attempt.number - 1,
-            )
-        )
-        self.bus.emit(
-            EventType.STEP_FAILED,
-            step.id,
-            attempt=attempt.number,
-            approach=attempt.approach,
-            signature=attempt.error_signature,
-            mechanism="reflection" if self.config.reflection.enabled else "none",
-        )
-        self.reflection.after_failure(self.state, record, attempt)
-        window = record.window()
-        idle = "no progress: " if not attempt.files_changed else ""
-        if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
-            self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
-            self.loop_completed(record, "persistent_failure")
-            raise PersistentFailure(
-                f"{idle}step {step.id} failed twice in a row with the same error: "
-                f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
-            )
-        retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
-        allowed = self.config.reflection.max_iterations if retry else 1
-        if record.window_count >= allowed:
-            self.loop_completed(record, "exhausted")
-            raise StepExhausted(
-                f"{idle}step {step.id} failed {record.window_count} attempt(s) without passing its checks"
-            )
-        self.count_progress(attempt)

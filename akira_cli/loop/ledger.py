@@ -55,7 +55,7 @@ class Ledger:
         task: TaskFile,
         *,
         during_attempt: bool,
-        current: str | None = None,
+        running: list[str] | tuple[str, ...] = (),
         held: frozenset[str] = frozenset(),
     ) -> dict[str, str]:
         """Brings the ledger and the file together; returns the boxes to write (id -> char).
@@ -70,7 +70,7 @@ class Ledger:
                     writes[step.id] = "x"
                     self.bus.emit(EventType.LEDGER, step.id, action="reticked", reason="box reverted")
             elif step.ticked and step.id not in self.known_ticks:
-                if step.id == current:
+                if step.id in running:
                     writes[step.id] = "-"  # the attempt's own evaluation decides this step
                     self.bus.emit(EventType.LEDGER, step.id, action="claim_deferred", reason="step running")
                 else:

@@ -159,6 +159,16 @@ def build_loop(
         tasks=tasks,
     )
     engine.pause, engine.should_stop = loop.pause, loop.stop_wanted
+
+    def agents_for(lane_runner: CommandRunner) -> AgentPool:
+        lane_context = AgentContext(config, workspace, lane_runner, bus, state.task_id, client)
+        return AgentPool(state.agent_kind or config.agent.kind, lane_context)
+
+    loop.agents_for = agents_for
+    if state.parallel > 1 and engine.commits is not None:
+        from akira_cli.loop.waves import Waves
+
+        loop.waves = Waves(loop, engine.commits.run, engine.commits, state.parallel)
     engine.limits.pause, engine.limits.save = loop.pause, lambda: store.save(state)
     return loop
 

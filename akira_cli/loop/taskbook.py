@@ -106,14 +106,15 @@ class TaskBook:
             if not step.ticked and step.id not in done and not task.under_ticked_parent(step)
         ]
 
-    def after_attempt(self, path: Path, step: Step) -> bool:
+    def after_attempt(self, path: Path, running: list[str]) -> bool:
         """Ticks the agent made are claims; directives it changed wait for a person. True when
-        the state changed (a claim or a person's tick was taken)."""
+        the state changed (a claim or a person's tick was taken). `running`: the step (or the
+        wave's steps) that ran."""
         current = self.locator.locate(path)
         if current is None:
             return False  # deleted or moved: the next boundary says so
         task = self.load(current)
-        settled = self.settle_ticks(current, task, during_attempt=True, running=step.id)
+        settled = self.settle_ticks(current, task, during_attempt=True, running=running)
         if settled:  # boxes were written: the parse after them
             task = self.load(current)
         changed = self.ledger.changed_directives(task)
@@ -125,18 +126,18 @@ class TaskBook:
                 f"this hook or run '{resume}' to let them run"
             )
             hook = write_hook(self.workspace, self.state, reason)
-            self.bus.emit(EventType.LEDGER, step.id, action="directives_held", steps=changed[:20])
+            self.bus.emit(EventType.LEDGER, running[0], action="directives_held", steps=changed[:20])
             raise StopRequested(f"{reason} ({self.workspace.shown(hook)})")
         self._fresh = (current, task)
         return settled
 
     def settle_ticks(
-        self, path: Path, task: TaskFile, *, during_attempt: bool, running: str | None = None
+        self, path: Path, task: TaskFile, *, during_attempt: bool, running: list[str] | None = None
     ) -> bool:
         """Applies the ledger to the file; True when the state changed (claims or person ticks)."""
         before = self.state.completed_total
         held = frozenset(step.id for step in self.held)
-        writes = self.ledger.reconcile(task, during_attempt=during_attempt, current=running, held=held)
+        writes = self.ledger.reconcile(task, during_attempt=during_attempt, running=running or [], held=held)
         for step_id, box in writes.items():
             self.mark(path, step_id, box)
         return bool(writes) or self.state.completed_total != before

@@ -26,7 +26,9 @@ to this when it reaches twice as many, so trimming is rare."""
 KEEP_FINISHED = 3
 """Records of completed steps kept (their lessons feed the next prompts), trimmed at twice."""
 Status = Literal["running", "paused", "needs_action", "completed", "failed", "cancelled"]
-Outcome = Literal["success", "failure", "interrupted"]
+Outcome = Literal["success", "failure", "interrupted", "collided"]
+NOT_COUNTED = ("interrupted", "collided")
+"""Outcomes that cost the step no attempt: a forced stop, a parallel step that collided (SPEC 13)."""
 
 
 class Model(BaseModel):
@@ -39,6 +41,8 @@ class CurrentStep(Model):
     status: str = "in_progress"
     started_at: str = Field(default_factory=utcnow)
     attempt: int = 1
+    worktree: str | None = None
+    """A parallel step's worktree (SPEC 13)."""
 
 
 DONE_BY_TEXT = {
@@ -181,6 +185,9 @@ class StepRecord(Model):
     """Every approach tried for this step (not interrupted), across resumes."""
     reflections: list[str] = Field(default_factory=list)
     guidance: str | None = None
+    collision: str | None = None
+    """Set when the step's parallel run collided on the task branch (SPEC 13): it runs again
+    after its wave, one at a time, with this in its prompt."""
     post_action: PostActionReflection | None = None
     session_id: str | None = None
     """The agent CLI's conversation for this step (claude's session_id, codex's thread_id)."""
@@ -192,13 +199,13 @@ class StepRecord(Model):
         if self.attempts_total < len(self.attempts):
             self.attempts_total, self.journaled = len(self.attempts), 0
             self.window_count = len(self.window())
-            self.approaches = sorted({a.approach for a in self.attempts if a.outcome != "interrupted"})
+            self.approaches = sorted({a.approach for a in self.attempts if a.outcome not in NOT_COUNTED})
         return self
 
     def add(self, attempt: Attempt) -> None:
         self.attempts.append(attempt)
         self.attempts_total += 1
-        if attempt.outcome != "interrupted":
+        if attempt.outcome not in NOT_COUNTED:
             self.window_count += 1
             if attempt.approach not in self.approaches:
                 self.approaches.append(attempt.approach)
@@ -217,7 +224,7 @@ class StepRecord(Model):
 
     def window(self) -> list[Attempt]:
         """The kept attempts of the current window (at most KEEP_ATTEMPTS)."""
-        return [a for a in self.attempts[self.window_start :] if a.outcome != "interrupted"]
+        return [a for a in self.attempts[self.window_start :] if a.outcome not in NOT_COUNTED]
 
     def tried(self) -> set[str]:
         """Every approach tried for this step, across resumes: each Fallback: gets its turn."""
@@ -298,6 +305,10 @@ class LoopState(Model):
     total_failures: int = 0
     total_successes: int = 0
     current_step: CurrentStep | None = None
+    current_steps: list[CurrentStep] = Field(default_factory=list)
+    """The steps of a parallel wave running now, each in its worktree (SPEC 13)."""
+    parallel: int = Field(1, ge=1)
+    """How many `[P]` steps may run at once (`--parallel`, kept for resumes)."""
     completed_steps: list[CompletedStep] = Field(default_factory=list)
     failed_steps: list[FailedStep] = Field(default_factory=list)
     context: Context = Field(default_factory=Context)

@@ -1,0 +1,114 @@
+"""What an attempt's outcome does (SPEC 6): a success resets the streaks, a failure is
+recorded and reflected on, and ends the step when it repeats or the step is exhausted; no file
+changed and no check passed, several times in a row, stops the loop."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from akira_cli.config import Config
+from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
+from akira_cli.events import EventBus, EventType
+from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.tasks.model import Step
+from akira_cli.workspace import Workspace, command_line
+
+if TYPE_CHECKING:
+    from akira_cli.loop.engine import Reflection
+
+
+class Outcomes:
+    state: LoopState
+    config: Config
+    workspace: Workspace
+    bus: EventBus
+    reflection: Reflection
+
+    def note_replan(self, record: StepRecord, attempt: Attempt) -> None:
+        """After a failure the next attempt is a re-plan; log how it differs from the last one."""
+        previous = record.window()[-1] if record.window() else None
+        if previous is None or previous.outcome != "failure":
+            return
+        differences = [f"approach: {previous.approach} -> {attempt.approach}"]
+        differences += [f"new action: {a}" for a in attempt.actions if a not in previous.actions][:5]
+        differences += [f"dropped action: {a}" for a in previous.actions if a not in attempt.actions][:5]
+        self.bus.emit(
+            EventType.REPLANNED,
+            record.step_id,
+            attempt=attempt.number,
+            differences=differences,
+            reflections=record.reflections[-3:],
+            guidance=bool(record.guidance),
+        )
+
+    def count_progress(self, attempt: Attempt) -> None:
+        """The circuit breaker of the Ralph loop runners: no file changed and no check passed."""
+        checks = attempt.evaluation.checks if attempt.evaluation else []
+        passed = any(c.passed and c.name not in NOT_EVIDENCE for c in checks)
+        if attempt.files_changed or passed:
+            self.state.no_progress_streak = 0
+            return
+        self.state.no_progress_streak += 1
+        threshold = self.config.autonomous_loop.no_progress_threshold
+        if self.state.no_progress_streak >= threshold:
+            logs = command_line(self.workspace, "loop", "logs", "--task-id", self.state.task_id)
+            raise NoProgress(
+                f"no progress: {self.state.no_progress_streak} attempts in a row changed no file and "
+                "passed no check; look at what the agent did with "
+                f"'{logs}', then resume"
+            )
+
+    def succeeded(self, record: StepRecord, attempt: Attempt) -> None:
+        self.state.no_progress_streak = 0
+        self.state.total_successes += 1
+        self.state.consecutive_failures = 0
+        for failed in self.state.failed_steps:
+            failed.recovered = failed.recovered or failed.step_id == record.step_id
+        self.reflection.after_success(self.state, record, attempt)
+        self.loop_completed(record, "success")
+
+    def loop_completed(self, record: StepRecord, outcome: str) -> None:
+        self.bus.emit(
+            EventType.REFLECTION_LOOP_COMPLETED,
+            record.step_id,
+            iterations=record.window_count,
+            outcome=outcome,
+        )
+
+    def failed(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
+        self.state.total_failures += 1
+        self.state.consecutive_failures += 1
+        self.state.failed_steps.append(
+            FailedStep(
+                step_id=step.id,
+                description=step.title,
+                error=attempt.error[:1000],
+                retry_count=attempt.number - 1,
+            )
+        )
+        self.bus.emit(
+            EventType.STEP_FAILED,
+            step.id,
+            attempt=attempt.number,
+            approach=attempt.approach,
+            signature=attempt.error_signature,
+            mechanism="reflection" if self.config.reflection.enabled else "none",
+        )
+        self.reflection.after_failure(self.state, record, attempt)
+        window = record.window()
+        idle = "no progress: " if not attempt.files_changed else ""
+        if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
+            self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
+            self.loop_completed(record, "persistent_failure")
+            raise PersistentFailure(
+                f"{idle}step {step.id} failed twice in a row with the same error: "
+                f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
+            )
+        retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
+        allowed = self.config.reflection.max_iterations if retry else 1
+        if record.window_count >= allowed:
+            self.loop_completed(record, "exhausted")
+            raise StepExhausted(
+                f"{idle}step {step.id} failed {record.window_count} attempt(s) without passing its checks"
+            )
+        self.count_progress(attempt)

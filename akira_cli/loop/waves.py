@@ -1,0 +1,268 @@
+"""Parallel steps (SPEC 13): a wave of consecutive sibling `[P]` steps runs up to N at a time,
+each in a worktree slot, and lands on the task branch one at a time in file order.
+
+The scheduler (`wave`) says what is ready. Step runners work on threads of their own, each in
+its own lane (`lanes.Lane`). This class is the committer: on the loop's thread only, it starts
+each step (a save lists it in `current_steps`), finishes it (the record, reflection), lands it
+(`git.landing`), runs its checks again on the task branch, and commits it. A save, never a lock,
+is what the loop's thread does while agents run.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from akira_cli.checks import evaluate, step_checks
+from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
+from akira_cli.events import EventType
+from akira_cli.git import landing
+from akira_cli.git.run import GitRun, subject
+from akira_cli.git.steps import StepCommits
+from akira_cli.git.worktrees import Slots
+from akira_cli.loop.lanes import Lane, Pending, slot_lane
+from akira_cli.runner import tail
+from akira_cli.state.models import CurrentStep
+from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.tasks.source import is_done
+
+if TYPE_CHECKING:
+    from akira_cli.loop.core import AutonomousLoop
+
+
+class Waves:
+    def __init__(self, loop: AutonomousLoop, run: GitRun, commits: StepCommits, size: int) -> None:
+        self.loop, self.run, self.commits, self.size = loop, run, commits, size
+        self.state = loop.state
+        self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link))
+        self.lanes: dict[int, Lane] = {}
+
+    # -- the scheduler ----------------------------------------------------------------------------
+
+    def wave(self, task: TaskFile, step: Step) -> list[Step]:
+        """`step` and the consecutive sibling `[P]` steps after it that can run now."""
+        if not step.parallel or self.state.record(step.id, step.title).collision:
+            return [step]
+        optional, done = self.state.include_optional, self.state.completed_ids()
+        wave, index = [step], task.steps.index(step) + 1
+        for sibling in task.steps[index:]:
+            if sibling.parent_id != step.parent_id and not self.below(task, sibling, step.parent_id):
+                break
+            if sibling.parent_id != step.parent_id or sibling.children:
+                continue
+            if sibling.ticked or sibling.id in done or (not optional and task.is_optional(sibling)):
+                continue
+            record = self.state.steps.get(sibling.id)
+            deps = [task.get(dep) for dep in sibling.depends or []]
+            ready = all(dep is not None and is_done(task, dep, optional, done) for dep in deps)
+            if not sibling.parallel or not ready or (record is not None and record.collision):
+                break
+            wave.append(sibling)
+        return wave
+
+    @staticmethod
+    def below(task: TaskFile, step: Step, parent_id: str | None) -> bool:
+        """Whether `step` lies under a sibling of the wave (a child of a sibling is not one)."""
+        while step.parent_id is not None:
+            if step.parent_id == parent_id:
+                return True
+            parent = task.get(step.parent_id)
+            if parent is None:
+                return False
+            step = parent
+        return parent_id is None
+
+    # -- the committer ----------------------------------------------------------------------------
+
+    def run_wave(self, task: TaskFile, steps: list[Step]) -> None:
+        """Runs `steps` up to N at a time and lands them in file order; a stop (a hook, a move,
+        a failure that ends a step, a forced stop) lets the running steps finish first."""
+        base, order = self.run.plumb.head()[0], [step.id for step in steps]
+        queue, running, done = list(steps), dict[Future[Pending], Pending](), dict[str, Pending]()
+        free, landed = list(range(min(self.size, len(steps)))), list[str]()
+        stop: LoopStop | None = None
+        limit: tuple[str, object] | None = None
+        self.loop.bus.emit(EventType.WAVE_STARTED, steps=order[:50], parallel=len(free))
+        with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool:
+            while queue or running:
+                while queue and free and stop is None and limit is None:
+                    try:
+                        self.loop.boundary()
+                    except LoopStop as exc:
+                        stop = exc
+                        break
+                    pending = self.begin(queue.pop(0), task, free.pop(0), base)
+                    running[pool.submit(self.work, pending)] = pending
+                if running:
+                    finished, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
+                elif limit is not None:
+                    step_id, reset = limit
+                    limit = None
+                    try:
+                        self.loop.engine.limits.wait_out(step_id, reset)  # type: ignore[arg-type]
+                    except LoopStop as exc:
+                        stop = exc
+                    continue
+                else:
+                    break
+                for future in finished:
+                    pending = running.pop(future)
+                    assert pending.lane.slot is not None
+                    free.append(pending.lane.slot)
+                    self.state.current_steps = [
+                        c for c in self.state.current_steps if c.step_id != pending.step.id
+                    ]
+                    try:
+                        if self.end(pending):
+                            done[pending.step.id] = pending
+                        elif pending.attempt is None:  # a usage limit: the whole wave waits
+                            queue.insert(0, pending.step)
+                            queue.sort(key=lambda s: order.index(s.id))
+                            limit = limit or (pending.step.id, pending.result.limit)  # type: ignore[union-attr]
+                    except (LoopStop, AkiraError) as exc:
+                        if not isinstance(stop, ForceStopped):
+                            stop = exc if isinstance(exc, LoopStop) else NeedsPerson(str(exc))
+                            self.state.current_step = CurrentStep(
+                                step_id=pending.step.id, description=pending.step.title
+                            )  # the step the escalation is about
+                busy = {pending.step.id for pending in running.values()}
+                for step_id in order:
+                    if step_id in busy:
+                        break
+                    if (step_id in done and stop is None) or (
+                        step_id in done and not isinstance(stop, ForceStopped)
+                    ):
+                        self.land(done.pop(step_id), base, landed)
+                self.loop.checkpoint()
+        if stop is not None:
+            raise stop
+
+    def begin(self, step: Step, task: TaskFile, slot: int, base: str) -> Pending:
+        self.state.iteration += 1
+        self.loop.bus.iteration = self.state.iteration
+        record = self.state.record(step.id, step.title)
+        if self.state.pending_guidance:
+            record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
+        path = self.slots.take(slot, step.id, base)
+        lane = self.lane(slot, path)
+        lane.witness.forget()
+        number = record.window_count + 1
+        self.state.current_steps.append(
+            CurrentStep(step_id=step.id, description=step.title, attempt=number, worktree=str(path))
+        )
+        self.loop.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number, worktree=str(path))
+        if number == 1:
+            self.loop.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
+        pending = self.loop.engine.start(step, task, lane)
+        self.loop.checkpoint()  # the running steps, on disk before their agents start
+        self.loop.book.mark(Path(self.state.task_path), step.id, "-")
+        return pending
+
+    def lane(self, slot: int, path: Path) -> Lane:
+        lane = self.lanes.get(slot)
+        if lane is None:
+            engine = self.loop.engine
+            assert self.loop.agents_for is not None
+            workdir = path / os.path.relpath(engine.workdir, self.run.root)
+            lane = slot_lane(slot, path, workdir, engine.runner, engine.control, self.loop.agents_for)
+            self.lanes[slot] = lane
+        lane.runner.killed = self.loop.forced.is_set()
+        return lane
+
+    def work(self, pending: Pending) -> Pending:
+        """On a step runner's thread: the attempt, then its work as a commit on its branch."""
+        try:
+            self.loop.engine.run(pending)
+            attempt, lane = pending.attempt, pending.lane
+            if attempt is not None and attempt.outcome == "success" and lane.path is not None:
+                names = self.committable(lane, attempt.files_changed)
+                message = f"{subject(pending.step.id, pending.step.title)}\n\nAkira-Step: {pending.step.id}\n"
+                pending.commit = self.slots.commit(lane.path, pending.step.id, names, message)
+        except BaseException as exc:  # raised again on the loop's thread
+            pending.error = exc
+        return pending
+
+    def committable(self, lane: Lane, changed: list[str]) -> list[str]:
+        assert lane.path is not None
+        task = self.run.relative(Path(self.state.task_path))
+        names = [os.path.relpath(lane.workdir / name, lane.path) for name in changed]
+        return [name for name in names if name != task and not self.run.is_control(self.run.root / name)]
+
+    def end(self, pending: Pending) -> bool:
+        """The attempt's bookkeeping; True when it passed in its worktree (it lands next)."""
+        if pending.error is not None:
+            raise pending.error
+        result = pending.result
+        if pending.attempt is None and result is not None and result.limit is not None:
+            self.state.iteration -= 1  # a usage limit spends no iteration
+            return False
+        return self.loop.engine.finish(pending).outcome == "success"
+
+    def land(self, pending: Pending, base: str, landed: list[str]) -> None:
+        """The step onto the task branch: merged, checked there again, committed."""
+        step, record, attempt = pending.step, pending.record, pending.attempt
+        assert attempt is not None
+        task_file = self.run.relative(Path(self.state.task_path))
+        done = (
+            landing.land(self.run, base, pending.commit, task_file) if pending.commit else landing.Landing()
+        )
+        self.loop.engine.witness.forget()  # the main work tree changed under its last look
+        self.slots.drop_branch(step.id)
+        if done.collided:
+            return self.collide(
+                pending,
+                f"these files collided with steps that landed first: {', '.join(done.collided)}",
+                landed,
+            )
+        failed = self.recheck(step)
+        if failed:
+            landing.unland(self.run, done)
+            return self.collide(pending, f"on the task branch, {failed}", landed)
+        self.commits.commit(step, pending.task, record, attempt, None, paths=done.paths)
+        if attempt.outcome != "success":  # a hook refused the commit
+            landing.unland(self.run, done)
+            self.loop.engine.failed(step, record, attempt)
+            return None
+        landed.append(step.id)
+        self.loop.engine.succeeded(record, attempt)
+        self.loop.completed(step, attempt)
+        self.loop.checkpoint()  # its tick on disk before the next landing reads the file
+        self.loop.report_completed(step, attempt)
+        return None
+
+    def recheck(self, step: Step) -> str:
+        """The step's checks and the project checks in the main work tree; what failed, or ''."""
+        engine = self.loop.engine
+        timeout = step.timeout or engine.config.agent.command_timeout_seconds
+        checks = step_checks(step, engine.config.checks, engine.runner, engine.workdir, timeout)
+        if not checks:
+            return ""
+        evaluation = evaluate(checks, engine.config.evaluation.confidence_threshold)
+        if evaluation.complete:
+            return ""
+        bad = [check for check in evaluation.checks if not check.passed]
+        name = bad[0].name if bad else "a check"
+        output = tail(bad[0].detail, 1500) if bad else ""
+        return f"the check {name} failed after the merge:\n{output}".strip()
+
+    def collide(self, pending: Pending, why: str, landed: list[str]) -> None:
+        """The step runs again after the wave, one at a time, from the new tip: no failure of
+        the agent, no reflection."""
+        assert pending.attempt is not None
+        pending.attempt.outcome = "collided"
+        pending.record.window_count = max(0, pending.record.window_count - 1)
+        first = f" Steps that landed first in its wave: {', '.join(landed)}." if landed else ""
+        pending.record.collision = f"Its parallel run collided: {why}.{first}"
+        self.loop.bus.emit(
+            EventType.LEDGER, pending.step.id, action="collided", reason=why[:300], landed=landed[:20]
+        )
+
+    def forget(self, step_id: str) -> None:
+        self.state.current_steps = [step for step in self.state.current_steps if step.step_id != step_id]
+
+    def clean(self) -> int:
+        """The task's worktrees and step branches, removed (completion, or stale after a crash)."""
+        self.lanes.clear()
+        return self.slots.remove()
