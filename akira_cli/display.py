@@ -101,7 +101,14 @@ class LiveDisplay:
         rows = [
             ("status", status),
             ("task", f"{state.task_id}  {state.task_path}"),
-            ("step", f"{step.step_id} {step.description}" if step else "-"),
+            (
+                "step",
+                f"{step.step_id} {step.description}" if step else "-" if not state.current_steps else "",
+            ),
+            *[
+                (f"step {running.step_id}", f"attempt {running.attempt}  {running.description}")
+                for running in list(state.current_steps)
+            ],
             (
                 "iteration",
                 f"{state.iteration}/{state.max_iterations}   attempt {step.attempt if step else '-'}",

@@ -228,7 +228,13 @@ def escalation(workspace: Workspace, state: LoopState, stop: LoopStop, kept: lis
             reflections=_bullets(reflection_lines(workspace, record.reflections if record else [])),
             state_path=f".state/autonomous_loop_{state.task_id}.json",
         ).encode()
-        + (b"\n## Worktrees kept for inspection\n\n" + _bullets(kept).encode() + b"\n" if kept else b""),
+        + (
+            b"\n## Worktrees kept for inspection\n\n"
+            + _bullets([f"- `{name}`" for name in kept]).encode()
+            + b"\n"
+            if kept
+            else b""
+        ),
     )
     return path
 

@@ -105,6 +105,10 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
         "max_iterations": state.max_iterations,
         "success_rate": round(state.success_rate, 4),
         "current_step": state.current_step.step_id if state.current_step else None,
+        "current_steps": [
+            {"step_id": step.step_id, "attempt": step.attempt, "worktree": step.worktree}
+            for step in state.current_steps
+        ],
         **state.done_breakdown(),
         "tokens": state.usage.total_tokens,
         "cost_usd": round(state.usage.cost_usd, 4),
@@ -121,8 +125,9 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
         f"by a person {breakdown['done_by_person']}, by the agent's claim {breakdown['done_by_claim']}; "
         f"{state.usage.total_tokens} tokens, ${state.usage.cost_usd:.4f}"
     )
+    running = {data["current_step"], *(current.step_id for current in state.current_steps)}
     for step in steps:
-        mark = "x" if step["done"] else ("-" if step["id"] == data["current_step"] else " ")
+        mark = "x" if step["done"] else ("-" if step["id"] in running else " ")
         commit = f" {step['commit']}" if step.get("commit") else ""
         typer.echo(f"  [{mark}] {step['id']} {step['title']} ({step['attempts']} attempt(s)){commit}")
     return 0

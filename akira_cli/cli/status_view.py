@@ -52,6 +52,10 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
         "max_iterations": state.max_iterations,
         "success_rate": round(state.success_rate, 4),
         "current_step": f"{step.step_id} {step.description}" if step else None,
+        "current_steps": [
+            {"step": f"{running.step_id} {running.description}", "worktree": running.worktree}
+            for running in state.current_steps
+        ],
         "consecutive_failures": state.consecutive_failures,
         **state.done_breakdown(),
         "tokens": state.usage.total_tokens,

@@ -83,6 +83,7 @@ class Waves:
         queue, running, done = list(steps), dict[Future[Pending], Pending](), dict[str, Pending]()
         free, landed = list(range(min(self.size, len(steps)))), list[str]()
         stop: LoopStop | None = None
+        stopped_at: Step | None = None
         limit: tuple[str, object] | None = None
         self.loop.bus.emit(EventType.WAVE_STARTED, steps=order[:50], parallel=len(free))
         with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool:
@@ -124,9 +125,7 @@ class Waves:
                     except (LoopStop, AkiraError) as exc:
                         if not isinstance(stop, ForceStopped):
                             stop = exc if isinstance(exc, LoopStop) else NeedsPerson(str(exc))
-                            self.state.current_step = CurrentStep(
-                                step_id=pending.step.id, description=pending.step.title
-                            )  # the step the escalation is about
+                            stopped_at = pending.step
                 busy = {pending.step.id for pending in running.values()}
                 for step_id in order:
                     if step_id in busy:
@@ -137,6 +136,8 @@ class Waves:
                         self.land(done.pop(step_id), base, landed)
                 self.loop.checkpoint()
         if stop is not None:
+            if stopped_at is not None:  # the step the escalation is about
+                self.state.current_step = CurrentStep(step_id=stopped_at.id, description=stopped_at.title)
             raise stop
 
     def begin(self, step: Step, task: TaskFile, slot: int, base: str) -> Pending:

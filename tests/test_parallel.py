@@ -1,0 +1,334 @@
+"""Parallel `[P]` steps (SPEC 13), in real repositories with real worktrees: a wave runs its steps
+at once, lands them one at a time in file order, re-runs a step that collides after the wave,
+brings the environment a worktree lacks, survives a kill -9 mid-wave, and leaves no worktree
+behind.
+
+Steps prove they ran at once without timing: each waits at a rendezvous (a folder outside the
+repository) until the others have arrived, and fails if they never do."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import Akira
+from test_git_runs import commits, git, repo, trailers
+
+from akira_cli.config import Config
+from akira_cli.prompts import StepPrompts
+from akira_cli.state.models import LoopState
+from akira_cli.tasks.parser import parse_task_text
+
+__all__ = ["repo"]
+
+RENDEZVOUS = """\
+gate="$1"; me="$2"; want="$3"
+echo $$ > "$gate/$me"
+for _ in $(seq 1200); do
+  [ "$(ls "$gate" | wc -l)" -ge "$want" ] && exit 0
+  sleep 0.05
+done
+exit 1
+"""
+
+
+@pytest.fixture
+def meet(tmp_path: Path) -> tuple[Path, Path]:
+    """The rendezvous script and its folder."""
+    script, gate = tmp_path / "rendezvous.sh", tmp_path / "gate"
+    script.write_text(RENDEZVOUS)
+    gate.mkdir()
+    return script, gate
+
+
+def at_once(meet: tuple[Path, Path], step: str, count: int) -> str:
+    return f"bash {meet[0]} {meet[1]} {step} {count}"
+
+
+def tasks(repo: Akira, text: str) -> None:
+    repo.write_task("feat", text)
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-q", "-m", "the tasks")
+
+
+def start(repo: Akira, *args: str, timeout: float = 120) -> tuple[int, str]:
+    done = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", *args, timeout=timeout)
+    return done.code, done.err
+
+
+def assert_no_worktree_left(root: Path) -> None:
+    assert len(git(root, "worktree", "list").splitlines()) == 1
+    assert git(root, "for-each-ref", "refs/heads/akira-step") == ""
+    assert not any((root / ".akira" / "worktrees").glob("*"))
+
+
+def test_a_wave_runs_its_steps_at_once_and_lands_them_in_file_order(
+    repo: Akira, meet: tuple[Path, Path]
+) -> None:
+    waves = "".join(
+        f"- [ ] {n}. [P] Write {n}\n  - Run: `{at_once(meet, str(n), 4)} && echo {n} > f{n}.txt`\n"
+        f"  - Exists: `f{n}.txt`\n"
+        for n in range(2, 6)
+    )
+    tasks(
+        repo,
+        "- [ ] 1. Setup\n  - Run: `echo s > setup.txt`\n  - Exists: `setup.txt`\n"
+        + waves
+        + "- [ ] 6. Final\n  - Run: `cat f2.txt f3.txt f4.txt f5.txt > all.txt`\n"
+        "  - Contains: `all.txt` `5`\n",
+    )
+    code, err = start(repo, "--parallel", "4")
+    assert code == 0, err
+    root = repo.root
+    assert commits(root, "main..HEAD") == [
+        "1 Setup", "2 Write 2", "3 Write 3", "4 Write 4", "5 Write 5", "6 Final", "feat: done"
+    ]  # fmt: skip
+    for back, step in enumerate(["5", "4", "3", "2"], start=2):
+        assert trailers(root, f"HEAD~{back}")["Akira-Step"] == step
+        assert git(root, "show", "--name-only", "--format=", f"HEAD~{back}").splitlines() == [
+            "Specs/feat/tasks.md",
+            f"f{step}.txt",
+        ]
+    assert (root / "all.txt").read_text() == "2\n3\n4\n5\n"
+    state = repo.state()
+    assert state.current_steps == [] and [c.step_id for c in state.completed_steps] == list("123456")
+    waves_seen = [e.data["steps"] for e in repo.events() if e.type == "wave_started"]
+    assert waves_seen == [["2", "3", "4", "5"]]
+    assert_no_worktree_left(root)
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(root, "diff", "--cached") == ""
+
+
+def test_a_collision_runs_the_step_again_after_the_wave_without_costing_an_attempt(
+    repo: Akira, meet: tuple[Path, Path]
+) -> None:
+    tasks(
+        repo,
+        f"- [ ] 1. [P] One\n  - Run: `{at_once(meet, '1', 2)} && echo one > shared.txt`\n"
+        "  - Exists: `shared.txt`\n"
+        f"- [ ] 2. [P] Two\n  - Run: `{at_once(meet, '2', 2)}; echo two > shared.txt`\n"
+        "  - Exists: `shared.txt`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 0, err
+    root = repo.root
+    assert commits(root, "main..HEAD") == ["1 One", "2 Two", "feat: done"]
+    assert (root / "shared.txt").read_text() == "two\n"
+    collided = [e for e in repo.events() if e.type == "ledger" and e.data.get("action") == "collided"]
+    assert [e.step_id for e in collided] == ["2"]
+    assert "shared.txt" in collided[0].data["reason"] and collided[0].data["landed"] == ["1"]
+    runs = [e for e in repo.events() if e.type == "iteration_started" and e.step_id == "2"]
+    assert "worktree" in runs[0].data and "worktree" not in runs[-1].data  # the re-run: main tree
+    state = repo.state()
+    done = {c.step_id: c for c in state.completed_steps}
+    assert done["2"].attempts == 1 and state.steps["2"].collision is None  # no attempt spent
+    assert not any(e.type == "step_failed" for e in repo.events())  # no failure, no reflection
+    assert_no_worktree_left(root)
+
+
+def test_a_collided_steps_prompt_names_the_collision() -> None:
+    state = LoopState(task_id="task_20260101_000000", task_path="/x/tasks.md")
+    record = state.record("2", "Two")
+    record.collision = (
+        "Its parallel run collided: these files collided: shared.txt. Steps that landed first: 1."
+    )
+    task = parse_task_text(b"- [ ] 2. Two\n", Path("/x/tasks.md"))
+    prompt = StepPrompts(workspace=None, config=Config()).build(state, task, task.steps[0], record)  # type: ignore[arg-type]
+    assert "ran again after its parallel wave" in prompt and "shared.txt" in prompt
+
+
+def test_a_check_that_fails_on_the_task_branch_after_the_merge_reruns_the_step(
+    repo: Akira, meet: tuple[Path, Path]
+) -> None:
+    tasks(
+        repo,
+        f"- [ ] 1. [P] A\n  - Run: `{at_once(meet, '1', 2)} && echo a > a.txt`\n  - Exists: `a.txt`\n"
+        f"- [ ] 2. [P] B\n  - Run: `{at_once(meet, '2', 2)}; echo b > b.txt; if [ -f a.txt ]; then touch b2.txt; fi`\n"
+        "  - Verify: `test ! -f a.txt || test -f b2.txt`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 0, err
+    root = repo.root
+    collided = [e for e in repo.events() if e.data.get("action") == "collided"]
+    assert [e.step_id for e in collided] == ["2"] and "test ! -f a.txt" in collided[0].data["reason"]
+    assert commits(root, "main..HEAD") == ["1 A", "2 B", "feat: done"]
+    assert sorted(git(root, "show", "--name-only", "--format=", "HEAD~1").splitlines()) == [
+        "Specs/feat/tasks.md", "b.txt", "b2.txt"
+    ]  # fmt: skip
+
+
+def test_parallel_steps_outside_git_are_refused_with_one_line(akira: Akira, repo: Akira) -> None:
+    refused = akira.cli("loop", "start", "--task", "Specs/example/tasks.md", "--parallel", "2")
+    assert refused.code == 1 and len(refused.err.strip().splitlines()) == 1
+    assert "git worktrees" in refused.err and "--parallel 1" in refused.err
+    assert akira.state_files() == []
+    tasks(repo, "- [ ] 1. [P] A\n  - Run: `true`\n")
+    no_git = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-git")
+    assert no_git.code == 1 and "(--no-git)" in no_git.err and repo.state_files() == []
+
+
+def test_a_worktree_brings_worktreeinclude_files_and_links_environment_folders(
+    repo: Akira, meet: tuple[Path, Path]
+) -> None:
+    root = repo.root
+    (root / ".gitignore").write_text(".env\n.venv/\nbig.cache\n")
+    (root / ".worktreeinclude").write_text(".env\n")
+    (root / ".env").write_text("TOKEN=1\n")
+    (root / "big.cache").write_text("not named, not copied\n")
+    tool = root / ".venv" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho tool-ran\n")
+    tool.chmod(0o755)
+    steps = "".join(
+        f"- [ ] {n}. [P] Use the env {n}\n"
+        f"  - Run: `{at_once(meet, str(n), 2)} && test -f .env && test ! -e big.cache && .venv/bin/tool > t{n}.txt`\n"
+        f"  - Contains: `t{n}.txt` `tool-ran`\n"
+        for n in (1, 2)
+    )
+    tasks(repo, steps)
+    code, err = start(repo, "--parallel", "2")
+    assert code == 0, err
+    committed = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
+    assert ".env" not in committed and not any(name.startswith(".venv") for name in committed)
+    assert "t1.txt" in committed and "t2.txt" in committed
+    assert_no_worktree_left(root)
+
+
+def test_a_missing_command_in_a_worktree_names_the_fix_and_keeps_the_worktrees(
+    repo: Akira, meet: tuple[Path, Path]
+) -> None:
+    repo.write_config("reflection:\n  max_iterations: 1\n")
+    tasks(
+        repo,
+        f"- [ ] 1. [P] A\n  - Run: `{at_once(meet, '1', 2)} && echo a > a.txt`\n  - Exists: `a.txt`\n"
+        f"- [ ] 2. [P] B\n  - Run: `{at_once(meet, '2', 2)} && no-such-tool-here`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 4, err
+    root = repo.root
+    escalation = (root / "Needs_Action" / f"escalation_{repo.task_id()}.md").read_text()
+    assert ".worktreeinclude" in escalation and "git.worktree_link" in escalation
+    assert "## Worktrees kept for inspection" in escalation and ".akira/worktrees/" in escalation
+    assert len(git(root, "worktree", "list").splitlines()) == 3  # kept for inspection
+    assert commits(root, "main..HEAD") == ["1 A"]  # what passed landed
+
+
+def test_a_kill_9_mid_wave_then_resume_commits_each_step_once_and_leaves_no_worktree(
+    repo: Akira, tmp_path: Path
+) -> None:
+    gate, hold = tmp_path / "gate", tmp_path / "hold"
+    gate.mkdir()
+    hold.write_text("")
+    ledger = tmp_path / "runs.log"
+    steps = "".join(
+        f"- [ ] {n}. [P] Step {n}\n"
+        f"  - Run: `echo {n} >> {ledger}; if [ -f {hold} ]; then echo $$ > {gate}/{n}; sleep 120; fi; echo {n} > s{n}.txt`\n"
+        f"  - Exists: `s{n}.txt`\n"
+        for n in range(1, 5)
+    )
+    tasks(repo, steps + "- [ ] 5. Last\n  - Run: `echo z > z.txt`\n  - Exists: `z.txt`\n")
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "3", "--no-wait")
+    try:
+        repo.wait_for(lambda: len(list(gate.iterdir())) == 3, timeout=60, what="three steps running")
+        repo.wait_for(lambda: len(repo.state().current_steps) == 3, timeout=30, what="current_steps saved")
+        running = repo.state().current_steps
+        assert sorted(step.step_id for step in running) == ["1", "2", "3"]
+        assert all(step.worktree and Path(step.worktree).is_dir() for step in running)
+        status = repo.cli("loop", "status", "--task-id", repo.task_id(), "--json")
+        assert '"worktree"' in status.out and '"current_steps"' in status.out
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.kill()
+        process.communicate(timeout=30)
+    groups = [int(path.read_text()) for path in gate.iterdir()]
+    hold.unlink()
+    resumed = repo.cli("loop", "resume", "--task-id", repo.task_id(), timeout=120)
+    assert resumed.code == 0, resumed.err
+    for pid in groups:  # the reaper or the resume killed every group the kill left
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    root = repo.root
+    assert commits(root, "main..HEAD") == [
+        "1 Step 1",
+        "2 Step 2",
+        "3 Step 3",
+        "4 Step 4",
+        "5 Last",
+        "feat: done",
+    ]
+    assert repo.state().current_steps == []
+    assert_no_worktree_left(root)
+    removed = [e for e in repo.events() if e.data.get("action") == "stale_worktrees_removed"]
+    assert removed and sorted(removed[0].data["steps"]) == ["1", "2", "3"]
+    runs = ledger.read_text().split()
+    assert sorted(runs) == sorted(["1", "2", "3", "1", "2", "3", "4"])  # killed ones once more, no more
+
+
+def wave_held(tmp_path: Path, count: int) -> tuple[str, Path, Path]:
+    """`count` [P] steps that wait for a release file; where they check in, and the release."""
+    gate, release = tmp_path / "gate", tmp_path / "release"
+    gate.mkdir()
+    steps = "".join(
+        f"- [ ] {n}. [P] Held {n}\n"
+        f"  - Run: `touch {gate}/{n}; while [ ! -f {release} ]; do sleep 0.05; done; echo {n} > h{n}.txt`\n"
+        f"  - Exists: `h{n}.txt`\n"
+        for n in range(1, count + 1)
+    )
+    return steps, gate, release
+
+
+def test_a_stop_hook_during_a_wave_lets_the_running_steps_finish_then_pauses(
+    repo: Akira, tmp_path: Path
+) -> None:
+    steps, gate, release = wave_held(tmp_path, 3)
+    tasks(repo, steps)
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
+    try:
+        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+        assert repo.cli("loop", "stop", "--task-id", repo.task_id()).code == 0
+        release.write_text("")
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 3, err
+    state = repo.state()
+    assert state.status == "paused" and sorted(c.step_id for c in state.completed_steps) == ["1", "2"]
+    assert commits(repo.root, "main..HEAD") == ["1 Held 1", "2 Held 2"]  # the running ones landed
+    assert not (gate / "3").exists()  # the third never started
+    hooks = list((repo.root / ".hooks").glob("*"))
+    for hook in hooks:
+        hook.unlink()
+    resumed = repo.cli("loop", "resume", "--task-id", repo.task_id(), timeout=120)
+    assert resumed.code == 0, resumed.err
+    assert commits(repo.root, "main..HEAD")[-2:] == ["3 Held 3", "feat: done"]
+    assert_no_worktree_left(repo.root)
+
+
+def test_a_directive_a_person_changes_during_a_wave_pauses_after_it(repo: Akira, tmp_path: Path) -> None:
+    steps, gate, release = wave_held(tmp_path, 2)
+    tasks(repo, steps + "- [ ] 3. Later\n  - Run: `echo l > l.txt`\n")
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
+    try:
+        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+        path = repo.root / "Specs" / "feat" / "tasks.md"
+        path.write_text(path.read_text().replace("echo l > l.txt", "rm -rf /tmp/not-this"))
+        release.write_text("")
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 3, err
+    state = repo.state()
+    assert state.status == "paused" and "directives of step(s) 3 changed" in state.stop_reason
+    assert sorted(c.step_id for c in state.completed_steps) == ["1", "2"]
+    assert not (repo.root / "l.txt").exists()
+
+
+def test_the_step_branch_name_replaces_what_git_refuses() -> None:
+    from akira_cli.git.worktrees import step_branch
+
+    assert step_branch("task_1", "3~2") == "akira-step/task_1/3_2"
+    assert step_branch("t", "a b:c") == "akira-step/t/a_b_c"
+    name = step_branch("t", "x.lock")
+    assert subprocess.run(["git", "check-ref-format", f"refs/heads/{name}"]).returncode == 0
