@@ -1,12 +1,14 @@
 """A kill -9 storm in a git repository (issue 20): exactly one commit per step, whatever the kills.
 
-    .venv/bin/python benchmarks/git_kill_storm.py [--kills 40] [--steps 12] [--seed 7]
+    .venv/bin/python benchmarks/git_kill_storm.py [--kills 40] [--steps 12] [--seed 7] [--parallel N]
 
 A 12-step task whose steps each write a file of their own, in a git repository; `akira loop start`,
 then kill -9 at random moments (while steps run, commit and save), `loop resume` after each,
 until the kills are spent and the run has finished. Counted as defects: a step with no commit or
 more than one, a commit the state does not record, a branch that does not end with the move to
-Done/, a dirty `git status`, and a lock left in `.git/`.
+Done/, a dirty `git status`, and a lock left in `.git/`. With `--parallel N` (issue 21) the steps
+are one `[P]` wave run N at a time in worktrees, so the kills land mid-wave; a worktree or a step
+branch left at the end is a defect too.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--parallel", type=int, default=1)
     options = parser.parse_args()
     rng = random.Random(options.seed)
     with temp_dir("akira-git-storm-") as root:
@@ -40,7 +43,7 @@ def main() -> int:
         lines = []
         for n in range(1, options.steps + 1):
             lines += [
-                f"- [ ] {n}. step {n}",
+                f"- [ ] {n}. {'[P] ' if options.parallel > 1 else ''}step {n}",
                 f"  - Run: `echo {n} > out{n}.txt; sleep 0.{rng.randint(1, 3)}`",
             ]
             lines += [f"  - Exists: `out{n}.txt`"]
@@ -55,6 +58,7 @@ def main() -> int:
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "base")
         start = [*akira_command(), "loop", "start", "--task", "Specs/storm/tasks.md", "--root", str(root)]
+        start += ["--parallel", str(options.parallel)]
         resume = [*akira_command(), "loop", "resume", "--task-id", "storm", "--root", str(root)]
         process = subprocess.Popen(start, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         kills = rounds = 0
@@ -87,6 +91,10 @@ def main() -> int:
         last = git(root, "log", "-1", "--format=%s").strip()
         dirty = git(root, "status", "--porcelain", "--untracked-files=no").strip()
         locks = [p.name for p in (root / ".git").glob("*.lock")]
+        worktrees = len(git(root, "worktree", "list").splitlines()) - 1
+        logs = [p.read_text() for p in (root / ".state" / "logs").glob("*.jsonl")]
+        mid_wave = sum(text.count('"stale_worktrees_removed"') for text in logs)
+        branches = git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/akira-step").split()
     print(f"{kills} kills at random moments over {rounds} runs; final resume: exit {final.returncode}")
     counts = dict(sorted(per_step.items(), key=lambda kv: int(kv[0])))
     print(f"status {state['status']}; commits per step: {counts}")
@@ -94,7 +102,11 @@ def main() -> int:
         f"steps without exactly one commit: {wrong or 'none'}; commits not recorded: {unrecorded or 'none'}"
     )
     print(f"last commit: {last!r}; git status: {dirty or 'clean'}; locks left: {locks or 'none'}")
+    if options.parallel > 1:
+        print(f"resumes that found a wave's worktrees (a kill mid-wave): {mid_wave}")
+    print(f"worktrees left: {worktrees}; step branches left: {branches or 'none'}")
     defects = len(wrong) + len(unrecorded) + bool(dirty) + len(locks) + (state["status"] != "completed")
+    defects += worktrees + len(branches)
     defects += not last.endswith(": done")
     print("verdict:", "PASS" if not defects else f"FAIL ({defects} defects)")
     return 0

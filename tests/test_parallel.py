@@ -289,7 +289,7 @@ def test_a_stop_hook_during_a_wave_lets_the_running_steps_finish_then_pauses(
         repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
         assert repo.cli("loop", "stop", "--task-id", repo.task_id()).code == 0
         release.write_text("")
-        out, err = process.communicate(timeout=120)
+        _out, err = process.communicate(timeout=120)
     finally:
         process.kill()
     assert process.returncode == 3, err
@@ -315,7 +315,7 @@ def test_a_directive_a_person_changes_during_a_wave_pauses_after_it(repo: Akira,
         path = repo.root / "Specs" / "feat" / "tasks.md"
         path.write_text(path.read_text().replace("echo l > l.txt", "rm -rf /tmp/not-this"))
         release.write_text("")
-        out, err = process.communicate(timeout=120)
+        _out, err = process.communicate(timeout=120)
     finally:
         process.kill()
     assert process.returncode == 3, err

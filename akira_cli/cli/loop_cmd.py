@@ -157,9 +157,7 @@ def start(
     store = store_for(workspace)
     with start_lock(store):
         refuse_unfinished(store, path, workspace)
-        state, lock = new_loop(workspace, store, path, cfg, include_optional, agent, config, detach)
-        if git is not None:
-            begin_git(git, store, state, lock)
+        state, lock = new_loop(workspace, store, path, cfg, include_optional, agent, config, detach, git)
     if failing:
         state.advisory_checks = True
         store.save(state)
@@ -192,8 +190,11 @@ def new_loop(
     agent: str | None,
     config: Path | None,
     detach: bool,
+    git: GitRun | None = None,
 ) -> tuple[LoopState, TaskLock | None]:
-    """The new loop's state, saved, with its lock taken (a detached child takes its own)."""
+    """The new loop's state, saved, with its lock taken (a detached child takes its own). On a
+    git-native run the task branch is made first: no state is ever saved without it (a kill -9
+    in between would resume the run as one without git)."""
     from akira_cli.state.models import LoopState
 
     now, stat = datetime.now(UTC), path.stat()
@@ -209,6 +210,8 @@ def new_loop(
         config_file=str(config.resolve()) if config else None,
         task_file_identity=(stat.st_dev, stat.st_ino),
     )
+    if git is not None:
+        state.git = git.start(state, state.feature)
     store.save(state)
     if detach:
         return state, None
@@ -227,19 +230,6 @@ def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -
     if git is not None:
         git.preflight()
     return git
-
-
-def begin_git(git: GitRun, store: StateStore, state: LoopState, lock: TaskLock | None) -> None:
-    """The task branch, made and checked out; if git refuses, the new loop is taken back."""
-    try:
-        state.git = git.start(state, state.feature)
-    except AkiraError:
-        store.path(state.task_id).unlink(missing_ok=True)
-        store.log_path(state.task_id).unlink(missing_ok=True)
-        if lock is not None:
-            lock.release()
-        raise
-    store.save(state)
 
 
 def warn_short_secrets(cfg: Config) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,44 +50,71 @@ def land(run: GitRun, base: str, step_commit: str, task_file: str) -> Landing:
                 collided=[done.stderr.decode("utf-8", "replace").strip()[:200] or "merge-tree failed"]
             )
         tree = fields[0]
-    listing = run.git.out("diff-tree", "-r", "-z", "--name-status", "--no-renames", tip, tree)
-    parts = [part for part in listing.split("\0") if part]
-    changes = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
-    changes = [
-        (kind, name) for kind, name in changes if name != task_file and not run.is_control(run.root / name)
-    ]
+    raw = run.git.run("diff-tree", "-r", "-z", "--raw", "--no-renames", tip, tree).stdout
+    parts = [part for part in raw.decode("utf-8", "surrogateescape").split("\0") if part]
+    changes = []
+    for at in range(0, len(parts) - 1, 2):
+        _, mode, _, blob, _ = parts[at][1:].split(" ")
+        changes.append(Change(mode, blob, parts[at + 1]))
+    changes = [c for c in changes if c.name != task_file and not run.is_control(run.root / c.name)]
     if not changes:
         return Landing()
-    names = [name for _, name in changes]
+    names = [change.name for change in changes]
     dirty = run.git.run(
         "status", "--porcelain", "-z", "--untracked-files=all", "--", *names, env={"GIT_OPTIONAL_LOCKS": "0"}
     ).stdout
     if dirty:  # a person's change (or a landing a kill -9 cut short) where the step wrote
         entries = dirty.decode("utf-8", "replace").split("\0")
         return Landing(collided=[entry[3:] for entry in entries if entry[3:]][:20])
-    write(run, tree, names, [name for kind, name in changes if kind == "D"])
+    write(run, changes)
     return Landing(paths=[run.root / name for name in names])
 
 
-def write(run: GitRun, tree: str, names: list[str], deleted: list[str]) -> None:
-    """The work tree's `names` as `tree` has them, through a temporary index of akira's own."""
-    for name in deleted:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(run.root / name)
-    kept = [name for name in names if name not in set(deleted)]
+@dataclass
+class Change:
+    """One path the merge changed: its new mode and blob (mode 000000: deleted)."""
+
+    mode: str
+    blob: str
+    name: str = ""
+
+
+def write(run: GitRun, changes: list[Change]) -> None:
+    """The work tree's paths as `changes` have them: the blobs read in one `cat-file --batch`."""
+    for change in changes:
+        if change.mode == "000000":
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(run.root / change.name)
+    kept = [change for change in changes if change.mode != "000000"]
     if not kept:
         return
-    with tempfile.TemporaryDirectory(prefix="akira-land-") as folder:
-        env = {"GIT_INDEX_FILE": str(Path(folder) / "index")}
-        run.git.run("read-tree", tree, env=env)
-        run.git.run(
-            "checkout-index", "-f", "-z", "--stdin", env=env, stdin=b"".join(n.encode() + b"\0" for n in kept)
-        )
+    out = run.git.run("cat-file", "--batch", stdin="".join(f"{c.blob}\n" for c in kept).encode()).stdout
+    at = 0
+    for change in kept:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split()[2])
+        data = out[header_end + 1 : header_end + 1 + size]
+        at = header_end + 1 + size + 1
+        target = run.root / change.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            if target.is_symlink() or change.mode == "120000":
+                target.unlink()
+        if change.mode == "120000":
+            os.symlink(data, target)
+            continue
+        target.write_bytes(data)
+        os.chmod(target, 0o755 if change.mode == "100755" else 0o644)
 
 
 def unland(run: GitRun, landing: Landing) -> None:
     """Puts the files a landing wrote back as HEAD has them (its checks failed there)."""
     names = [run.relative(path) for path in landing.paths]
-    listed = run.git.out("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *names)
-    present = {name for name in listed.split("\0") if name}
-    write(run, "HEAD", names, [name for name in names if name not in present])
+    listed = run.git.out("ls-tree", "-r", "-z", "HEAD", "--", *names)
+    present = {}
+    for entry in listed.split("\0"):
+        if entry:
+            info, name = entry.split("\t", 1)
+            mode, _, blob = info.split(" ")
+            present[name] = Change(mode, blob, name)
+    write(run, [present.get(name, Change("000000", "", name)) for name in names])

@@ -52,20 +52,28 @@ class Slots:
         self.links = links
         self.folder = run.workspace / ".akira" / "worktrees" / ref_part(task_id)
         self._extras: tuple[list[str], list[str]] | None = None
+        self.clean: dict[Path, bool] = {}
+        """Slots whose last step committed every file it changed: nothing untracked to clean."""
 
     def path(self, slot: int) -> Path:
         return self.folder / str(slot)
 
+    def prune(self) -> None:
+        """Once, before a wave's slots are taken on several threads at once: git forgets the
+        worktrees whose folders are gone (a prune while another thread adds one could drop it)."""
+        self.run.git.run("worktree", "prune", check=False)
+
     def take(self, slot: int, step_id: str, tip: str) -> Path:
-        """Slot `slot` on the step's branch at `tip`, clean; made on first use."""
+        """Slot `slot` on the step's branch at `tip`, clean; made on first use. Different slots
+        are taken on different threads at once."""
         path, branch = self.path(slot), step_branch(self.task_id, step_id)
         if (path / ".git").is_file():
             git = Git(path)
             git.run("checkout", "-q", "-f", "--no-recurse-submodules", "-B", branch, tip)
-            git.run("clean", "-q", "-f", "-d")  # ignored files (the environment brought in) stay
+            if not self.clean.pop(path, False):
+                git.run("clean", "-q", "-f", "-d")  # ignored files (the environment brought in) stay
             return path
         shutil.rmtree(path, ignore_errors=True)  # a folder git no longer knows as a worktree
-        self.run.git.run("worktree", "prune")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.run.git.run("worktree", "add", "-q", "-f", "-B", branch, str(path), tip)
         self.bring(path)

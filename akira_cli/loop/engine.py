@@ -95,7 +95,8 @@ class StepEngine(Outcomes):
             time.monotonic(),
             self.state.usage.model_copy(),
         )
-        lane.witness.before()
+        if lane is self.lane:  # a wave step's lane looks on its own thread, after its slot is ready
+            lane.witness.before()
         if self.commits is not None and lane is self.lane:
             self.commits.before(lane.witness.looked())
         if not agent.spawns and lane is self.lane:
@@ -106,6 +107,8 @@ class StepEngine(Outcomes):
         """The agent's run and the evaluation; on a wave step's own thread, it writes nothing
         the loop's thread reads while it runs but the shared usage."""
         lane, step, request = pending.lane, pending.step, pending.request
+        if lane is not self.lane:
+            lane.witness.before()
         result, pending.retries = self.execute(pending.agent, request, waits=lane is self.lane)
         pending.result = result
         if result.limit is not None and not result.interrupted and lane is not self.lane:

@@ -38,6 +38,8 @@ class Waves:
         self.state = loop.state
         self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link))
         self.lanes: dict[int, Lane] = {}
+        self.base = ""
+        """The task branch's tip when the running wave started: every step branch starts there."""
 
     # -- the scheduler ----------------------------------------------------------------------------
 
@@ -86,6 +88,7 @@ class Waves:
         stopped_at: Step | None = None
         limit: tuple[str, object] | None = None
         self.loop.bus.emit(EventType.WAVE_STARTED, steps=order[:50], parallel=len(free))
+        self.slots.prune()
         with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool:
             while queue or running:
                 while queue and free and stop is None and limit is None:
@@ -146,9 +149,10 @@ class Waves:
         record = self.state.record(step.id, step.title)
         if self.state.pending_guidance:
             record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
-        path = self.slots.take(slot, step.id, base)
+        path = self.slots.path(slot)
         lane = self.lane(slot, path)
         lane.witness.forget()
+        self.base = base
         number = record.window_count + 1
         self.state.current_steps.append(
             CurrentStep(step_id=step.id, description=step.title, attempt=number, worktree=str(path))
@@ -175,12 +179,15 @@ class Waves:
     def work(self, pending: Pending) -> Pending:
         """On a step runner's thread: the attempt, then its work as a commit on its branch."""
         try:
+            assert pending.lane.slot is not None
+            self.slots.take(pending.lane.slot, pending.step.id, self.base)
             self.loop.engine.run(pending)
             attempt, lane = pending.attempt, pending.lane
             if attempt is not None and attempt.outcome == "success" and lane.path is not None:
                 names = self.committable(lane, attempt.files_changed)
                 message = f"{subject(pending.step.id, pending.step.title)}\n\nAkira-Step: {pending.step.id}\n"
                 pending.commit = self.slots.commit(lane.path, pending.step.id, names, message)
+                self.slots.clean[lane.path] = len(names) == len(attempt.files_changed)
         except BaseException as exc:  # raised again on the loop's thread
             pending.error = exc
         return pending
