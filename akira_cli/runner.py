@@ -112,7 +112,10 @@ class CommandRunner:
         env: dict[str, str] | None = None,
     ) -> CommandResult:
         started = time.monotonic()
-        own_env = {**os.environ, **(self.env or {}), **(env or {})} if self.private_env else None
+        own_env = None
+        if self.private_env:
+            with _ENVIRON:  # another thread may be putting a variable into it right now
+                own_env = {**os.environ, **(self.env or {}), **(env or {})}
         if own_env is None:
             inherit(self.env)
             inherit(env)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,12 +19,16 @@ from akira_cli.events import EventType
 
 FAKE = """\
 #!{python}
-import json, os, pathlib, sys, time
+import fcntl, json, os, pathlib, sys, time
 prompt = sys.stdin.read()
 script = pathlib.Path(os.environ["FAKE_SCRIPT"])
-modes = json.loads(script.read_text())
-mode = modes.pop(0) if len(modes) > 1 else modes[0]
-script.write_text(json.dumps(modes))
+with open(script, "r+") as held:  # parallel steps call at once: one takes each mode
+    fcntl.flock(held, fcntl.LOCK_EX)
+    modes = json.loads(held.read())
+    mode = modes.pop(0) if len(modes) > 1 else modes[0]
+    held.seek(0)
+    held.truncate()
+    held.write(json.dumps(modes))
 step = os.environ.get("AKIRA_STEP_ID", "x")
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps({{"cli": "{name}", "argv": sys.argv[1:], "mode": mode, "step": step,
@@ -137,6 +142,29 @@ def test_a_usage_limit_is_waited_out_and_costs_nothing(akira: Akira, fake_cli) -
     assert state.total_failures == 0 and state.iteration == 2 and not state.reflections
     assert state.waiting_until is None
     assert [e.type for e in akira.events()].count(EventType.USAGE_LIMIT) == 1
+
+
+@pytest.mark.timeout(90)
+def test_a_usage_limit_in_a_parallel_wave_is_waited_out_once_for_the_whole_wave(
+    akira: Akira,
+    fake_cli,  # type: ignore[no-untyped-def]
+) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=akira.root, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    task = akira.write_task(
+        "cli", "- [ ] 1. [P] First\n  - Exists: `step_1.txt`\n- [ ] 2. [P] Second\n  - Exists: `step_2.txt`\n"
+    )
+    git("add", "-A")
+    git("-c", "user.name=P", "-c", "user.email=p@e", "commit", "-q", "-m", "base")
+    fake_cli("limit", "work")
+    result = akira.cli("loop", "start", "--agent", "claude", "--task", str(task), "--parallel", "2")
+    assert result.code == 0, result.err
+    state = akira.state()
+    assert state.total_failures == 0 and state.iteration == 2 and len(state.completed_steps) == 2
+    assert [e.type for e in akira.events()].count(EventType.USAGE_LIMIT) == 1
+    assert [call["mode"] for call in fake_cli("work")] == ["limit", "work", "work"]
 
 
 def test_a_usage_limit_past_the_cap_asks_a_person(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]

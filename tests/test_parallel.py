@@ -244,11 +244,10 @@ def test_a_kill_9_mid_wave_then_resume_commits_each_step_once_and_leaves_no_work
         process.kill()
         process.communicate(timeout=30)
     groups = [int(path.read_text()) for path in gate.iterdir()]
+    repo.wait_for(lambda: not any(map(alive, groups)), timeout=30, what="the reaper killing every group")
     hold.unlink()
     resumed = repo.cli("loop", "resume", "--task-id", repo.task_id(), timeout=120)
     assert resumed.code == 0, resumed.err
-    for pid in groups:  # the reaper or the resume killed every group the kill left
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     root = repo.root
     assert commits(root, "main..HEAD") == [
         "1 Step 1",
@@ -264,6 +263,14 @@ def test_a_kill_9_mid_wave_then_resume_commits_each_step_once_and_leaves_no_work
     assert removed and sorted(removed[0].data["steps"]) == ["1", "2", "3"]
     runs = ledger.read_text().split()
     assert sorted(runs) == sorted(["1", "2", "3", "1", "2", "3", "4"])  # killed ones once more, no more
+
+
+def alive(pid: int) -> bool:
+    """A process that runs (a zombie waiting for its parent to reap it does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def wave_held(tmp_path: Path, count: int) -> tuple[str, Path, Path]:
@@ -332,3 +339,67 @@ def test_the_step_branch_name_replaces_what_git_refuses() -> None:
     assert step_branch("t", "a b:c") == "akira-step/t/a_b_c"
     name = step_branch("t", "x.lock")
     assert subprocess.run(["git", "check-ref-format", f"refs/heads/{name}"]).returncode == 0
+
+
+def test_stop_force_during_a_wave_kills_every_running_group(repo: Akira, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    steps = "".join(
+        f"- [ ] {n}. [P] Long {n}\n  - Run: `echo $$ > {gate}/{n}; sleep 120; echo {n} > l{n}.txt`\n"
+        f"  - Exists: `l{n}.txt`\n"
+        for n in (1, 2)
+    )
+    tasks(repo, steps)
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
+    try:
+        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+        groups = [int(path.read_text()) for path in gate.iterdir()]
+        assert repo.cli("loop", "stop", "--task-id", repo.task_id(), "--force").code == 0
+        process.communicate(timeout=60)
+    finally:
+        process.kill()
+    repo.wait_for(
+        lambda: not any(Path(f"/proc/{pid}").exists() for pid in groups), timeout=30, what="groups gone"
+    )
+    assert repo.state().status != "running" and repo.state().completed_steps == []
+
+
+def test_a_tick_during_a_wave_is_a_claim_and_a_move_to_done_completes_after_it(
+    repo: Akira, tmp_path: Path
+) -> None:
+    steps, gate, release = wave_held(tmp_path, 2)
+    tasks(repo, steps + "- [ ] 3. Claimed\n  - Run: `echo c > c.txt`\n  - Exists: `c.txt`\n")
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
+    try:
+        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+        path = repo.root / "Specs" / "feat" / "tasks.md"
+        path.write_text(path.read_text().replace("- [ ] 3. Claimed", "- [x] 3. Claimed"))
+        release.write_text("")
+        _out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    refuted = [e for e in repo.events() if e.data.get("action") == "claim_refuted"]
+    assert [e.step_id for e in refuted] == ["3"]  # its check failed: the tick was a claim, refused
+    assert (repo.root / "c.txt").read_text() == "c\n"  # so the step ran
+    assert commits(repo.root, "main..HEAD") == ["1 Held 1", "2 Held 2", "3 Claimed", "feat: done"]
+
+
+def test_a_move_to_needs_action_during_a_wave_pauses_once_the_running_steps_land(
+    repo: Akira, tmp_path: Path
+) -> None:
+    steps, gate, release = wave_held(tmp_path, 3)
+    tasks(repo, steps)
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
+    try:
+        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+        (repo.root / "Needs_Action").mkdir(exist_ok=True)
+        os.rename(repo.root / "Specs" / "feat", repo.root / "Needs_Action" / "feat")
+        release.write_text("")
+        _out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 3, err
+    state = repo.state()
+    assert state.status == "paused" and sorted(c.step_id for c in state.completed_steps) == ["1", "2"]
+    assert not (gate / "3").exists()

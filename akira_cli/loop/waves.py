@@ -10,7 +10,9 @@ is what the loop's thread does while agents run.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -89,7 +91,7 @@ class Waves:
         limit: tuple[str, object] | None = None
         self.loop.bus.emit(EventType.WAVE_STARTED, steps=order[:50], parallel=len(free))
         self.slots.prune()
-        with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool:
+        with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool, self.killing():
             while queue or running:
                 while queue and free and stop is None and limit is None:
                     try:
@@ -115,9 +117,7 @@ class Waves:
                     pending = running.pop(future)
                     assert pending.lane.slot is not None
                     free.append(pending.lane.slot)
-                    self.state.current_steps = [
-                        c for c in self.state.current_steps if c.step_id != pending.step.id
-                    ]
+                    self.forget(pending.step.id)
                     try:
                         if self.end(pending):
                             done[pending.step.id] = pending
@@ -133,15 +133,29 @@ class Waves:
                 for step_id in order:
                     if step_id in busy:
                         break
-                    if (step_id in done and stop is None) or (
-                        step_id in done and not isinstance(stop, ForceStopped)
-                    ):
-                        self.land(done.pop(step_id), base, landed)
-                self.loop.checkpoint()
+                    if step_id in done and not isinstance(stop, ForceStopped):
+                        pending = done.pop(step_id)
+                        try:
+                            self.land(pending, base, landed)
+                        except LoopStop as exc:  # a hook refused its commit, and that ended the step
+                            stop, stopped_at = stop or exc, stopped_at or pending.step
+                if finished:
+                    self.loop.checkpoint()
         if stop is not None:
             if stopped_at is not None:  # the step the escalation is about
                 self.state.current_step = CurrentStep(step_id=stopped_at.id, description=stopped_at.title)
             raise stop
+
+    @contextlib.contextmanager
+    def killing(self) -> Iterator[None]:
+        """Whatever the loop's thread raises, the running steps' groups are killed (their
+        threads end with them) before it is raised on."""
+        try:
+            yield
+        except BaseException:
+            for lane in self.lanes.values():
+                lane.runner.kill()
+            raise
 
     def begin(self, step: Step, task: TaskFile, slot: int, base: str) -> Pending:
         self.state.iteration += 1
