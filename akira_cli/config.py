@@ -184,6 +184,19 @@ class GitSettings(Section):
         return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
 
 
+class FleetSettings(Section):
+    """The fleet (SPEC 14): task files on a durable queue, worked by workers on many machines."""
+
+    database_url: str | None = None
+    """The queue's database: a SQLite file (default `.state/fleet.sqlite`) or postgresql://…"""
+    work_dir: str = "~/.cache/akira/fleet"
+    """Where a worker clones the runs' repositories."""
+    worker_timeout_seconds: float = Field(60, gt=0)
+    """A run whose worker has been silent this long is recovered by a live worker."""
+    setup: str = ""
+    """A command run in each fresh clone before the first step (`pip install -e .`, `npm ci`)."""
+
+
 class ProjectCheck(Section):
     run: str
     name: str | None = None
@@ -206,6 +219,7 @@ class Config(Section):
     checks: list[ProjectCheck] = Field(default_factory=list)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     git: GitSettings = Field(default_factory=GitSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -219,6 +233,10 @@ class Config(Section):
         data = self.model_dump(mode="json")
         if self.llm.api_key is not None:
             data["llm"]["api_key"] = "****"
+        if self.fleet.database_url:
+            from akira_cli.redaction import url_without_password
+
+            data["fleet"]["database_url"] = url_without_password(self.fleet.database_url)
         return data
 
 
@@ -348,3 +366,6 @@ def _apply_env(merged: dict[str, Any], environ: Any) -> None:
     for dotted, value in pairs.items():
         if value:
             _set_dotted(merged, dotted, value)
+    for name, dotted in (("AKIRA_GIT_PUSH", "git.push"), ("AKIRA_GIT_BRANCH", "git.branch")):
+        if name in environ:  # set by a fleet worker for the loops it runs ("" is a value)
+            _set_dotted(merged, dotted, environ[name])

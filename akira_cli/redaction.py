@@ -75,3 +75,17 @@ def redact_bytes(data: bytes) -> bytes:
         if value in data:
             data = data.replace(value, mask)
     return data
+
+
+_URL_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):(?P<password>[^@/]*)@")
+
+
+def url_without_password(url: str) -> str:
+    """A database URL as it may be shown: `postgresql://user:***@host/db`."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", url)
+
+
+def url_password(url: str) -> str | None:
+    """The password in a database URL, to register as a secret (masked in all akira writes)."""
+    found = _URL_PASSWORD.match(url)
+    return found["password"] if found and found["password"] else None

@@ -25,6 +25,9 @@ from pathlib import Path
 
 from _common import akira_command, init_workspace, temp_dir
 
+from akira_cli.state.models import CompletedStep
+from akira_cli.state.store import StateStore
+
 
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
@@ -44,7 +47,7 @@ def main() -> int:
         for n in range(1, options.steps + 1):
             lines += [
                 f"- [ ] {n}. {'[P] ' if options.parallel > 1 else ''}step {n}",
-                f"  - Run: `echo {n} > out{n}.txt; sleep 0.{rng.randint(1, 3)}`",
+                f"  - Run: `echo {n} > out{n}.txt; sleep {pause(rng, options.parallel)}`",
             ]
             lines += [f"  - Exists: `out{n}.txt`"]
         (root / "Specs" / "storm").mkdir(parents=True)
@@ -58,13 +61,13 @@ def main() -> int:
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "base")
         start = [*akira_command(), "loop", "start", "--task", "Specs/storm/tasks.md", "--root", str(root)]
-        start += ["--parallel", str(options.parallel)]
+        start += ["--parallel", str(options.parallel), "--max-iterations", "100000"]
         resume = [*akira_command(), "loop", "resume", "--task-id", "storm", "--root", str(root)]
         process = subprocess.Popen(start, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         kills = rounds = 0
         while kills < options.kills and rounds < options.kills * 3:
             rounds += 1
-            time.sleep(rng.uniform(0.02, 0.5))
+            time.sleep(rng.uniform(0.02, 0.5) if options.parallel == 1 else rng.uniform(0.6, 1.8))
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 process.wait()
@@ -85,7 +88,7 @@ def main() -> int:
         )
         entries = [(line[:40], line[40:].strip()) for line in log.splitlines()]
         per_step = Counter(step for _, step in entries if step)
-        recorded = {done["step_id"]: done["commit"] for done in state["completed_steps"]}
+        recorded = {done.step_id: done.commit for done in every_completed(root, state["task_id"])}
         wrong = [str(n) for n in range(1, options.steps + 1) if per_step[str(n)] != 1]
         unrecorded = [step for sha, step in entries if step and recorded.get(step) != sha]
         last = git(root, "log", "-1", "--format=%s").strip()
@@ -110,6 +113,18 @@ def main() -> int:
     defects += not last.endswith(": done")
     print("verdict:", "PASS" if not defects else f"FAIL ({defects} defects)")
     return 0
+
+
+def every_completed(root: Path, task_id: str) -> list[CompletedStep]:
+    """The completed steps the state records, the ones sealed in its journal included (the
+    state keeps only the latest)."""
+    store = StateStore(root / ".state")
+    return store.all_completed(store.load(task_id))
+
+
+def pause(rng: random.Random, parallel: int) -> str:
+    """How long a step sleeps: long enough, with --parallel, for most kills to land mid-wave."""
+    return f"0.{rng.randint(1, 3)}" if parallel == 1 else f"{rng.uniform(0.6, 1.2):.2f}"
 
 
 def run_state(root: Path) -> str:

@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from akira_cli import redaction
-from akira_cli.cli import config_cmd, init_cmd, loop_cmd, loop_control_cmd, loop_view_cmd, reason_cmd
+from akira_cli.cli import (
+    config_cmd,
+    fleet_cmd,
+    init_cmd,
+    loop_cmd,
+    loop_control_cmd,
+    loop_view_cmd,
+    reason_cmd,
+)
 from akira_cli.cli.common import exits
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import describe_os_error
@@ -51,6 +59,7 @@ app.add_typer(loop_cmd.app, name="loop")  # loop_view_cmd adds the reading comma
 _ = loop_view_cmd, loop_control_cmd  # imported for their commands
 app.add_typer(config_cmd.app, name="config")
 app.command("reason")(exits(reason_cmd.reason))
+app.add_typer(fleet_cmd.app, name="fleet")
 
 
 def main(argv: list[str] | None = None) -> int:

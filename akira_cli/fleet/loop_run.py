@@ -1,0 +1,203 @@
+"""One fleet run on a worker (SPEC 14): clone, setup, a git-native loop that pushes each step's
+commit, and progress reported while it runs.
+
+The clone is made fresh each time the run is taken, by this worker or by one recovering it: if
+the run's branch is on the remote already, it is cloned and the loop continues on it (its
+committed ticks and `Akira-Step` trailers say which steps are done: git history is the ledger
+across machines); else the ref is cloned and the loop makes the branch. The loop is a child
+process that dies with the worker (PR_SET_PDEATHSIG), so a dead worker's loop never runs on
+beside the one that recovers it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from akira_cli.fleet.database import Tables
+from akira_cli.fleet.runs import RunSpec, git_out
+from akira_cli.runner import tail
+
+EXIT_STATUS = {0: "completed", 3: "needs_action", 4: "needs_action"}
+"""A loop's exit code as the run's status: a pause nobody asked for waits for a person too."""
+PAUSE_WAIT = 25.0
+"""How long a worker that is told to stop lets a loop run to its next step boundary."""
+
+
+def die_with_parent() -> None:
+    """In the loop's child: SIGKILL when the worker dies (Linux); akira's reaper then kills the
+    loop's own commands."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class LoopRun:
+    spec: RunSpec
+    worker: str
+    work_dir: Path
+    tables: Tables
+    stopping: threading.Event
+    cancelled: Any
+    """Called with the run id: True once the run was cancelled."""
+    total: int | None = None
+
+    def report(self, status: str, **values: Any) -> None:
+        self.tables.report(self.spec.run_id, status=status, worker=self.worker, **values)
+
+    def work(self) -> dict[str, str]:
+        self.report("running", message="cloning")
+        clone = self.work_dir / f"{self.spec.run_id}-{self.worker}"
+        shutil.rmtree(clone, ignore_errors=True)
+        clone.parent.mkdir(parents=True, exist_ok=True)
+        resumed = self.branch_exists()
+        branch = self.spec.branch if resumed else self.spec.ref
+        done = git_out("clone", "-q", "--branch", branch, self.spec.repo, str(clone))
+        if done.returncode != 0:
+            return self.end("failed", f"git clone failed: {tail(done.stderr.strip(), 500)}")
+        setup = self.setup(clone)
+        if setup is not None:
+            return self.end("needs_action", f"fleet.setup failed: {setup}")
+        self.total = steps_total(clone / self.spec.task)
+        done_steps = self.ledger(clone) if resumed else 0
+        self.report(
+            "running",
+            steps_done=done_steps,
+            steps_total=self.total,
+            message="resumed from the run's branch" if resumed else "",
+        )
+        return self.loop(clone, resumed)
+
+    def branch_exists(self) -> bool:
+        heads = git_out("ls-remote", "--heads", self.spec.repo, self.spec.branch)
+        return bool(heads.stdout.strip())
+
+    def setup(self, clone: Path) -> str | None:
+        """`fleet.setup` from the clone's configuration; its output's last lines if it failed."""
+        from akira_cli.config import load_config
+
+        try:
+            command = load_config(clone, environ={}).fleet.setup
+        except Exception as exc:
+            return f"the clone's configuration cannot be read: {exc}"
+        if not command:
+            return None
+        self.report("running", message=f"setup: {command}")
+        try:
+            done = subprocess.run(
+                ["bash", "-c", command], cwd=clone, capture_output=True, text=True, timeout=3600,
+                preexec_fn=die_with_parent,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return f"`{command}` took more than an hour"
+        if done.returncode == 0:
+            return None
+        lines = (done.stdout + done.stderr).strip().splitlines()[-5:]
+        return f"`{command}` exited {done.returncode}: " + " | ".join(lines)
+
+    def ledger(self, clone: Path) -> int:
+        """The steps done on the run's branch, by their `Akira-Step` trailers."""
+        log = git_out("log", "--format=%(trailers:key=Akira-Step,valueonly,separator=)", cwd=clone)
+        return len({line.strip() for line in log.stdout.splitlines() if line.strip()})
+
+    def loop(self, clone: Path, resumed: bool) -> dict[str, str]:
+        env = {
+            **os.environ,
+            "AKIRA_GIT_PUSH": "origin",
+            "AKIRA_GIT_BRANCH": "" if resumed else self.spec.branch,
+            "AKIRA_FLEET_RUN": self.spec.run_id,
+        }
+        command = [sys.executable, "-m", "akira_cli", "loop", "start", "--task", str(clone / self.spec.task)]
+        command += ["--no-wait"]
+        process = subprocess.Popen(
+            command, cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            preexec_fn=die_with_parent,
+        )  # fmt: skip
+        stderr: list[str] = []
+        reader = threading.Thread(target=lambda: stderr.extend(process.stderr or []), daemon=True)
+        reader.start()
+        asked: float | None = None
+        last: tuple[Any, ...] = ()
+        while process.poll() is None:
+            time.sleep(0.5)
+            last = self.progress(clone, last)
+            if asked is None and (self.stopping.is_set() or self.cancelled(self.spec.run_id)):
+                asked = time.monotonic()
+                self.pause(clone)
+            if asked is not None and time.monotonic() - asked > PAUSE_WAIT:
+                process.send_signal(signal.SIGTERM)  # the step in flight is lost, no more
+                asked = float("inf")
+        reader.join(timeout=5)
+        self.progress(clone, ())
+        self.report("running", steps_done=self.ledger(clone))  # the branch's trailers: the truth
+        if self.cancelled(self.spec.run_id):
+            return self.end("cancelled", "cancelled")
+        if self.stopping.is_set() and process.returncode in (2, 3, -signal.SIGTERM):
+            return {"status": "handed_back"}
+        status = EXIT_STATUS.get(process.returncode or 0, "failed")
+        return self.end(status, "" if status == "completed" else tail("".join(stderr).strip(), 500))
+
+    def pause(self, clone: Path) -> None:
+        """Asks the loop to stop at its next step boundary (a stop hook, as a person would)."""
+        task_id = read_state(self.state_dir(clone)).get("task_id")
+        if task_id:
+            subprocess.run(
+                [sys.executable, "-m", "akira_cli", "loop", "stop", "--task-id", task_id],
+                cwd=clone, capture_output=True, timeout=60, check=False,
+            )  # fmt: skip
+
+    def state_dir(self, clone: Path) -> Path:
+        """The loop's `.state/`: in the workspace the task file lies in (found upward)."""
+        folder = (clone / self.spec.task).parent
+        while folder != clone and not (folder / ".state").is_dir():
+            folder = folder.parent
+        return folder / ".state"
+
+    def progress(self, clone: Path, last: tuple[Any, ...]) -> tuple[Any, ...]:
+        state = read_state(self.state_dir(clone))
+        if not state:
+            return last
+        current = state.get("current_step") or {}
+        running = [step["step_id"] for step in state.get("current_steps") or []]
+        step = current.get("step_id") or ", ".join(running) or None
+        done = state.get("history", {}).get("completed_sealed", 0) + len(state.get("completed_steps") or [])
+        cost = (state.get("usage") or {}).get("cost_usd", 0.0)
+        seen = (state.get("status"), step, done, round(cost, 4))
+        if seen != last:
+            self.report("running", step=step, steps_done=done, steps_total=self.total, cost_usd=cost)
+        return seen
+
+    def end(self, status: str, message: str) -> dict[str, str]:
+        self.report(status, message=message)
+        return {"status": status, "message": message}
+
+
+def read_state(state_dir: Path) -> dict[str, Any]:
+    """The loop's state (archived once it completed)."""
+    for path in [
+        *sorted(state_dir.glob("autonomous_loop_*.json")),
+        *sorted(state_dir.glob("archive/*.json")),
+    ]:
+        with contextlib.suppress(OSError, ValueError):
+            return json.loads(path.read_text())  # type: ignore[no-any-return]
+    return {}
+
+
+def steps_total(path: Path) -> int | None:
+    from akira_cli.tasks.parser import parse_task_text
+
+    try:
+        return len(parse_task_text(path.read_bytes(), path).leaves(False))
+    except Exception:
+        return None

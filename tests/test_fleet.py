@@ -1,0 +1,384 @@
+"""The fleet (SPEC 14) for real: DBOS on a SQLite file (and on a throwaway Postgres cluster when
+its binaries are on PATH), real worker processes, real git remotes, real kill -9 and SIGTERM.
+
+Steps write a ledger outside the repositories (`start`/`end` lines with the pid of the command),
+which says what ran, where, and how often."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from akira_cli.cli import main
+
+pytestmark = pytest.mark.slow
+FLEET_KEYS = [
+    "run_id", "task", "repo", "ref", "branch", "status", "worker", "step",
+    "steps_done", "steps_total", "cost_usd", "updated_at", "message",
+]  # fmt: skip
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout.strip()
+
+
+def steps(ledger: Path, count: int, seconds: float = 0.0, prefix: str = "") -> str:
+    return "".join(
+        f"- [ ] {n}. Step {n}\n"
+        f"  - Run: `echo start {prefix}{n} $$ >> {ledger}; sleep {seconds}; echo {n} > {prefix}s{n}.txt; "
+        f"echo end {prefix}{n} $$ >> {ledger}`\n"
+        f"  - Exists: `{prefix}s{n}.txt`\n"
+        for n in range(1, count + 1)
+    )
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    """A person's repository: an akira workspace with one commit."""
+    root = tmp_path / "origin"
+    assert main(["init", str(root)]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+def commit_task(origin: Path, feature: str, text: str) -> Path:
+    path = origin / "Specs" / feature / "tasks.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", f"the {feature} tasks")
+    return path
+
+
+class Fleet:
+    def __init__(self, url: str, tmp_path: Path) -> None:
+        self.url, self.tmp = url, tmp_path
+        self.workers: list[subprocess.Popen[str]] = []
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "akira_cli", "fleet", *args, "--database-url", self.url]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=self.tmp)
+
+    def add(self, task: Path) -> str:
+        done = self.cli("add", "--task", str(task))
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def worker(self, name: str, timeout: float = 3, concurrency: int = 1) -> subprocess.Popen[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "akira_cli",
+            "fleet",
+            "worker",
+            "--name",
+            name,
+            "--database-url",
+            self.url,
+        ]
+        command += ["--work-dir", str(self.tmp / "work"), "--worker-timeout", str(timeout)]
+        command += ["--concurrency", str(concurrency)]
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.tmp
+        )
+        self.workers.append(process)
+        return process
+
+    def status(self) -> list[dict[str, object]]:
+        done = self.cli("status", "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    def wait(self, predicate, timeout: float = 120, what: str = "") -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        rows: list[dict[str, object]] = []
+        while time.monotonic() < deadline:
+            rows = self.status()
+            if predicate(rows):
+                return rows
+            time.sleep(0.3)
+        raise AssertionError(f"timed out waiting for {what}: {rows}")
+
+    def stop(self) -> None:
+        for process in self.workers:
+            if process.poll() is None:
+                process.kill()
+            process.communicate(timeout=30)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    running = Fleet(f"sqlite:///{tmp_path / 'fleet.sqlite'}", tmp_path)
+    yield running
+    running.stop()
+
+
+def branch_steps(origin: Path, branch: str) -> Counter[str]:
+    log = git(origin, "log", "--format=%(trailers:key=Akira-Step,valueonly,separator=)", branch)
+    return Counter(line.strip() for line in log.splitlines() if line.strip())
+
+
+def ledger_lines(ledger: Path) -> list[list[str]]:
+    return [line.split() for line in ledger.read_text().splitlines()] if ledger.exists() else []
+
+
+def test_a_run_is_worked_by_a_worker_and_lands_a_commit_per_step_on_its_branch(
+    fleet: Fleet, origin: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    task = commit_task(origin, "feat", steps(ledger, 3))
+    run_id = fleet.add(task)
+    assert run_id.startswith("run-") and "\n" not in run_id  # the run id alone on stdout
+    queued = fleet.status()
+    assert [row["status"] for row in queued] == ["queued"] and list(queued[0]) == FLEET_KEYS
+    fleet.worker("w1")
+    rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", what="the run to complete")
+    row = rows[0]
+    assert row["run_id"] == run_id and row["worker"] == "w1" and row["branch"] == f"akira/fleet-{run_id}"
+    assert (row["steps_done"], row["steps_total"]) == (3, 3) and row["task"] == "Specs/feat/tasks.md"
+    assert branch_steps(origin, f"akira/fleet-{run_id}") == Counter({"1": 1, "2": 1, "3": 1})
+    assert git(origin, "branch", "--show-current") == "main"  # the person's checkout untouched
+    table = fleet.cli("status")
+    assert run_id in table.stdout and "completed" in table.stdout and "3/3" in table.stdout
+    worker = fleet.workers[0]
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+
+
+def test_bad_inputs_are_one_line_each(fleet: Fleet, origin: Path, tmp_path: Path) -> None:
+    task = commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `true`\n")
+    loose = tmp_path / "loose" / "tasks.md"
+    loose.parent.mkdir()
+    loose.write_text("- [ ] 1. One\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cases = {
+        "bad url": [*fleet_args("status"), "--database-url", "mysql://root:hunter2secret@db/x"],
+        "unreachable": [
+            *fleet_args("status"),
+            "--database-url",
+            f"postgresql://akira:hunter2secret@127.0.0.1:{port}/q",
+        ],
+        "not in a repository": [*fleet_args("add", "--task", str(loose)), "--database-url", fleet.url],
+        "cannot be cloned": [
+            *fleet_args("add", "--task", "Specs/feat/tasks.md", "--repo", str(tmp_path / "nowhere")),
+            "--database-url",
+            fleet.url,
+        ],
+        "not committed": [
+            *fleet_args("add", "--task", str(task), "--ref", "no-such-branch"),
+            "--database-url",
+            fleet.url,
+        ],
+        "unknown run": [*fleet_args("cancel", "run-nope"), "--database-url", fleet.url],
+    }
+    fleet.add(task)
+    cases["duplicate"] = [*fleet_args("add", "--task", str(task)), "--database-url", fleet.url]
+    for what, command in cases.items():
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert done.returncode == 1, f"{what}: {done.stderr}"
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, (
+            f"{what}: {done.stderr}"
+        )
+        assert "hunter2secret" not in done.stderr + done.stdout, what
+    unreachable = subprocess.run(cases["unreachable"], capture_output=True, text=True, timeout=60)
+    assert f"127.0.0.1:{port}" in unreachable.stderr and "akira:***@" in unreachable.stderr
+    duplicate = subprocess.run(cases["duplicate"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "already has a live run (run-" in duplicate.stderr
+
+
+def fleet_args(*args: str) -> list[str]:
+    return [sys.executable, "-m", "akira_cli", "fleet", *args]
+
+
+def test_a_worker_killed_mid_step_is_recovered_by_another_and_each_step_lands_once(
+    fleet: Fleet, origin: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    run_id = fleet.add(commit_task(origin, "feat", steps(ledger, 4, seconds=1.5)))
+    first = fleet.worker("doomed")
+    deadline = time.monotonic() + 90
+    while not any(line[:2] == ["start", "2"] for line in ledger_lines(ledger)):
+        assert time.monotonic() < deadline and first.poll() is None, "step 2 never started"
+        time.sleep(0.1)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    killed_at = time.monotonic()
+    fleet.worker("rescuer")
+    rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=180, what="the recovery")
+    assert time.monotonic() - killed_at >= 2  # not before the dead worker's timeout
+    assert rows[0]["worker"] == "rescuer"
+    assert branch_steps(origin, f"akira/fleet-{run_id}") == Counter({"1": 1, "2": 1, "3": 1, "4": 1})
+    ends = Counter(line[1] for line in ledger_lines(ledger) if line[0] == "end")
+    assert ends == Counter({"1": 1, "2": 1, "3": 1, "4": 1})  # the killed attempt never finished
+    assert_no_step_ran_twice_at_once(ledger)
+
+
+def assert_no_step_ran_twice_at_once(ledger: Path) -> None:
+    """Per step: a start is never followed by another start of the same step while the first
+    one's command still lived (its pid gone before the next start)."""
+    open_runs: dict[str, str] = {}
+    for kind, step, pid in ledger_lines(ledger):
+        if kind == "start":
+            earlier = open_runs.get(step)
+            assert earlier is None or not Path(f"/proc/{earlier}").exists(), f"step {step} ran twice at once"
+            open_runs[step] = pid
+        else:
+            open_runs.pop(step, None)
+
+
+def test_two_workers_never_run_one_run_twice(fleet: Fleet, origin: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    runs = [fleet.add(commit_task(origin, f"f{n}", steps(ledger, 2, prefix=f"r{n}-"))) for n in range(4)]
+    fleet.worker("a")
+    fleet.worker("b")
+    rows = fleet.wait(
+        lambda rows: all(r["status"] == "completed" for r in rows), timeout=180, what="four runs"
+    )
+    assert sorted(row["run_id"] for row in rows) == sorted(runs)
+    ends = Counter(line[1] for line in ledger_lines(ledger) if line[0] == "end")
+    assert ends == Counter({f"r{n}-{s}": 1 for n in range(4) for s in (1, 2)})
+
+
+def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
+    fleet: Fleet, origin: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    run_id = fleet.add(commit_task(origin, "feat", steps(ledger, 3, seconds=2)))
+    first = fleet.worker("leaving", timeout=60)
+    deadline = time.monotonic() + 90
+    while not any(line[:2] == ["start", "1"] for line in ledger_lines(ledger)):
+        assert time.monotonic() < deadline, "step 1 never started"
+        time.sleep(0.1)
+    asked = time.monotonic()
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=40) == 0 and time.monotonic() - asked < 30
+    ends = [line[1] for line in ledger_lines(ledger) if line[0] == "end"]
+    assert ends == ["1"]  # the running step finished; the next one never started
+    fleet.worker("staying", timeout=60)
+    rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=120, what="the run handed back")
+    assert rows[0]["worker"] == "staying"
+    assert branch_steps(origin, f"akira/fleet-{run_id}") == Counter({"1": 1, "2": 1, "3": 1})
+
+
+def test_a_failing_setup_marks_the_run_needs_action_with_its_output(fleet: Fleet, origin: Path) -> None:
+    config = origin / "config" / "autonomous_loop.yaml"
+    config.write_text(config.read_text().replace('setup: ""', 'setup: "echo the-setup-broke >&2; exit 3"'))
+    fleet.add(commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `echo 1 > one.txt`\n"))
+    fleet.worker("w")
+    rows = fleet.wait(lambda rows: rows[0]["status"] == "needs_action", what="needs_action")
+    assert "the-setup-broke" in str(rows[0]["message"]) and "exited 3" in str(rows[0]["message"])
+
+
+def test_cancel_drops_a_queued_run(fleet: Fleet, origin: Path) -> None:
+    run_id = fleet.add(commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `true`\n"))
+    done = fleet.cli("cancel", run_id)
+    assert done.returncode == 0 and "dropped from the queue" in done.stderr
+    assert [row["status"] for row in fleet.status()] == ["cancelled"]
+    again = fleet.cli("cancel", run_id)
+    assert again.returncode == 1 and "has ended" in again.stderr
+
+
+def test_the_fleet_without_dbos_names_the_extra_and_nothing_else_imports_it(tmp_path: Path) -> None:
+    blocked = (
+        "import sys; sys.modules['dbos'] = None; from akira_cli.cli import main; "
+        "sys.exit(main(['fleet', 'status', '--database-url', 'sqlite:///x.sqlite']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 1 and 'pip install -e ".[fleet]"' in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    probe = (
+        "import sys, contextlib, io; from akira_cli.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"
+        "print('dbos' in sys.modules, 'sqlalchemy' in sys.modules)"
+    )
+    seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert seen.stdout.split() == ["False", "False"], seen.stderr
+
+
+# -- Postgres -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A throwaway Postgres cluster on a free port, as `nobody` when the tests run as root."""
+    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
+        pytest.skip("Postgres binaries (initdb, pg_ctl) are not on PATH: the Postgres fleet test is skipped")
+    folder = Path("/tmp") / f"akira-pg-{os.getpid()}-{time.monotonic_ns()}"
+    folder.mkdir(mode=0o777)
+    data, password = folder / "data", "pg-secret-9f3k2"
+    (folder / "pw").write_text(password)
+    as_user = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(folder, "nobody")
+        shutil.chown(folder / "pw", "nobody")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    run = lambda *args: subprocess.run([*as_user, *args], capture_output=True, text=True, timeout=120)  # noqa: E731
+    made = run("initdb", "-D", str(data), "-U", "akira", f"--pwfile={folder / 'pw'}", "--auth=scram-sha-256")
+    assert made.returncode == 0, made.stderr
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    started = run("pg_ctl", "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start")
+    assert started.returncode == 0, started.stderr + (folder / "log").read_text()
+    try:
+        yield f"postgresql://akira:{password}@127.0.0.1:{port}/akira_fleet"
+    finally:
+        run("pg_ctl", "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_fleet_on_postgres_recovers_a_killed_worker_and_never_shows_the_password(
+    postgres: str, origin: Path, tmp_path: Path
+) -> None:
+    fleet = Fleet(postgres, tmp_path)
+    try:
+        ledger = tmp_path / "ledger"
+        run_id = fleet.add(commit_task(origin, "feat", steps(ledger, 3, seconds=1.5)))
+        other = fleet.add(commit_task(origin, "other", steps(ledger, 2, prefix="o")))
+        first = fleet.worker("pg-doomed")
+        deadline = time.monotonic() + 90
+        while not any(line[0] == "start" for line in ledger_lines(ledger)):
+            assert time.monotonic() < deadline, "no step started"
+            time.sleep(0.1)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        fleet.worker("pg-a")
+        fleet.worker("pg-b")
+        rows = fleet.wait(
+            lambda rows: all(r["status"] == "completed" for r in rows), timeout=180, what="both runs"
+        )
+        assert {row["run_id"] for row in rows} == {run_id, other}
+        assert branch_steps(origin, f"akira/fleet-{run_id}") == Counter({"1": 1, "2": 1, "3": 1})
+        assert branch_steps(origin, f"akira/fleet-{other}") == Counter({"1": 1, "2": 1})
+        assert_no_step_ran_twice_at_once(ledger)
+        password = postgres.split(":")[2].split("@")[0]
+        shown = fleet.cli("status").stdout + json.dumps(rows)
+        for process in fleet.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=40)
+            shown += out + err
+        assert password not in shown
+    finally:
+        fleet.stop()
