@@ -31,9 +31,9 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS akira_fleet_progress ("
     "run_id VARCHAR(64) PRIMARY KEY, status VARCHAR(32), worker VARCHAR(200), step VARCHAR(200), "
     "steps_done INTEGER, steps_total INTEGER, cost_usd DOUBLE PRECISION, message TEXT, "
-    "updated_at DOUBLE PRECISION)",
+    "loop_seconds DOUBLE PRECISION, updated_at DOUBLE PRECISION)",
 )
-PROGRESS = ("status", "worker", "step", "steps_done", "steps_total", "cost_usd", "message")
+PROGRESS = ("status", "worker", "step", "steps_done", "steps_total", "cost_usd", "message", "loop_seconds")
 
 
 def require_dbos() -> None:

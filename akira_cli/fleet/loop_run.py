@@ -129,8 +129,11 @@ class LoopRun:
         reader.start()
         asked: float | None = None
         last: tuple[Any, ...] = ()
-        while process.poll() is None:
-            time.sleep(0.5)
+        started = time.monotonic()
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=0.25)
+                break
             last = self.progress(clone, last)
             if asked is None and (self.stopping.is_set() or self.cancelled(self.spec.run_id)):
                 asked = time.monotonic()
@@ -140,7 +143,8 @@ class LoopRun:
                 asked = float("inf")
         reader.join(timeout=5)
         self.progress(clone, ())
-        self.report("running", steps_done=self.ledger(clone))  # the branch's trailers: the truth
+        took = time.monotonic() - started
+        self.report("running", steps_done=self.ledger(clone), loop_seconds=took)  # trailers: the truth
         if self.cancelled(self.spec.run_id):
             return self.end("cancelled", "cancelled")
         if self.stopping.is_set() and process.returncode in (2, 3, -signal.SIGTERM):

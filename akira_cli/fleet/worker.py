@@ -57,7 +57,7 @@ class Worker:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: self.stopping.set())
         DBOS.launch()
-        DBOS.register_queue(QUEUE, worker_concurrency=self.concurrency)
+        DBOS.register_queue(QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=0.25)
         print(f"akira: fleet worker {self.name} is waiting for runs", file=sys.stderr, flush=True)
         beat = max(0.5, min(5.0, self.timeout / 4))
         while not self.stopping.wait(beat):
