@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
 from akira_cli.git.cli import Git, GitError
@@ -52,6 +53,7 @@ class Slots:
         self.links = links
         self.folder = run.workspace / ".akira" / "worktrees" / ref_part(task_id)
         self._extras: tuple[list[str], list[str]] | None = None
+        self._adding = threading.Lock()
         self.clean: dict[Path, bool] = {}
         """Slots whose last step committed every file it changed: nothing untracked to clean."""
 
@@ -73,9 +75,10 @@ class Slots:
             if not self.clean.pop(path, False):
                 git.run("clean", "-q", "-f", "-d")  # ignored files (the environment brought in) stay
             return path
-        shutil.rmtree(path, ignore_errors=True)  # a folder git no longer knows as a worktree
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.run.git.run("worktree", "add", "-q", "-f", "-B", branch, str(path), tip)
+        with self._adding:  # one `worktree add` at a time: they share .git/worktrees and refs
+            shutil.rmtree(path, ignore_errors=True)  # a folder git no longer knows as a worktree
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.run.git.run("worktree", "add", "-q", "-f", "-B", branch, str(path), tip)
         self.bring(path)
         return path
 

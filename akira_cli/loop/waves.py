@@ -126,7 +126,7 @@ class Waves:
                             queue.sort(key=lambda s: order.index(s.id))
                             limit = limit or (pending.step.id, pending.result.limit)  # type: ignore[union-attr]
                     except (LoopStop, AkiraError) as exc:
-                        if not isinstance(stop, ForceStopped):
+                        if stop is None or isinstance(exc, ForceStopped):  # the first one says why
                             stop = exc if isinstance(exc, LoopStop) else NeedsPerson(str(exc))
                             stopped_at = pending.step
                 busy = {pending.step.id for pending in running.values()}
