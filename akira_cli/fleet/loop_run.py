@@ -118,6 +118,7 @@ class LoopRun:
             "AKIRA_GIT_BRANCH": "" if resumed else self.spec.branch,
             "AKIRA_FLEET_RUN": self.spec.run_id,
         }
+        env.pop("AKIRA_FLEET_DATABASE_URL", None)  # the loop's agents never see the queue's password
         command = [sys.executable, "-m", "akira_cli", "loop", "start", "--task", str(clone / self.spec.task)]
         command += ["--no-wait"]
         process = subprocess.Popen(
