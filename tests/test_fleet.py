@@ -382,3 +382,18 @@ def test_the_fleet_on_postgres_recovers_a_killed_worker_and_never_shows_the_pass
         assert password not in shown
     finally:
         fleet.stop()
+
+
+def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
+    worker = fleet.worker("idle")
+    assert worker.stderr is not None
+    first = worker.stderr.readline()  # once it is ready for runs (the test's timeout bounds it)
+    assert first.strip() == "akira: fleet worker idle is waiting for runs"
+    assert fleet.status() == []
+    asked = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0 and time.monotonic() - asked < 30
+    assert out == "" and err.strip().splitlines() == [
+        "akira: fleet worker idle stopped; its runs go back to the queue"
+    ]  # nothing between: it waited quietly

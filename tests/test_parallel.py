@@ -403,3 +403,53 @@ def test_a_move_to_needs_action_during_a_wave_pauses_once_the_running_steps_land
     state = repo.state()
     assert state.status == "paused" and sorted(c.step_id for c in state.completed_steps) == ["1", "2"]
     assert not (gate / "3").exists()
+
+
+def test_a_failed_attempt_in_a_worktree_keeps_its_patch(repo: Akira, meet: tuple[Path, Path]) -> None:
+    repo.write_config("reflection:\n  max_iterations: 1\n")
+    tasks(
+        repo,
+        f"- [ ] 1. [P] A\n  - Run: `{at_once(meet, '1', 2)} && echo a > a.txt`\n  - Exists: `a.txt`\n"
+        f"- [ ] 2. [P] B\n  - Run: `{at_once(meet, '2', 2)} && echo half > half.txt`\n  - Exists: `never.txt`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 4, err
+    attempt = repo.state().steps["2"].attempts[-1]
+    assert attempt.outcome == "failure" and attempt.patch is not None
+    patch = (repo.root / attempt.patch).read_text()
+    assert "+++ b/half.txt" in patch and "+half" in patch
+    assert "half.txt" in attempt.output_tail and attempt.patch in attempt.output_tail
+    assert not (repo.root / "half.txt").exists()  # the main work tree never saw it
+
+
+def test_a_short_kill_9_storm_mid_wave_leaves_one_commit_per_step(repo: Akira, tmp_path: Path) -> None:
+    """The suite's short version of `benchmarks/git_kill_storm.py --parallel`."""
+    ledger = tmp_path / "runs.log"
+    steps = "".join(
+        f"- [ ] {n}. [P] Step {n}\n  - Run: `echo {n} >> {ledger}; sleep 0.4; echo {n} > s{n}.txt`\n"
+        f"  - Exists: `s{n}.txt`\n"
+        for n in range(1, 10)
+    )
+    tasks(repo, steps)
+    args = ["loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "3", "--no-wait"]
+    kills = wanted = 0
+    for round in range(3):
+        process = repo.spawn(*args)
+        wanted += 3 + round  # the first kill mid-wave, the later ones after some steps landed
+
+        def started(count: int = wanted) -> bool:
+            return ledger.exists() and len(ledger.read_text().split()) >= count
+
+        repo.wait_for(started, timeout=60, what=f"{wanted} runs")
+        os.kill(process.pid, signal.SIGKILL)
+        process.communicate(timeout=30)
+        kills += 1
+        args = ["loop", "resume", "--task-id", repo.task_id(), "--no-wait"]
+    resumed = repo.cli(*args, timeout=180)
+    assert resumed.code == 0, resumed.err
+    root = repo.root
+    assert kills == 3 and commits(root, "main..HEAD") == [f"{n} Step {n}" for n in range(1, 10)] + [
+        "feat: done"
+    ]
+    assert_no_worktree_left(root)
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""

@@ -63,11 +63,22 @@ def land(run: GitRun, base: str, step_commit: str, task_file: str) -> Landing:
     dirty = run.git.run(
         "status", "--porcelain", "-z", "--untracked-files=all", "--", *names, env={"GIT_OPTIONAL_LOCKS": "0"}
     ).stdout
-    if dirty:  # a person's change (or a landing a kill -9 cut short) where the step wrote
-        entries = dirty.decode("utf-8", "replace").split("\0")
-        return Landing(collided=[entry[3:] for entry in entries if entry[3:]][:20])
+    if dirty:  # a person's change where the step wrote, or this landing cut short by a kill -9
+        entries = [entry[3:] for entry in dirty.decode("utf-8", "surrogateescape").split("\0") if entry[3:]]
+        blobs = {change.name: change.blob for change in changes}
+        theirs = [name for name in entries if not already_merged(run, name, blobs.get(name))]
+        if theirs:
+            return Landing(collided=theirs[:20])
     write(run, changes)
     return Landing(paths=[run.root / name for name in names])
+
+
+def already_merged(run: GitRun, name: str, blob: str | None) -> bool:
+    """Whether the work tree's file is the merge's already (a landing cut short wrote it)."""
+    path = run.root / name
+    if blob is None or not path.is_file():
+        return False
+    return run.git.out("hash-object", "--", str(path)) == blob
 
 
 @dataclass

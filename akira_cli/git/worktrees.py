@@ -131,6 +131,17 @@ class Slots:
         git.run("update-ref", f"refs/heads/{step_branch(self.task_id, step_id)}", sha)
         return sha
 
+    def patch(self, path: Path, names: list[str]) -> tuple[bytes, str]:
+        """A failed attempt's changes in its slot: the patch (binary-safe) and its `--stat`.
+        The slot's index is akira's own; the next `take` resets it."""
+        if not names:
+            return b"", ""
+        git = Git(path)
+        git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_z(names))
+        return git.run("diff", "--cached", "--binary", "HEAD").stdout, git.out(
+            "diff", "--cached", "--stat", "HEAD"
+        )
+
     def drop_branch(self, step_id: str) -> None:
         """A step branch that has served its purpose (landed or collided), unless a slot holds it."""
         self.run.git.run("update-ref", "-d", f"refs/heads/{step_branch(self.task_id, step_id)}", check=False)

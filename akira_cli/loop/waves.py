@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 from akira_cli.checks import evaluate, step_checks
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
 from akira_cli.events import EventType
+from akira_cli.fileio import atomic_write
 from akira_cli.git import landing
 from akira_cli.git.run import GitRun, subject
-from akira_cli.git.steps import StepCommits
+from akira_cli.git.steps import StepCommits, safe
 from akira_cli.git.worktrees import Slots
 from akira_cli.loop.lanes import Lane, Pending, slot_lane
 from akira_cli.runner import tail
@@ -202,9 +203,26 @@ class Waves:
                 message = f"{subject(pending.step.id, pending.step.title)}\n\nAkira-Step: {pending.step.id}\n"
                 pending.commit = self.slots.commit(lane.path, pending.step.id, names, message)
                 self.slots.clean[lane.path] = len(names) == len(attempt.files_changed)
+            elif attempt is not None and attempt.outcome == "failure" and lane.path is not None:
+                self.keep_patch(pending, self.committable(lane, attempt.files_changed))
         except BaseException as exc:  # raised again on the loop's thread
             pending.error = exc
         return pending
+
+    def keep_patch(self, pending: Pending, names: list[str]) -> None:
+        """A failed attempt's work, as in the main work tree (SPEC 12): saved as a patch, its
+        `--stat` for the reflection and the next prompt. The slot is reset when it is reused."""
+        attempt, lane = pending.attempt, pending.lane
+        assert attempt is not None and lane.path is not None
+        patch, stat = self.slots.patch(lane.path, names)
+        if not patch:
+            return
+        store = self.loop.workspace.state_dir
+        where = store / "attempts" / self.state.task_id / f"{safe(pending.step.id)}-{attempt.number}.patch"
+        atomic_write(where, patch, durable=False)
+        attempt.patch = str(where.relative_to(store.parent))
+        summary = f"What this attempt changed in its worktree (its patch: {attempt.patch}):\n{stat}"
+        attempt.output_tail = f"{attempt.output_tail}\n\n{summary}".strip()[-4000:]
 
     def committable(self, lane: Lane, changed: list[str]) -> list[str]:
         assert lane.path is not None
