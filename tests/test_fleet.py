@@ -397,3 +397,25 @@ def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     assert out == "" and err.strip().splitlines() == [
         "akira: fleet worker idle stopped; its runs go back to the queue"
     ]  # nothing between: it waited quietly
+
+
+def test_a_run_recovered_after_its_loop_finished_is_completed_not_run_again(
+    fleet: Fleet, origin: Path
+) -> None:
+    run_id = fleet.add(commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `echo 1 > one.txt`\n"))
+    git(
+        origin, "switch", "-q", "-c", f"akira/fleet-{run_id}"
+    )  # as a worker that died at the very end left it
+    (origin / "one.txt").write_text("1\n")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "1 One", "-m", "Akira-Step: 1")
+    (origin / "Done").mkdir(exist_ok=True)
+    git(origin, "mv", "Specs/feat", "Done/feat")
+    git(origin, "commit", "-q", "-m", "feat: done")
+    git(origin, "switch", "-q", "main")
+    fleet.worker("late")
+    rows = fleet.wait(
+        lambda rows: rows[0]["status"] != "queued" and rows[0]["status"] != "running", what="the end"
+    )
+    assert rows[0]["status"] == "completed" and rows[0]["steps_done"] == 1
+    assert git(origin, "log", "-1", "--format=%s", f"akira/fleet-{run_id}") == "feat: done"  # nothing new

@@ -69,6 +69,9 @@ class LoopRun:
         setup = self.setup(clone)
         if setup is not None:
             return self.end("needs_action", f"fleet.setup failed: {setup}")
+        if resumed and not (clone / self.spec.task).exists() and self.finished(clone):
+            self.report("running", steps_done=self.ledger(clone))
+            return self.end("completed", "")  # the loop had finished when its worker died
         self.total = steps_total(clone / self.spec.task)
         done_steps = self.ledger(clone) if resumed else 0
         self.report(
@@ -78,6 +81,12 @@ class LoopRun:
             message="resumed from the run's branch" if resumed else "",
         )
         return self.loop(clone, resumed)
+
+    def finished(self, clone: Path) -> bool:
+        """Whether the run's branch ends with the loop's move to Done/ (its last commit)."""
+        last = git_out("log", "-1", "--format=%s%n%(trailers:key=Akira-Step,valueonly)", cwd=clone)
+        lines = last.stdout.strip().splitlines()
+        return bool(lines) and lines[0].endswith(": done") and len(lines) == 1
 
     def branch_exists(self) -> bool:
         heads = git_out("ls-remote", "--heads", self.spec.repo, self.spec.branch)
