@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -273,6 +274,20 @@ def alive(pid: int) -> bool:
         return False
 
 
+def while_two_run(repo: Akira, gate: Path, release: Path, act: Callable[[], None]) -> tuple[int, str]:
+    """`loop start --parallel 2` on held steps: `act` once two of them run, then they are
+    released; the loop's exit code and stderr."""
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
+    try:
+        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+        act()
+        release.write_text("")
+        _out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    return process.returncode, err
+
+
 def wave_held(tmp_path: Path, count: int) -> tuple[str, Path, Path]:
     """`count` [P] steps that wait for a release file; where they check in, and the release."""
     gate, release = tmp_path / "gate", tmp_path / "release"
@@ -291,15 +306,12 @@ def test_a_stop_hook_during_a_wave_lets_the_running_steps_finish_then_pauses(
 ) -> None:
     steps, gate, release = wave_held(tmp_path, 3)
     tasks(repo, steps)
-    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
-    try:
-        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+
+    def act() -> None:
         assert repo.cli("loop", "stop", "--task-id", repo.task_id()).code == 0
-        release.write_text("")
-        _out, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
-    assert process.returncode == 3, err
+
+    code, err = while_two_run(repo, gate, release, act)
+    assert code == 3, err
     state = repo.state()
     assert state.status == "paused" and sorted(c.step_id for c in state.completed_steps) == ["1", "2"]
     assert commits(repo.root, "main..HEAD") == ["1 Held 1", "2 Held 2"]  # the running ones landed
@@ -316,16 +328,13 @@ def test_a_stop_hook_during_a_wave_lets_the_running_steps_finish_then_pauses(
 def test_a_directive_a_person_changes_during_a_wave_pauses_after_it(repo: Akira, tmp_path: Path) -> None:
     steps, gate, release = wave_held(tmp_path, 2)
     tasks(repo, steps + "- [ ] 3. Later\n  - Run: `echo l > l.txt`\n")
-    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
-    try:
-        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+
+    def act() -> None:
         path = repo.root / "Specs" / "feat" / "tasks.md"
         path.write_text(path.read_text().replace("echo l > l.txt", "rm -rf /tmp/not-this"))
-        release.write_text("")
-        _out, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
-    assert process.returncode == 3, err
+
+    code, err = while_two_run(repo, gate, release, act)
+    assert code == 3, err
     state = repo.state()
     assert state.status == "paused" and "directives of step(s) 3 changed" in state.stop_reason
     assert sorted(c.step_id for c in state.completed_steps) == ["1", "2"]
@@ -369,16 +378,13 @@ def test_a_tick_during_a_wave_is_a_claim_and_a_move_to_done_completes_after_it(
 ) -> None:
     steps, gate, release = wave_held(tmp_path, 2)
     tasks(repo, steps + "- [ ] 3. Claimed\n  - Run: `echo c > c.txt`\n  - Exists: `c.txt`\n")
-    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
-    try:
-        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+
+    def act() -> None:
         path = repo.root / "Specs" / "feat" / "tasks.md"
         path.write_text(path.read_text().replace("- [ ] 3. Claimed", "- [x] 3. Claimed"))
-        release.write_text("")
-        _out, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
-    assert process.returncode == 0, err
+
+    code, err = while_two_run(repo, gate, release, act)
+    assert code == 0, err
     refuted = [e for e in repo.events() if e.data.get("action") == "claim_refuted"]
     assert [e.step_id for e in refuted] == ["3"]  # its check failed: the tick was a claim, refused
     assert (repo.root / "c.txt").read_text() == "c\n"  # so the step ran
@@ -390,16 +396,13 @@ def test_a_move_to_needs_action_during_a_wave_pauses_once_the_running_steps_land
 ) -> None:
     steps, gate, release = wave_held(tmp_path, 3)
     tasks(repo, steps)
-    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
-    try:
-        repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
+
+    def act() -> None:
         (repo.root / "Needs_Action").mkdir(exist_ok=True)
         os.rename(repo.root / "Specs" / "feat", repo.root / "Needs_Action" / "feat")
-        release.write_text("")
-        _out, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
-    assert process.returncode == 3, err
+
+    code, err = while_two_run(repo, gate, release, act)
+    assert code == 3, err
     state = repo.state()
     assert state.status == "paused" and sorted(c.step_id for c in state.completed_steps) == ["1", "2"]
     assert not (gate / "3").exists()

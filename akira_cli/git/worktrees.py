@@ -106,8 +106,8 @@ class Slots:
                 named = [name for name in listed.decode("utf-8", "replace").split("\0") if name]
                 copies = self.ignored(named)
             present = [name for name in self.links if (self.run.root / name).is_dir() and "/" not in name]
-            self._extras = (copies, self.ignored([f"{name}/" for name in present]))
-            self._extras = (copies, [name.rstrip("/") for name in self._extras[1]])
+            links = [name.rstrip("/") for name in self.ignored([f"{name}/" for name in present])]
+            self._extras = (copies, links)
         return self._extras
 
     def ignored(self, names: list[str]) -> list[str]:

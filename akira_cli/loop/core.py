@@ -99,10 +99,10 @@ class AutonomousLoop:
             task = self.book.load(path)
             step = self.book.next_step(task)
             wave = self.waves.wave(task, step) if self.waves is not None else [step]
-            if len(wave) == 1:
+            if self.waves is None or len(wave) == 1:
                 self.iterate(path, task, step)
                 continue
-            self.waves.run_wave(task, wave)  # type: ignore[union-attr]
+            self.waves.run_wave(task, wave)
             if self.book.after_attempt(path, [s.id for s in wave]):
                 self.checkpoint()
 

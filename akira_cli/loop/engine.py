@@ -79,9 +79,7 @@ class StepEngine(Outcomes):
 
     def start(self, step: Step, task: TaskFile, lane: Lane) -> Pending:
         record = self.state.record(step.id, step.title)
-        agent = CheckpointAgent() if is_checkpoint(step) else lane.agent_for(step)
-        if is_checkpoint(step):
-            require_project_checks(step, self.config)
+        agent = self.agent_of(step, lane)
         request = self.request(step, task, record, agent, lane.workdir)
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         pending = Pending(
@@ -102,6 +100,12 @@ class StepEngine(Outcomes):
         if not agent.spawns and lane is self.lane:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
         return pending
+
+    def agent_of(self, step: Step, lane: Lane) -> Agent:
+        if is_checkpoint(step):
+            require_project_checks(step, self.config)
+            return CheckpointAgent()
+        return lane.agent_for(step)
 
     def run(self, pending: Pending) -> Pending:
         """The agent's run and the evaluation; on a wave step's own thread, it writes nothing

@@ -32,6 +32,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 
 if TYPE_CHECKING:
+    from akira_cli.agents.presets import UsageLimit
     from akira_cli.loop.core import AutonomousLoop
 
 
@@ -84,12 +85,12 @@ class Waves:
     def run_wave(self, task: TaskFile, steps: list[Step]) -> None:
         """Runs `steps` up to N at a time and lands them in file order; a stop (a hook, a move,
         a failure that ends a step, a forced stop) lets the running steps finish first."""
-        base, order = self.run.plumb.head()[0], [step.id for step in steps]
+        self.base, order = self.run.plumb.head()[0], [step.id for step in steps]
         queue, running, done = list(steps), dict[Future[Pending], Pending](), dict[str, Pending]()
         free, landed = list(range(min(self.size, len(steps)))), list[str]()
         stop: LoopStop | None = None
         stopped_at: Step | None = None
-        limit: tuple[str, object] | None = None
+        limit: tuple[str, UsageLimit] | None = None
         self.loop.bus.emit(EventType.WAVE_STARTED, steps=order[:50], parallel=len(free))
         self.slots.prune()
         with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool, self.killing():
@@ -100,7 +101,7 @@ class Waves:
                     except LoopStop as exc:
                         stop = exc
                         break
-                    pending = self.begin(queue.pop(0), task, free.pop(0), base)
+                    pending = self.begin(queue.pop(0), task, free.pop(0))
                     running[pool.submit(self.work, pending)] = pending
                 if running:
                     finished, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
@@ -108,7 +109,7 @@ class Waves:
                     step_id, reset = limit
                     limit = None
                     try:
-                        self.loop.engine.limits.wait_out(step_id, reset)  # type: ignore[arg-type]
+                        self.loop.engine.limits.wait_out(step_id, reset)
                     except LoopStop as exc:
                         stop = exc
                     continue
@@ -120,12 +121,13 @@ class Waves:
                     free.append(pending.lane.slot)
                     self.forget(pending.step.id)
                     try:
-                        if self.end(pending):
-                            done[pending.step.id] = pending
-                        elif pending.attempt is None:  # a usage limit: the whole wave waits
+                        reached = self.end(pending)
+                        if reached is not None:  # a usage limit: the whole wave waits, then runs it
                             queue.insert(0, pending.step)
                             queue.sort(key=lambda s: order.index(s.id))
-                            limit = limit or (pending.step.id, pending.result.limit)  # type: ignore[union-attr]
+                            limit = limit or (pending.step.id, reached)
+                        elif pending.attempt is not None and pending.attempt.outcome == "success":
+                            done[pending.step.id] = pending
                     except (LoopStop, AkiraError) as exc:
                         if stop is None or isinstance(exc, ForceStopped):  # the first one says why
                             stop = exc if isinstance(exc, LoopStop) else NeedsPerson(str(exc))
@@ -137,7 +139,7 @@ class Waves:
                     if step_id in done and not isinstance(stop, ForceStopped):
                         pending = done.pop(step_id)
                         try:
-                            self.land(pending, base, landed)
+                            self.land(pending, landed)
                         except LoopStop as exc:  # a hook refused its commit, and that ended the step
                             stop, stopped_at = stop or exc, stopped_at or pending.step
                 if finished:
@@ -158,7 +160,7 @@ class Waves:
                 lane.runner.kill()
             raise
 
-    def begin(self, step: Step, task: TaskFile, slot: int, base: str) -> Pending:
+    def begin(self, step: Step, task: TaskFile, slot: int) -> Pending:
         self.state.iteration += 1
         self.loop.bus.iteration = self.state.iteration
         record = self.state.record(step.id, step.title)
@@ -167,7 +169,6 @@ class Waves:
         path = self.slots.path(slot)
         lane = self.lane(slot, path)
         lane.witness.forget()
-        self.base = base
         number = record.window_count + 1
         self.state.current_steps.append(
             CurrentStep(step_id=step.id, description=step.title, attempt=number, worktree=str(path))
@@ -230,23 +231,27 @@ class Waves:
         names = [os.path.relpath(lane.workdir / name, lane.path) for name in changed]
         return [name for name in names if name != task and not self.run.is_control(self.run.root / name)]
 
-    def end(self, pending: Pending) -> bool:
-        """The attempt's bookkeeping; True when it passed in its worktree (it lands next)."""
+    def end(self, pending: Pending) -> UsageLimit | None:
+        """The attempt's bookkeeping (a success in its worktree lands next); the usage limit
+        that cut it short, if one did."""
         if pending.error is not None:
             raise pending.error
         result = pending.result
         if pending.attempt is None and result is not None and result.limit is not None:
             self.state.iteration -= 1  # a usage limit spends no iteration
-            return False
-        return self.loop.engine.finish(pending).outcome == "success"
+            return result.limit
+        self.loop.engine.finish(pending)
+        return None
 
-    def land(self, pending: Pending, base: str, landed: list[str]) -> None:
+    def land(self, pending: Pending, landed: list[str]) -> None:
         """The step onto the task branch: merged, checked there again, committed."""
         step, record, attempt = pending.step, pending.record, pending.attempt
         assert attempt is not None
         task_file = self.run.relative(Path(self.state.task_path))
         done = (
-            landing.land(self.run, base, pending.commit, task_file) if pending.commit else landing.Landing()
+            landing.land(self.run, self.base, pending.commit, task_file)
+            if pending.commit
+            else landing.Landing()
         )
         self.loop.engine.witness.forget()  # the main work tree changed under its last look
         self.slots.drop_branch(step.id)
