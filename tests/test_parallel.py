@@ -456,3 +456,19 @@ def test_a_short_kill_9_storm_mid_wave_leaves_one_commit_per_step(repo: Akira, t
     ]
     assert_no_worktree_left(root)
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_an_environment_folder_git_does_not_ignore_is_neither_linked_nor_an_error(
+    repo: Akira, meet: tuple[Path, Path]
+) -> None:
+    (repo.root / "venv").mkdir()  # tracked, so a worktree has it already: `check-ignore` says none
+    (repo.root / "venv" / "README").write_text("tracked\n")
+    steps = "".join(
+        f"- [ ] {n}. [P] Step {n}\n  - Run: `{at_once(meet, str(n), 2)} && test ! -L venv && echo {n} > v{n}.txt`\n"
+        f"  - Exists: `v{n}.txt`\n"
+        for n in (1, 2)
+    )
+    tasks(repo, steps)
+    code, err = start(repo, "--parallel", "2")
+    assert code == 0, err
+    assert commits(repo.root, "main..HEAD") == ["1 Step 1", "2 Step 2", "feat: done"]

@@ -113,7 +113,8 @@ class Slots:
     def ignored(self, names: list[str]) -> list[str]:
         if not names:
             return []
-        done = self.run.git.run("check-ignore", "-z", "--stdin", stdin=b"\0".join(n.encode() for n in names))
+        # exit 1: none of them is ignored, which is an answer, not a failure
+        done = self.run.git.run("check-ignore", "-z", "--stdin", stdin=_z(names), check=False)
         return [name for name in done.stdout.decode("utf-8", "replace").split("\0") if name]
 
     def commit(self, path: Path, step_id: str, names: list[str], message: str) -> str | None:
