@@ -24,7 +24,7 @@ from akira_cli.git.steps import PROMPT_NOTE, StepCommits
 from akira_cli.git.worktrees import ENV_HINT, missing_environment
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
-from akira_cli.loop.outcomes import Outcomes
+from akira_cli.loop.outcomes import Outcomes, Reflection
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
 from akira_cli.prompts import reinjection_reason
@@ -33,14 +33,6 @@ from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
-
-
-class Reflection(Protocol):
-    """Where the reflection engine plugs in (seeds 000, 002, 003)."""
-
-    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
-
-    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
 
 
 class PromptBuilder(Protocol):

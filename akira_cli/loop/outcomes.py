@@ -4,7 +4,7 @@ changed and no check passed, several times in a row, stops the loop."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from akira_cli.config import Config
 from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
@@ -13,8 +13,13 @@ from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState,
 from akira_cli.tasks.model import Step
 from akira_cli.workspace import Workspace, command_line
 
-if TYPE_CHECKING:
-    from akira_cli.loop.engine import Reflection
+
+class Reflection(Protocol):
+    """Where the reflection engine plugs in (seeds 000, 002, 003)."""
+
+    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
+
+    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
 
 
 class Outcomes:

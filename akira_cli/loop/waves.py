@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.checks import evaluate, step_checks
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
@@ -32,12 +33,40 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 
 if TYPE_CHECKING:
+    from akira_cli.agents.base import Agent
     from akira_cli.agents.presets import UsageLimit
-    from akira_cli.loop.core import AutonomousLoop
+    from akira_cli.config import Config
+    from akira_cli.events import EventBus
+    from akira_cli.loop.engine import StepEngine
+    from akira_cli.loop.taskbook import TaskBook
+    from akira_cli.runner import CommandRunner
+    from akira_cli.state.models import Attempt, LoopState
+    from akira_cli.workspace import Workspace
+
+
+class Host(Protocol):
+    """What a wave needs of the loop that runs it (`loop.core.AutonomousLoop`)."""
+
+    state: LoopState
+    config: Config
+    workspace: Workspace
+    bus: EventBus
+    engine: StepEngine
+    book: TaskBook
+    forced: threading.Event
+    agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None
+
+    def boundary(self) -> Path: ...
+
+    def checkpoint(self, *, defer_sync: bool = False) -> None: ...
+
+    def completed(self, step: Step, attempt: Attempt) -> None: ...
+
+    def report_completed(self, step: Step, attempt: Attempt) -> None: ...
 
 
 class Waves:
-    def __init__(self, loop: AutonomousLoop, run: GitRun, commits: StepCommits, size: int) -> None:
+    def __init__(self, loop: Host, run: GitRun, commits: StepCommits, size: int) -> None:
         self.loop, self.run, self.commits, self.size = loop, run, commits, size
         self.state = loop.state
         self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link))

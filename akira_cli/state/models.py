@@ -8,31 +8,28 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from akira_cli.events import utcnow
-from akira_cli.failures import key_line
 from akira_cli.state.gitrun import GitRun
+from akira_cli.state.records import KEEP_ATTEMPTS as KEEP_ATTEMPTS
+from akira_cli.state.records import KEEP_ENTRIES as KEEP_ENTRIES
+from akira_cli.state.records import NOT_COUNTED as NOT_COUNTED
+from akira_cli.state.records import NOT_EVIDENCE as NOT_EVIDENCE
+from akira_cli.state.records import Attempt as Attempt
+from akira_cli.state.records import CheckResult as CheckResult
+from akira_cli.state.records import Evaluation as Evaluation
+from akira_cli.state.records import Model
+from akira_cli.state.records import PostActionReflection as PostActionReflection
+from akira_cli.state.records import StepRecord as StepRecord
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 2
 """2: bounded lists with counters (`StepRecord.attempts_total`, `LoopState.history`); the full
 history lives in the journal (`state/journal.py`). Version 1 files are read and trimmed."""
-KEEP_ATTEMPTS = 6
-"""Attempts kept per step record; older ones live in the journal."""
-KEEP_ENTRIES = 10
-"""Completed steps, failures and reflection ids kept in the state file. A list is trimmed back
-to this when it reaches twice as many, so trimming is rare."""
 KEEP_FINISHED = 3
 """Records of completed steps kept (their lessons feed the next prompts), trimmed at twice."""
 Status = Literal["running", "paused", "needs_action", "completed", "failed", "cancelled"]
-Outcome = Literal["success", "failure", "interrupted", "collided"]
-NOT_COUNTED = ("interrupted", "collided")
-"""Outcomes that cost the step no attempt: a forced stop, a parallel step that collided (SPEC 13)."""
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
 
 
 class CurrentStep(Model):
@@ -87,148 +84,6 @@ class FailedStep(Model):
     error: str
     retry_count: int = 0
     recovered: bool = False
-
-
-NOT_EVIDENCE = frozenset({"agent result", "evidence"})
-"""Check names that are not deterministic checks: they never make a step verified, and passing
-them is no progress."""
-
-
-class CheckResult(Model):
-    name: str
-    passed: bool
-    detail: str = ""
-    advisory: bool = False
-    """A project check that already failed before the first step: recorded, not gating."""
-
-
-class Evaluation(Model):
-    complete: bool
-    confidence: float
-    checks: list[CheckResult] = Field(default_factory=list)
-    reasons: list[str] = Field(default_factory=list)
-    error: str | None = None
-
-    def failures(self) -> list[CheckResult]:
-        return [check for check in self.checks if not check.passed]
-
-
-class Attempt(Model):
-    step_id: str
-    number: int
-    iteration: int
-    approach: str
-    """What was tried: 'Run', 'Fallback 1', 'command agent', ..."""
-    actions: list[str] = Field(default_factory=list)
-    started_at: str = Field(default_factory=utcnow)
-    finished_at: str | None = None
-    duration_seconds: float = 0.0
-    outcome: Outcome = "failure"
-    evaluation: Evaluation | None = None
-    error: str = ""
-    error_signature: str = ""
-    output_tail: str = ""
-    files_changed: list[str] = Field(default_factory=list)
-    transient_retries: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    commit: str | None = None
-    """The step's commit, made when this attempt completed it (SPEC 12)."""
-    agent_commits: list[str] = Field(default_factory=list)
-    """Commits the agent made itself during the attempt (kept, and reported)."""
-    patch: str | None = None
-    """A failed attempt's changes on a git-native run: `.state/attempts/<task>/<step>-<n>.patch`."""
-
-    @property
-    def verified(self) -> bool:
-        """At least one deterministic check (not just the agent's word) ran, and all passed."""
-        checks = self.evaluation.checks if self.evaluation else []
-        deterministic = [check for check in checks if check.name not in NOT_EVIDENCE]
-        return bool(deterministic) and all(c.passed for c in checks)
-
-    def summary(self) -> str:
-        """The error's most telling line: what a retry prompt lists per failure."""
-        return key_line(self.error) if self.error.strip() else "failed"
-
-    def render(self, full: bool = True) -> str:
-        """The attempt as a person reads it (full), or as a retry prompt lists it (no error:
-        the prompt lists the failure messages once, separately)."""
-        lines = [f"- Attempt {self.number} ({self.approach}): {self.outcome}"]
-        lines += [f"  - tried: `{action[:200]}`" for action in self.actions]
-        if self.error and full:
-            lines.append(f"  - error: {self.error}")
-        return "\n".join(lines)
-
-
-class PostActionReflection(Model):
-    outcome: Literal["success", "partial", "blocked", "unknown"] = "success"
-    what_worked: str = Field("", max_length=100)
-    what_to_improve: str = Field("", max_length=100)
-    lesson_learned: str = Field("", max_length=150)
-
-
-class StepRecord(Model):
-    step_id: str
-    description: str
-    undone_by: Literal["person"] | None = None
-    """Set when `akira loop undo` reverted the step's commit: it runs again on resume."""
-    attempts: list[Attempt] = Field(default_factory=list)
-    """The last KEEP_ATTEMPTS attempts; every one is in the journal."""
-    attempts_total: int = 0
-    """Attempts ever recorded for this step, including those only in the journal."""
-    journaled: int = 0
-    """How many of them the journal holds already."""
-    window_start: int = 0
-    """Attempts before this index belong to an earlier run (before a resume) and are not counted."""
-    window_count: int = 0
-    """Attempts (not interrupted ones) since the window started: the next attempt's number - 1."""
-    approaches: list[str] = Field(default_factory=list)
-    """Every approach tried for this step (not interrupted), across resumes."""
-    reflections: list[str] = Field(default_factory=list)
-    guidance: str | None = None
-    collision: str | None = None
-    """Set when the step's parallel run collided on the task branch (SPEC 13): it runs again
-    after its wave, one at a time, with this in its prompt."""
-    post_action: PostActionReflection | None = None
-    session_id: str | None = None
-    """The agent CLI's conversation for this step (claude's session_id, codex's thread_id)."""
-
-    @model_validator(mode="after")
-    def _from_version_1(self) -> StepRecord:
-        """A version 1 record holds every attempt and no counters: count them once (the next
-        save journals them all, then trims the record)."""
-        if self.attempts_total < len(self.attempts):
-            self.attempts_total, self.journaled = len(self.attempts), 0
-            self.window_count = len(self.window())
-            self.approaches = sorted({a.approach for a in self.attempts if a.outcome not in NOT_COUNTED})
-        return self
-
-    def add(self, attempt: Attempt) -> None:
-        self.attempts.append(attempt)
-        self.attempts_total += 1
-        if attempt.outcome not in NOT_COUNTED:
-            self.window_count += 1
-            if attempt.approach not in self.approaches:
-                self.approaches.append(attempt.approach)
-        self.trim(KEEP_ATTEMPTS)
-
-    def trim(self, keep: int) -> None:
-        excess = len(self.attempts) - keep
-        if excess > 0:
-            del self.attempts[:excess]
-            self.window_start = max(0, self.window_start - excess)
-        del self.reflections[: max(0, len(self.reflections) - KEEP_ENTRIES)]
-
-    def new_window(self) -> None:
-        """A person stepped in: the attempts so far no longer count against the step."""
-        self.window_start, self.window_count = len(self.attempts), 0
-
-    def window(self) -> list[Attempt]:
-        """The kept attempts of the current window (at most KEEP_ATTEMPTS)."""
-        return [a for a in self.attempts[self.window_start :] if a.outcome not in NOT_COUNTED]
-
-    def tried(self) -> set[str]:
-        """Every approach tried for this step, across resumes: each Fallback: gets its turn."""
-        return set(self.approaches)
 
 
 class Context(Model):

@@ -1,0 +1,197 @@
+"""The sections of `config/autonomous_loop.yaml`, one pydantic model each (see `config.py`).
+
+Field docstrings double as the documentation of the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LoopSettings(Section):
+    """The seed's `autonomous_loop:` keys."""
+
+    max_iterations: int = Field(100, ge=1)
+    """Attempts allowed over the whole task."""
+    parallel: int = Field(1, ge=1, le=64)
+    """How many `[P]` steps of a wave run at once, each in its own git worktree (SPEC 13)."""
+    failure_threshold: int = Field(3, ge=1)
+    """Failed attempts in a row before escalating."""
+    timeout_seconds: float = Field(3600, gt=0)
+    """Wall-clock seconds of work allowed for the task (summed over runs)."""
+    reinject_every_n_iterations: int = Field(10, ge=1)
+    reinject_after_failure: bool = True
+    reinject_if_stale_seconds: float = Field(300, ge=0)
+    state_directory: str = ".state"
+    save_state_every_iteration: bool = True
+    """The state is always saved after every iteration; false is accepted for the seed's sake."""
+    backup_state_every_n_iterations: int = Field(10, ge=0)
+    """0 disables backups."""
+    check_done_folder: bool = True
+    check_needs_action_folder: bool = True
+    check_stop_hook: bool = True
+    log_every_iteration: bool = True
+    create_progress_reports: bool = True
+    progress_report_every_n_iterations: int = Field(25, ge=1)
+    retry_failed_steps: bool = True
+    max_step_retries: int = Field(3, ge=0)
+    """Transient retries (with backoff) per attempt; they cost no iteration."""
+    exponential_backoff: bool = True
+    auto_move_to_done: bool = True
+    create_completion_report: bool = True
+    archive_state_file: bool = True
+    no_progress_threshold: int = Field(3, ge=1)
+    """Attempts in a row that change no file and pass no check stop the loop (no_progress)."""
+
+
+class ResourceLimits(Section):
+    max_memory_mb: int = 1024
+    max_cpu_percent: int = 80
+    max_disk_writes_per_minute: int = 100
+    max_api_calls_per_minute: int = Field(60, ge=0)
+    """0 means unlimited."""
+
+
+class AgentSettings(Section):
+    kind: Literal["auto", "script", "command", "llm", "claude", "codex", "gemini", "aider"] = "auto"
+    command: str | None = None
+    """External agent CLI, e.g. `claude -p`; `{prompt_file}` is replaced by the prompt's path."""
+    workdir: str | None = None
+    """Where agents run, relative to the workspace root."""
+    transient_exit_codes: list[int] = Field(default_factory=list)
+    command_timeout_seconds: float = Field(600, gt=0)
+    """Default seconds for each command when a step has no `Timeout:`."""
+    allow_run_command: bool = True
+    """Whether the llm agent may use its `run_command` tool."""
+    max_tool_output_chars: int = Field(8000, ge=256)
+    preset: Literal["claude", "codex", "gemini", "aider"] | None = None
+    """An agent CLI akira knows: its flags, its output, its usage and cost (implies `command`)."""
+    permission_mode: str | None = None
+    """claude: --permission-mode (default acceptEdits); gemini: `bypass` adds --yolo."""
+    extra_args: list[str] = Field(default_factory=list)
+    """Flags added to the preset's command line."""
+    session: Literal["fresh", "continue"] = "fresh"
+    """fresh: a new conversation per attempt; continue: resume the step's last one (claude, codex)."""
+    max_limit_wait_seconds: float = Field(21600, ge=0)
+    """The longest wait for an agent CLI's usage limit to reset before asking a person."""
+
+
+class ModelPrice(Section):
+    input_per_1m: float = Field(0.0, ge=0)
+    output_per_1m: float = Field(0.0, ge=0)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_1m + completion_tokens * self.output_per_1m) / 1_000_000
+
+
+class LLMSettings(Section):
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str | None = None
+    temperature: float = 0.0
+    timeout: float = Field(60, gt=0)
+    max_retries: int = Field(4, ge=0)
+    """Transient retries for each request (connection errors, timeouts, 408/409/429/5xx)."""
+    retry_after_cap_seconds: float = Field(900, ge=0)
+    """The longest Retry-After wait honoured, even beyond the SDK's own limit."""
+    max_tokens: int = Field(4096, ge=16)
+    """The most tokens one reply may have (judge, reflection and profile replies get less). A
+    reply cut there is a failed attempt, never retried as it was: small models loop."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
+class ReflectionSettings(Section):
+    enabled: bool = True
+    max_iterations: int = Field(3, ge=1)
+    """Attempts per step before the step counts as failed."""
+    use_llm: bool = True
+    max_reflections_in_prompt: int = Field(3, ge=0)
+    max_output_chars: int = Field(2000, ge=200)
+    """Bound on command output carried into a retry prompt."""
+
+
+class EvaluationSettings(Section):
+    confidence_threshold: float = Field(0.8, ge=0, le=1)
+    llm_judge: bool = False
+    require_checks: bool = False
+    """A step with no Verify/Exists/Contains line and no project check fails with "no check"."""
+
+
+class ReasoningSettings(Section):
+    mode: Literal["adaptive", "full", "direct"] = "adaptive"
+    """How deep the `llm` agent goes (SPEC 9, Cost: depth is earned). adaptive: a step with host
+    checks is first tried in one tool conversation, and the whole engine runs on a retry (or from
+    the start for a step without checks); full: the engine on every attempt; direct: never."""
+    max_passes: int = Field(6, ge=1)
+    """Global cap on execution passes (the TTL never exceeds it)."""
+    max_nesting_depth: int = Field(5, ge=1)
+    max_refinements_per_fragment: int = Field(3, ge=0)
+    max_refinements_total: int = Field(10, ge=0)
+    completeness_threshold: float = Field(0.95, ge=0, le=1)
+    coherence_threshold: float = Field(0.90, ge=0, le=1)
+    consistency_threshold: float = Field(0.90, ge=0, le=1)
+    custom_criteria: dict[str, float] = Field(default_factory=dict)
+    max_parallel_steps: int = Field(4, ge=1)
+
+
+class BudgetSettings(Section):
+    max_tokens_total: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, gt=0)
+
+
+class NotifySettings(Section):
+    command: str | None = None
+    """Run (bash -c) when a loop completes, needs action, pauses or waits for a usage limit."""
+    timeout: float = Field(30, gt=0)
+
+
+class GitSettings(Section):
+    """Git-native runs (SPEC 12): a task branch, one commit per completed step."""
+
+    enabled: Literal["auto", True, False] = "auto"
+    """auto: when the task file lies in a git work tree; true: required (an error elsewhere)."""
+    branch: str = "akira/{feature}"
+    """The task branch ({feature} and {task_id} are filled in); "" commits on the current branch."""
+    failed_attempt: Literal["keep", "reset"] = "keep"
+    """What a failed attempt's changes become: kept for the next attempt, or reset (the patch is
+    saved either way)."""
+    verify: bool = True
+    """Run the repository's commit hooks; false skips them."""
+    push: str | None = None
+    """A remote to push the task branch to after each commit; none by default."""
+    worktree_link: list[str] = Field(default_factory=lambda: ["node_modules", ".venv", "venv"])
+    """Folders a parallel step's worktree links to instead of copying (SPEC 13)."""
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _yaml_words(cls, value: Any) -> Any:
+        return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
+
+
+class FleetSettings(Section):
+    """The fleet (SPEC 14): task files on a durable queue, worked by workers on many machines."""
+
+    database_url: str | None = None
+    """The queue's database: a SQLite file (default `.state/fleet.sqlite`) or postgresql://…"""
+    work_dir: str = "~/.cache/akira/fleet"
+    """Where a worker clones the runs' repositories."""
+    worker_timeout_seconds: float = Field(60, gt=0)
+    """A run whose worker has been silent this long is recovered by a live worker."""
+    setup: str = ""
+    """A command run in each fresh clone before the first step (`pip install -e .`, `npm ci`)."""
+
+
+class ProjectCheck(Section):
+    run: str
+    name: str | None = None
+    timeout: float | None = Field(None, gt=0)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.run
