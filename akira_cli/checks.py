@@ -41,7 +41,10 @@ class VerifyCheck:
     def run(self) -> CheckResult:
         result = self.runner.run(self.command, self.timeout)
         detail = "" if result.ok else f"{result.describe()}\n{tail(result.output, 1500)}".strip()
-        return CheckResult(name=self.name, passed=result.ok, detail=detail, advisory=self.advisory)
+        output = tail(result.output, 1500)
+        return CheckResult(
+            name=self.name, passed=result.ok, detail=detail, advisory=self.advisory, output=output
+        )
 
 
 @dataclass

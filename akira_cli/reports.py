@@ -11,6 +11,7 @@ from akira_cli.errors import LoopStop
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write
 from akira_cli.reflection.memory import ReflectionMemory
+from akira_cli.review.summary import needs_a_look, step_note, usage_lines
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace, command_line
@@ -42,6 +43,7 @@ def completion_report(
     completed = [
         f"- {s.step_id}: {s.description} ({s.how}; {s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
         + (f" `{s.commit[:8]}`" if s.commit else "")
+        + step_note(s)
         for s in done
     ]
     breakdown = state.done_breakdown()
@@ -89,6 +91,8 @@ def completion_report(
             reflections=state.metrics.reflections_generated,
             tokens=state.usage.total_tokens,
             cost=f"{state.usage.cost_usd:.4f}",
+            review_usage=usage_lines(state),
+            needs_a_look=needs_a_look(done),
             done_path=workspace.relative(Path(state.task_path)),
             review=review(workspace, state),
         ).encode(),

@@ -195,3 +195,33 @@ class ProjectCheck(Section):
     @property
     def label(self) -> str:
         return self.name or self.run
+
+
+class ReviewSettings(Section):
+    """A second agent's review of each step (SPEC 16), after its checks pass and before its
+    commit. Off while `agent` is unset."""
+
+    agent: str | None = None
+    """A preset (claude, codex, gemini, aider), `llm`, or a command line that reads the review
+    prompt on stdin (or `{prompt_file}`) and answers with a verdict."""
+    model: str | None = None
+    """The reviewer's model (`--model` for a preset, the model asked of the LLM endpoint for `llm`)."""
+    when: Literal["every", "last"] | list[str] = "every"
+    """every step, the last step (on the whole branch), or a list of step ids."""
+    max_rounds: int = Field(2, ge=1)
+    """Rejections of one step before it completes as `disputed`, for a person to look at."""
+    timeout_seconds: float = Field(600, gt=0)
+    """The reviewer's time; past it the step is `none` (not reviewed), with a warning."""
+
+    @field_validator("when", mode="before")
+    @classmethod
+    def _step_ids(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [str(item) for item in value]
+        if value is True:
+            raise ValueError("`on` reads as true in YAML; use every, last, or a list of step ids")
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.agent and self.agent.strip())

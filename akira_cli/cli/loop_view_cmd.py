@@ -129,6 +129,7 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
     for step in steps:
         mark = "x" if step["done"] else ("-" if step["id"] in running else " ")
         commit = f" {step['commit']}" if step.get("commit") else ""
+        commit += f" review: {step['review']}" if step.get("review") else ""
         typer.echo(f"  [{mark}] {step['id']} {step['title']} ({step['attempts']} attempt(s)){commit}")
     return 0
 
@@ -155,6 +156,7 @@ def _steps(state: LoopState, store: StateStore) -> list[dict[str, object]]:
     attempts = {s.step_id: s.attempts for s in completed}
     attempts.update({r.step_id: r.attempts_total for r in state.steps.values()})
     commits = {s.step_id: s.commit[:8] for s in completed if s.commit}
+    reviews = {s.step_id: s.review for s in completed if s.review}
     return [
         {
             "id": s.id,
@@ -162,6 +164,7 @@ def _steps(state: LoopState, store: StateStore) -> list[dict[str, object]]:
             "done": s.ticked or s.id in done_ids,
             "attempts": attempts.get(s.id, 0),
             "commit": commits.get(s.id),
+            "review": reviews.get(s.id),
         }
         for s in leaves
     ]

@@ -40,6 +40,8 @@ def _duration(seconds: float) -> str:
 
 
 def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
+    from akira_cli.review.summary import status_fields
+
     status = effective_status(store, state)
     step = state.current_step
     return {
@@ -61,6 +63,7 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
         "tokens": state.usage.total_tokens,
         "cached_tokens": state.usage.cached_tokens,
         "cost_usd": round(state.usage.cost_usd, 4),
+        **status_fields(state),
         "waiting_until": state.waiting_until,
         "duration_seconds": round(state.elapsed_seconds, 3),
         "stop_reason": state.stop_reason,

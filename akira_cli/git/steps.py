@@ -104,6 +104,8 @@ class StepCommits:
             "Akira-Verified": "yes" if attempt.verified else "no",
             "Akira-Checks": ", ".join(name for name in checks if name != "agent result")[:300] or "none",
         }
+        if attempt.review is not None:  # approved, disputed or none (SPEC 16)
+            trailers["Akira-Review"] = attempt.review.verdict
         try:
             replaced = {task_path: ticked} if ticked else None
             title = subject(step.id, step.title)
@@ -124,6 +126,11 @@ class StepCommits:
                     self._hashed[name] = (files[name], IN_HEAD)
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()
+
+    def diff(self, changed: list[Path]) -> tuple[bytes, str]:
+        """The patch and `--stat` of what `changed` became since the attempt started (the
+        reviewer's diff, SPEC 16)."""
+        return attempts.attempt_diff(self.run, self._dirty, changed)
 
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
         """A failed attempt's changes: saved as a patch, summed up for the reflection and the

@@ -146,8 +146,12 @@ class AutonomousLoop:
                 attempts=attempt.number,
                 verified=attempt.verified,
                 commit=attempt.commit,
+                review=attempt.review.verdict if attempt.review is not None else None,
+                review_note=attempt.review.reasons[:500] if attempt.review is not None else "",
             )
         )
+        if attempt.review is not None:
+            self.state.reviews[attempt.review.verdict] = self.state.reviews.get(attempt.review.verdict, 0) + 1
         self.state.current_step = None
         self.state.record(step.id, step.title).collision = None
         self.book.hold(step)

@@ -35,6 +35,13 @@ from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
 
 
+class Reviewing(Protocol):
+    """A second agent's verdict on an attempt whose checks passed, before its commit (SPEC 16);
+    it may fail the attempt (`akira_cli.review.gate.StepReview`)."""
+
+    def review(self, pending: Pending) -> None: ...
+
+
 class PromptBuilder(Protocol):
     def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str: ...
 
@@ -58,6 +65,8 @@ class StepEngine(Outcomes):
     judge: Judge | None = None
     commits: StepCommits | None = None
     """On a git-native run, the step commits (SPEC 12)."""
+    reviewer: Reviewing | None = None
+    """`review.agent`'s reviewer (SPEC 16), when one is set."""
 
     def __post_init__(self) -> None:
         self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner)
@@ -118,6 +127,9 @@ class StepEngine(Outcomes):
         took = time.monotonic() - pending.started
         attempt = self.conclude(step, request, result, pending.retries, took, extra, pending.agent.name, lane)
         attempt.iteration, attempt.files_changed = pending.iteration, files_changed
+        pending.attempt = attempt
+        if self.reviewer is not None and attempt.outcome == "success" and not lane.runner.killed:
+            self.reviewer.review(pending)
         if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
         if attempt.outcome == "failure" and lane is not self.lane and missing_environment(attempt.error):

@@ -65,6 +65,10 @@ class CompletedStep(Model):
     """At least one deterministic check ran for the step and all passed."""
     commit: str | None = None
     """The step's commit on the task branch (SPEC 12); None when git is off or nothing changed."""
+    review: Literal["approved", "disputed", "none"] | None = None
+    """The reviewer's verdict (SPEC 16); None when no reviewer looked at the step."""
+    review_note: str = ""
+    """The reviewer's summary (approved) or its last reasons (disputed, none)."""
 
     @property
     def how(self) -> str:
@@ -172,6 +176,10 @@ class LoopState(Model):
     steps: dict[str, StepRecord] = Field(default_factory=dict)
     reflections: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    review_usage: Usage = Field(default_factory=Usage)
+    """The reviewer's part of `usage` (SPEC 16): counted toward the budgets, reported apart."""
+    reviews: dict[str, int] = Field(default_factory=dict)
+    """Completed steps by their review (approved, disputed, none), for `status`."""
     stop_reason: str = ""
     include_optional: bool = False
     agent_kind: str | None = None

@@ -39,6 +39,8 @@ class CheckResult(Model):
     detail: str = ""
     advisory: bool = False
     """A project check that already failed before the first step: recorded, not gating."""
+    output: str = Field("", exclude=True)
+    """The tail of the check's output, passed or not: for the reviewer (SPEC 16), never saved."""
 
 
 class Evaluation(Model):
@@ -50,6 +52,22 @@ class Evaluation(Model):
 
     def failures(self) -> list[CheckResult]:
         return [check for check in self.checks if not check.passed]
+
+
+ReviewVerdict = Literal["approved", "changes", "disputed", "none"]
+
+
+class ReviewResult(Model):
+    """A reviewer's verdict on an attempt whose checks passed (SPEC 16): approved, changes
+    (the attempt failed with `reasons`), disputed (rejected `review.max_rounds` times: completed
+    for a person to look at), or none (the reviewer failed: not reviewed)."""
+
+    verdict: ReviewVerdict
+    reasons: str = ""
+    reviewer: str = ""
+    round: int = 1
+    usage: Usage = Field(default_factory=Usage)
+    """The reviewer's own usage, apart from the implementing agent's (`Attempt.usage`)."""
 
 
 class Attempt(Model):
@@ -76,6 +94,8 @@ class Attempt(Model):
     """Commits the agent made itself during the attempt (kept, and reported)."""
     patch: str | None = None
     """A failed attempt's changes on a git-native run: `.state/attempts/<task>/<step>-<n>.patch`."""
+    review: ReviewResult | None = None
+    """The reviewer's verdict (SPEC 16), when a reviewer looked at this attempt."""
 
     @property
     def verified(self) -> bool:

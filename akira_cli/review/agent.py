@@ -1,0 +1,139 @@
+"""Who reviews (SPEC 16): an agent CLI preset, `llm`, or a command. Each gets the prompt and
+gives back what it answered, its usage, and whether it failed; the verdict is read from the
+answer (`verdict.read_verdict`).
+
+Every reviewer command runs through `run_read_only`: the one seam where the sandbox (SPEC 15)
+confines it to a read-only work tree. Until then the presets' own read-only modes hold it
+(claude's plan mode, codex's read-only sandbox, aider's dry run).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from akira_cli.agents.presets import PRESETS, Preset
+from akira_cli.fileio import name_path
+from akira_cli.redaction import redact_bytes
+from akira_cli.runner import CommandResult, CommandRunner, tail
+from akira_cli.sections import AgentSettings, ReviewSettings
+from akira_cli.usage import Usage
+
+if TYPE_CHECKING:
+    from akira_cli.llm.client import LLMClient
+
+READ_ONLY: dict[str, dict[str, object]] = {
+    "claude": {"permission_mode": "plan"},
+    "codex": {"command": "codex exec --json --sandbox read-only --skip-git-repo-check -"},
+    "aider": {"extra_args": ["--dry-run"]},
+}
+"""Each preset's own way of not writing files, as AgentSettings fields."""
+
+
+@dataclass
+class Answer:
+    text: str = ""
+    """What the reviewer said (the model's answer, out of the CLI's JSON when a preset reads it)."""
+    failure: str = ""
+    """Why the reviewer gave no usable answer ('' when it answered)."""
+    usage: Usage = field(default_factory=Usage)
+    """What the reviewer reported it used (the `llm` reviewer's is counted by its client)."""
+
+
+class ReviewerAgent(Protocol):
+    name: str
+
+    def ask(self, prompt: str, runner: CommandRunner, tag: str) -> Answer:
+        """`runner`: the lane's (its folder, its environment); `tag` names the prompt file."""
+        ...
+
+
+def run_read_only(
+    runner: CommandRunner, command: str, timeout: float, *, stdin: str, env: dict[str, str], read_only: bool
+) -> CommandResult:
+    """The one place a reviewer's command runs. `read_only`: it may read the work tree, never
+    write it (the sandbox's bind, SPEC 15, goes here)."""
+    del read_only  # the sandbox helper's confinement plugs in here
+    return runner.run(command, timeout, stdin=stdin, env=env)
+
+
+class CommandReviewer:
+    """A preset's CLI, or a command line; a command whose program is a preset's CLI is read
+    as that preset reads it."""
+
+    def __init__(self, settings: ReviewSettings, prompts: Path, task_id: str) -> None:
+        self.settings = settings
+        self.prompts = prompts
+        self.task_id = task_id
+        agent = (settings.agent or "").strip()
+        self.preset: Preset | None = PRESETS.get(agent)
+        if self.preset is not None:
+            self.name = agent
+            self.line = self.preset.command(reviewer_settings(agent, settings.model), None)
+        else:
+            self.line = agent
+            words = shlex.split(agent) if agent else [""]
+            program = Path(words[0]).name
+            self.preset = next((p for p in PRESETS.values() if p.executable == program), None)
+            self.name = program or "command"
+
+    def ask(self, prompt: str, runner: CommandRunner, tag: str) -> Answer:
+        prompt_file = self.prompts / f"review_{self.task_id}_{tag}.md"
+        try:
+            prompt_file.parent.mkdir(parents=True, exist_ok=True)
+            prompt_file.write_bytes(redact_bytes(prompt.encode()))
+        except OSError as exc:
+            name_path(exc, prompt_file)
+            return Answer(failure=f"the review prompt could not be written: {exc}")
+        command = self.line.replace("{prompt_file}", shlex.quote(str(prompt_file)))
+        env = {"AKIRA_TASK_ID": self.task_id, "AKIRA_REVIEW": "1", "AKIRA_PROMPT_FILE": str(prompt_file)}
+        result = run_read_only(
+            runner, command, self.settings.timeout_seconds, stdin=prompt, env=env, read_only=True
+        )
+        if not result.ok:
+            return Answer(failure=f"{result.describe()}: {tail(result.output, 300).strip()}".strip())
+        if self.preset is None:
+            return Answer(text=result.output)
+        report = self.preset.read(result.output, result.exit_code)
+        if report.failed or report.limit is not None:
+            why = report.limit.message if report.limit is not None else report.error
+            return Answer(failure=f"{self.name} reported a failure: {tail(why, 300)}", usage=report.usage)
+        return Answer(text=report.answer or result.output, usage=report.usage)
+
+
+class LLMReviewer:
+    """The configured LLM endpoint, asked once; its usage goes through the client."""
+
+    name = "llm"
+
+    def __init__(self, make_client: Callable[[], LLMClient]) -> None:
+        self.make_client = make_client
+        self._client: LLMClient | None = None
+
+    def ask(self, prompt: str, runner: CommandRunner, tag: str) -> Answer:
+        from akira_cli.llm.types import LLMError
+
+        messages = [
+            {"role": "system", "content": "You review code changes made by another agent. Be specific."},
+            {"role": "user", "content": prompt},
+        ]
+        try:
+            if self._client is None:
+                self._client = self.make_client()
+            reply = self._client.chat(messages, purpose="review")
+        except LLMError as exc:
+            return Answer(failure=f"the llm reviewer failed: {exc}")
+        return Answer(text=reply.content or "")
+
+
+def reviewer_settings(preset: str, model: str | None) -> AgentSettings:
+    """A preset's settings for a review: its read-only mode, and `--model` when one is named."""
+    settings = AgentSettings(preset=preset)
+    for key, value in READ_ONLY.get(preset, {}).items():
+        setattr(settings, key, value)
+    if model:
+        settings.extra_args = [*settings.extra_args, "--model", model]
+    return settings

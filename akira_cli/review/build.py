@@ -1,0 +1,74 @@
+"""The reviewer of a run (SPEC 16), built from `review:` in the config; None while it is off."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from typing import TYPE_CHECKING
+
+from akira_cli.errors import AkiraError
+from akira_cli.events import EventBus, EventType
+
+if TYPE_CHECKING:
+    from akira_cli.config import Config
+    from akira_cli.git.steps import StepCommits
+    from akira_cli.llm.client import LLMClient
+    from akira_cli.review.gate import RequirementTexts, StepReview
+    from akira_cli.state.models import LoopState
+    from akira_cli.workspace import Workspace
+
+
+def step_reviewer(
+    config: Config,
+    workspace: Workspace,
+    state: LoopState,
+    bus: EventBus,
+    commits: StepCommits | None,
+    requirement_texts: RequirementTexts | None = None,
+) -> StepReview | None:
+    settings = config.review
+    if not settings.enabled:
+        return None
+    from akira_cli.review.agent import CommandReviewer, LLMReviewer, ReviewerAgent
+    from akira_cli.review.diff import StepDiffs
+    from akira_cli.review.gate import StepReview, requirement_ids
+
+    name = (settings.agent or "").strip()
+    agent: ReviewerAgent
+    if name == "llm":
+        if not config.llm.base_url:
+            raise AkiraError(
+                "review.agent: llm needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL in "
+                "config/autonomous_loop.yaml, or name a preset (claude, codex) or a command"
+            )
+        agent = LLMReviewer(lambda: review_client(config, state, bus))
+    else:
+        reviewer = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
+        program = shlex.split(reviewer.line)[0] if reviewer.line.strip() else ""
+        if program and shutil.which(program) is None and "/" not in program:
+            bus.emit(
+                EventType.WARNING,
+                message=f"the reviewer's program {program} is not on PATH: every step it should "
+                "review will be left not reviewed (Akira-Review: none); install it or fix review.agent",
+            )
+        agent = reviewer
+    retry = config.reflection.enabled and config.autonomous_loop.retry_failed_steps
+    return StepReview(
+        settings,
+        state,
+        bus,
+        agent,
+        StepDiffs(commits, state.git.base if state.git is not None else None),
+        config.reflection.max_iterations if retry else 1,
+        requirement_texts or requirement_ids,
+        config.llm.prices,
+    )
+
+
+def review_client(config: Config, state: LoopState, bus: EventBus) -> LLMClient:
+    """The reviewer's LLM client (`review.model`, else `llm.model`); its usage object is the
+    state's, so the budgets see its calls."""
+    from akira_cli.llm.client import LLMClient
+
+    llm = config.llm.model_copy(update={"model": config.review.model or config.llm.model})
+    return LLMClient(llm, limits=config.resource_limits, budget=config.budget, bus=bus, usage=state.usage)

@@ -1,0 +1,150 @@
+"""The reviewer per step (SPEC 16), as the engine sees it: after a step's checks pass and before
+its commit, `review(pending)` asks the reviewer and turns its verdict into the attempt's fate.
+
+- approve: the attempt stays a success, its review `approved`;
+- changes: the attempt fails with the reasons (the reflection and the next prompt see them),
+  unless this is the step's `review.max_rounds`-th rejection (or its last allowed attempt): then
+  it completes `disputed`, for a person to look at;
+- no verdict (the reviewer failed, timed out, or said nothing readable): `none`, a warning.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from akira_cli.events import EventBus, EventType
+from akira_cli.failures import signature
+from akira_cli.loop.lanes import Pending
+from akira_cli.review.agent import ReviewerAgent
+from akira_cli.review.diff import StepDiffs
+from akira_cli.review.prompt import review_prompt
+from akira_cli.review.verdict import read_verdict
+from akira_cli.sections import ModelPrice, ReviewSettings
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import ReviewResult
+from akira_cli.tasks.model import Step, TaskFile
+from akira_cli.usage import Usage
+
+RequirementTexts = Callable[[Step], list[str]]
+"""The texts of the requirements a step names, with their acceptance criteria (the criteria
+package reads them from the spec); by default the ids the step names."""
+
+
+def requirement_ids(step: Step) -> list[str]:
+    return [f"Requirement {rid}" for rid in step.requirements]
+
+
+class StepReview:
+    def __init__(
+        self,
+        settings: ReviewSettings,
+        state: LoopState,
+        bus: EventBus,
+        agent: ReviewerAgent,
+        diffs: StepDiffs,
+        attempts_allowed: int,
+        requirement_texts: RequirementTexts = requirement_ids,
+        prices: dict[str, ModelPrice] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.bus = bus
+        self.agent = agent
+        self.diffs = diffs
+        self.attempts_allowed = attempts_allowed
+        self.requirement_texts = requirement_texts
+        self.prices = prices or {}
+        self._lock = threading.Lock()  # wave steps are reviewed on their own threads
+
+    def wanted(self, step: Step, task: TaskFile) -> bool:
+        when = self.settings.when
+        if when == "every":
+            return True
+        if isinstance(when, list):
+            return step.id in when
+        return self.is_last(step, task)
+
+    def is_last(self, step: Step, task: TaskFile) -> bool:
+        """No other step is left open: this one's completion completes the task."""
+        done = self.state.completed_ids()
+        running = {current.step_id for current in self.state.current_steps}
+        for other in task.leaves(self.state.include_optional):
+            closed = other.ticked or other.id in done or task.under_ticked_parent(other)
+            if other.id != step.id and (other.id in running or not closed):
+                return False
+        return True
+
+    def review(self, pending: Pending) -> None:
+        attempt, step = pending.attempt, pending.step
+        if attempt is None or attempt.outcome != "success" or not self.wanted(step, pending.task):
+            return
+        whole = self.settings.when == "last"
+        reviews = [a.review for a in pending.record.window() if a.review is not None]
+        earlier = [review for review in reviews if review.verdict == "changes"]
+        number = len(earlier) + 1
+        prompt = review_prompt(
+            step, self.requirement_texts(step), attempt, self.diffs.text(pending, whole), earlier, whole
+        )
+        spent = self.state.usage.model_copy()
+        answer = self.agent.ask(prompt, pending.lane.runner, f"{safe(step.id)}_{attempt.number}")
+        usage = self.count(answer.usage, spent)
+        verdict = read_verdict(answer.text) if not answer.failure else None
+        result = ReviewResult(verdict="none", reviewer=self.agent.name, round=number, usage=usage)
+        if verdict is None:
+            why = answer.failure or f"no verdict in its answer: {answer.text.strip()[-300:] or '(empty)'}"
+            result.reasons = why
+            self.bus.emit(
+                EventType.WARNING,
+                step.id,
+                message=f"the reviewer {self.agent.name} gave no verdict, so step {step.id} is not "
+                f"reviewed (Akira-Review: none): {why[:300]}",
+            )
+        elif verdict.verdict == "approve":
+            result.verdict, result.reasons = "approved", verdict.reasons
+        elif number >= self.settings.max_rounds or attempt.number >= self.attempts_allowed:
+            result.verdict, result.reasons = "disputed", verdict.reasons
+        else:
+            result.verdict, result.reasons = "changes", verdict.reasons
+            reasons = verdict.reasons or "(the reviewer gave no reasons)"
+            first = reasons.strip().splitlines()[0].lstrip("- ").strip()
+            attempt.outcome = "failure"
+            attempt.error = (
+                f"the reviewer asked for changes (round {number} of {self.settings.max_rounds}; "
+                f"the checks passed): {first}\n{reasons}"
+            )[:4000]
+            attempt.error_signature = f"{signature(attempt.error)} [review {number}]"
+            attempt.output_tail = f"The reviewer ({self.agent.name}) asked for changes:\n{reasons}"[-4000:]
+        attempt.review = result
+        self.bus.emit(
+            EventType.REVIEW,
+            step.id,
+            attempt=attempt.number,
+            verdict=result.verdict,
+            round=number,
+            reviewer=self.agent.name,
+            reasons=result.reasons[:500],
+            tokens=usage.total_tokens,
+            cost_usd=round(usage.cost_usd, 6),
+        )
+
+    def count(self, reported: Usage, spent: Usage) -> Usage:
+        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own)."""
+        with self._lock:
+            if reported.calls or reported.total_tokens:  # what an agent CLI reported itself
+                self.state.usage.add(self.priced(reported))
+                usage = self.priced(reported)
+            else:  # the llm reviewer: its client counted it into the state's usage
+                usage = self.state.usage.since(spent)
+            self.state.review_usage.add(usage)
+        return usage
+
+    def priced(self, usage: Usage) -> Usage:
+        price = self.prices.get(self.settings.model or "") or self.prices.get(self.agent.name)
+        if usage.cost_usd or price is None:
+            return usage
+        return usage.model_copy(update={"cost_usd": price.cost(usage.prompt_tokens, usage.completion_tokens)})
+
+
+def safe(step_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in ".-_" else "_" for ch in step_id)[:60] or "step"

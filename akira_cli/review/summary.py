@@ -1,0 +1,59 @@
+"""The reviews as the report, `status` and `progress` show them (SPEC 16): each step's verdict,
+the steps that need a person's look, and the reviewer's usage apart from the agent's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from akira_cli.state.models import CompletedStep, LoopState
+
+SHOWN = {
+    "approved": "review: approved",
+    "disputed": "review: DISPUTED",
+    "none": "review: none (reviewer failed)",
+}
+
+
+def step_note(step: CompletedStep) -> str:
+    """What the completed-steps list adds to a step's line ('' when no reviewer looked)."""
+    return f"; {SHOWN[step.review]}" if step.review else ""
+
+
+def needs_a_look(done: list[CompletedStep]) -> str:
+    """The report's "Needs a person's look": disputed steps, and steps the reviewer could not
+    review. '' when there are none."""
+    lines = []
+    for step in done:
+        first = step.review_note.strip().splitlines()[0][:200] if step.review_note.strip() else ""
+        if step.review == "disputed":
+            lines.append(f"- {step.step_id}: {step.description}: disputed, the reviewer still asks: {first}")
+        elif step.review == "none":
+            lines.append(
+                f"- {step.step_id}: {step.description}: not reviewed ({first or 'the reviewer failed'})"
+            )
+    return "\n## Needs a person's look\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def usage_lines(state: LoopState) -> str:
+    """The reviewer's tokens and dollars apart from the implementing agent's ('' without reviews)."""
+    review = state.review_usage
+    if not (review.calls or review.total_tokens or review.cost_usd):
+        return ""
+    agent_tokens = state.usage.total_tokens - review.total_tokens
+    agent_cost = state.usage.cost_usd - review.cost_usd
+    return (
+        f"- **Agent**: {agent_tokens} tokens, ${agent_cost:.4f}\n"
+        f"- **Reviewer**: {review.total_tokens} tokens, ${review.cost_usd:.4f}, {review.calls} call(s)\n"
+    )
+
+
+def status_fields(state: LoopState) -> dict[str, Any]:
+    """`status`'s review fields (None without a reviewer, so that the text view leaves them out)."""
+    review = state.review_usage
+    if not state.reviews and not (review.calls or review.total_tokens):
+        return {"reviews": None, "review_tokens": None, "review_cost_usd": None}
+    return {
+        "reviews": dict(sorted(state.reviews.items())),
+        "review_tokens": review.total_tokens,
+        "review_cost_usd": round(review.cost_usd, 4),
+    }
