@@ -24,11 +24,12 @@ import fcntl, json, os, sys, time
 prompt = sys.stdin.read()
 with open(os.environ["REVIEW_SCRIPT"], "r+") as held:  # one mode per call, the last one sticks
     fcntl.flock(held, fcntl.LOCK_EX)
-    modes = json.loads(held.read())
+    script = json.loads(held.read())  # a list, or a list per step (parallel steps)
+    modes = script.get(os.environ["AKIRA_STEP_ID"], ["approve"]) if isinstance(script, dict) else script
     mode = modes.pop(0) if len(modes) > 1 else modes[0]
     held.seek(0)
     held.truncate()
-    held.write(json.dumps(modes))
+    held.write(json.dumps(script))
 with open(os.environ["REVIEW_LOG"], "a") as log:
     log.write(json.dumps({{"argv": sys.argv[1:], "mode": mode, "prompt": prompt}}) + "\\n")
 if mode == "crash":
@@ -71,18 +72,18 @@ STEPS = """\
 class Night:
     """A workspace in a git repository with a bare origin, the fake agent and reviewer on PATH."""
 
-    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, repository: bool = True) -> None:
         root = tmp_path / "repo"
         assert main(["init", str(root)]) == 0
         self.akira = Akira(root)
         self.root, self.tmp = root, tmp_path
-        origin = tmp_path / "origin.git"
-        git(tmp_path, "init", "-q", "--bare", str(origin))
-        git(root, "init", "-q", "-b", "main")
-        git(root, "config", "user.name", "Person")
-        git(root, "config", "user.email", "person@example.com")
-        git(root, "remote", "add", "origin", str(origin))
-        self.origin = origin
+        self.origin = tmp_path / "origin.git"
+        if repository:
+            git(tmp_path, "init", "-q", "--bare", str(self.origin))
+            git(root, "init", "-q", "-b", "main")
+            git(root, "config", "user.name", "Person")
+            git(root, "config", "user.email", "person@example.com")
+            git(root, "remote", "add", "origin", str(self.origin))
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         for name, body in (("claude", REVIEWER), ("implement", AGENT)):
@@ -103,11 +104,12 @@ class Night:
         git(self.root, "commit", "-q", "-m", "base")
         git(self.root, "push", "-q", "origin", "main")
 
-    def verdicts(self, *modes: str) -> None:
-        (self.tmp / "script.json").write_text(json.dumps(list(modes)))
+    def verdicts(self, *modes: str, **by_step: list[str]) -> None:
+        script = by_step or list(modes)
+        (self.tmp / "script.json").write_text(json.dumps(script))
 
-    def start(self) -> tuple[int, str]:
-        done = self.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", timeout=180)
+    def start(self, *args: str) -> tuple[int, str]:
+        done = self.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", *args, timeout=180)
         return done.code, done.err
 
     def reviews(self) -> list[dict[str, object]]:
@@ -282,3 +284,157 @@ def test_no_reviewer_by_default(night: Night) -> None:
     assert night.start()[0] == 0
     assert night.reviews() == []
     assert "Akira-Review" not in git(night.root, "log", "-1", "--format=%B", "akira/feat~2")
+
+
+def test_parallel_steps_are_reviewed_in_their_worktrees_before_they_land(night: Night) -> None:
+    steps = "".join(f"- [ ] {n}. [P] Write part {n}\n  - Exists: `step_{n}.txt`\n" for n in (1, 2, 3))
+    night.setup("  agent: claude\n", steps, "autonomous_loop:\n  parallel: 3\n")
+    night.verdicts(**{"1": ["changes", "approve"], "2": ["approve"], "3": ["crash"]})
+    code, err = night.start()
+    assert code == 0, err
+    # 2 and 3 land in the wave; 1, rejected there, runs again after it and lands last
+    assert night.subjects() == ["2 Write part 2", "3 Write part 3", "1 Write part 1", "feat: done"]
+    assert [trailers(night.root, f"akira/feat~{n}")["Akira-Review"] for n in (3, 2, 1)] == [
+        "approved",
+        "none",
+        "approved",
+    ]
+    state = night.akira.state()
+    assert sorted((s.step_id, s.attempts, s.review) for s in state.completed_steps) == [
+        ("1", 2, "approved"),
+        ("2", 1, "approved"),
+        ("3", 1, "none"),
+    ]
+    first = [r for r in night.reviews() if "1 Write part 1" in str(r["prompt"])]
+    assert len(first) == 2 and "+attempt 1" in str(first[0]["prompt"])  # the diff in its worktree
+    retried = [p for p in night.prompts() if p["step"] == "1" and p["attempt"] == "2"]
+    assert "it lacks the name" in retried[0]["prompt"]
+
+
+def test_a_command_reviewer_answering_with_a_verdict_line(night: Night) -> None:
+    script = night.tmp / "review.sh"
+    script.write_text(
+        'cat > /dev/null\nif [ "$AKIRA_STEP_ID" = 1 ] && [ "$AKIRA_ATTEMPT" = 1 ]; then\n'
+        '  printf "The farewell is missing.\\nVERDICT: changes\\n"\nelse\n'
+        '  printf "Fine.\\nVERDICT: approve\\n"\nfi\n'
+    )
+    night.setup(f"  agent: bash {script}\n")
+    assert night.start()[0] == 0
+    state = night.akira.state()
+    assert [(s.step_id, s.attempts, s.review) for s in state.completed_steps] == [
+        ("1", 2, "approved"),
+        ("2", 1, "approved"),
+    ]
+    assert state.steps["1"].attempts[0].error.endswith("The farewell is missing.")
+    assert state.review_usage.total_tokens == 0  # a plain command reports no usage
+
+
+def test_a_codex_reviewer_reads_its_agent_message(night: Night) -> None:
+    codex = night.tmp / "bin" / "codex"
+    codex.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        "sys.stdin.read()\n"
+        "open(os.environ['REVIEW_LOG'], 'a').write(json.dumps({'argv': sys.argv[1:], 'prompt': ''}) + '\\n')\n"
+        "verdict = 'changes' if os.environ['AKIRA_ATTEMPT'] == '1' else 'approve'\n"
+        "answer = json.dumps({'verdict': verdict, 'reasons': ['step_' + os.environ['AKIRA_STEP_ID']]})\n"
+        "for event in ({'type': 'thread.started', 'thread_id': '0199-a'}, {'type': 'turn.started'},\n"
+        "    {'type': 'item.completed', 'item': {'id': 'item_0', 'type': 'agent_message', 'text': answer}},\n"
+        "    {'type': 'turn.completed', 'usage': {'input_tokens': 900, 'cached_input_tokens': 600,\n"
+        "     'output_tokens': 60}}):\n"
+        "    print(json.dumps(event))\n"
+    )
+    codex.chmod(0o755)
+    night.setup("  agent: codex\n", extra="llm:\n  prices:\n    codex:\n      input_per_1m: 1000\n")
+    assert night.start()[0] == 0
+    state = night.akira.state()
+    assert [(s.step_id, s.attempts, s.review) for s in state.completed_steps] == [
+        ("1", 2, "approved"),
+        ("2", 2, "approved"),
+    ]
+    assert state.review_usage.total_tokens == 4 * 960 and state.review_usage.cost_usd == pytest.approx(3.6)
+    argv = night.reviews()[0]["argv"]
+    assert argv[:4] == ["exec", "--json", "--sandbox", "read-only"]
+
+
+def test_an_llm_reviewer_through_the_configured_endpoint(night: Night) -> None:
+    from akira_cli.testing import FakeOpenAI
+    from akira_cli.testing.fake_openai import json_reply
+
+    with FakeOpenAI(models=["agent-model", "review-model"]) as server:
+        server.enqueue(
+            json_reply(
+                {"verdict": "changes", "reasons": ["step_1.txt: say which attempt"]}, prompt_tokens=500
+            ),
+        )
+        server.set_responder(
+            lambda body: json_reply({"verdict": "approve", "reasons": []}, prompt_tokens=400)
+        )
+        night.setup(
+            "  agent: llm\n  model: review-model\n",
+            extra=f"llm:\n  base_url: {server.base_url}\n  model: agent-model\n  prices:\n"
+            "    review-model:\n      input_per_1m: 100\nreflection:\n  use_llm: false\n",
+        )
+        assert night.start()[0] == 0
+        bodies = server.chat_requests
+    assert [body["model"] for body in bodies] == ["review-model"] * 3
+    assert "1 Write the greeting" in bodies[0]["messages"][-1]["content"]
+    state = night.akira.state()
+    assert [(s.step_id, s.attempts, s.review) for s in state.completed_steps] == [
+        ("1", 2, "approved"),
+        ("2", 1, "approved"),
+    ]
+    assert state.review_usage.prompt_tokens == 1300 and state.review_usage.calls == 3
+    assert state.review_usage.cost_usd == pytest.approx(0.13)
+    assert state.usage.cost_usd == pytest.approx(0.13)
+
+
+def test_without_git_the_reviewer_reads_the_files_the_attempt_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = Night(tmp_path, monkeypatch, repository=False)
+    plain.akira.write_config("agent:\n  kind: command\n  command: implement\nreview:\n  agent: claude\n")
+    plain.akira.write_task("feat", STEPS)
+    plain.verdicts("approve")
+    assert plain.start()[0] == 0
+    prompt = str(plain.reviews()[0]["prompt"])
+    assert "Files the attempt changed (no git here, so no diff): step_1.txt" in prompt
+    assert "attempt 1" in prompt
+    assert plain.akira.state().completed_steps[0].review == "approved"
+
+
+CLAUDE_FENCED = json.dumps(
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": 'Looked at the parser.\n\n```json\n{\n  "verdict": "changes",\n  "reasons": [\n'
+        '    "parser.py: an empty line raises"\n  ]\n}\n```',
+        "session_id": "s",
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("printed", "verdict", "reasons"),
+    [
+        (CLAUDE_FENCED, "changes", "- parser.py: an empty line raises"),
+        (
+            '{"response": "{\\"verdict\\": \\"approve\\", \\"reasons\\": \\"fine\\"}", "stats": {}}',
+            "approve",
+            "fine",
+        ),
+        ("Checked both files.\n**VERDICT: approve**\n\n", "approve", "Checked both files."),
+        ("VERDICT: changes: the loop never ends", "changes", "the loop never ends"),
+        ("It looks fine to me.", None, None),
+        ("VERDICT: approve\nbut on second thought, no", None, None),
+        ('{"verdict": "maybe", "reasons": []}', None, None),
+    ],
+)
+def test_a_verdict_is_read_from_json_or_a_last_verdict_line(
+    printed: str, verdict: str | None, reasons: str | None
+) -> None:
+    from akira_cli.review.verdict import read_verdict
+
+    found = read_verdict(printed)
+    assert (found.verdict if found else None, found.reasons if found else None) == (verdict, reasons)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.agents.presets import PRESETS, Preset
 from akira_cli.fileio import name_path
+from akira_cli.git.steps import safe
 from akira_cli.redaction import redact_bytes
 from akira_cli.runner import CommandResult, CommandRunner, tail
 from akira_cli.sections import AgentSettings, ReviewSettings
@@ -46,8 +47,8 @@ class Answer:
 class ReviewerAgent(Protocol):
     name: str
 
-    def ask(self, prompt: str, runner: CommandRunner, tag: str) -> Answer:
-        """`runner`: the lane's (its folder, its environment); `tag` names the prompt file."""
+    def ask(self, prompt: str, runner: CommandRunner, step_id: str, attempt: int) -> Answer:
+        """`runner`: the lane's (its folder, its environment)."""
         ...
 
 
@@ -80,8 +81,8 @@ class CommandReviewer:
             self.preset = next((p for p in PRESETS.values() if p.executable == program), None)
             self.name = program or "command"
 
-    def ask(self, prompt: str, runner: CommandRunner, tag: str) -> Answer:
-        prompt_file = self.prompts / f"review_{self.task_id}_{tag}.md"
+    def ask(self, prompt: str, runner: CommandRunner, step_id: str, attempt: int) -> Answer:
+        prompt_file = self.prompts / f"review_{self.task_id}_{safe(step_id)}_{attempt}.md"
         try:
             prompt_file.parent.mkdir(parents=True, exist_ok=True)
             prompt_file.write_bytes(redact_bytes(prompt.encode()))
@@ -89,7 +90,13 @@ class CommandReviewer:
             name_path(exc, prompt_file)
             return Answer(failure=f"the review prompt could not be written: {exc}")
         command = self.line.replace("{prompt_file}", shlex.quote(str(prompt_file)))
-        env = {"AKIRA_TASK_ID": self.task_id, "AKIRA_REVIEW": "1", "AKIRA_PROMPT_FILE": str(prompt_file)}
+        env = {
+            "AKIRA_TASK_ID": self.task_id,
+            "AKIRA_STEP_ID": step_id,
+            "AKIRA_ATTEMPT": str(attempt),
+            "AKIRA_REVIEW": "1",
+            "AKIRA_PROMPT_FILE": str(prompt_file),
+        }
         result = run_read_only(
             runner, command, self.settings.timeout_seconds, stdin=prompt, env=env, read_only=True
         )
@@ -113,7 +120,7 @@ class LLMReviewer:
         self.make_client = make_client
         self._client: LLMClient | None = None
 
-    def ask(self, prompt: str, runner: CommandRunner, tag: str) -> Answer:
+    def ask(self, prompt: str, runner: CommandRunner, step_id: str, attempt: int) -> Answer:
         from akira_cli.llm.types import LLMError
 
         messages = [

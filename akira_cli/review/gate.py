@@ -87,7 +87,7 @@ class StepReview:
             step, self.requirement_texts(step), attempt, self.diffs.text(pending, whole), earlier, whole
         )
         spent = self.state.usage.model_copy()
-        answer = self.agent.ask(prompt, pending.lane.runner, f"{safe(step.id)}_{attempt.number}")
+        answer = self.agent.ask(prompt, pending.lane.runner, step.id, attempt.number)
         usage = self.count(answer.usage, spent)
         verdict = read_verdict(answer.text) if not answer.failure else None
         result = ReviewResult(verdict="none", reviewer=self.agent.name, round=number, usage=usage)
@@ -145,6 +145,3 @@ class StepReview:
             return usage
         return usage.model_copy(update={"cost_usd": price.cost(usage.prompt_tokens, usage.completion_tokens)})
 
-
-def safe(step_id: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in ".-_" else "_" for ch in step_id)[:60] or "step"
