@@ -144,4 +144,3 @@ class StepReview:
         if usage.cost_usd or price is None:
             return usage
         return usage.model_copy(update={"cost_usd": price.cost(usage.prompt_tokens, usage.completion_tokens)})
-
