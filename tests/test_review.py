@@ -438,3 +438,21 @@ def test_a_verdict_is_read_from_json_or_a_last_verdict_line(
 
     found = read_verdict(printed)
     assert (found.verdict if found else None, found.reasons if found else None) == (verdict, reasons)
+
+
+def test_the_readme_example_config_loads_with_its_reviewer(tmp_path: Path) -> None:
+    from akira_cli.config import load_config
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    part = readme.split("## The morning review", 1)[1].split("### A reviewer per step", 1)[1]
+    (tmp_path / "config.yaml").write_text(part.split("```yaml\n", 1)[1].split("```", 1)[0])
+    config = load_config(tmp_path, tmp_path / "config.yaml", environ={})
+    assert config.review.enabled and config.review.agent == "claude" and config.review.max_rounds == 2
+
+
+def test_on_is_refused_with_what_to_write_instead(night: Night) -> None:
+    night.setup("  agent: claude\n  when: on\n")
+    done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
+    assert done.code == 1
+    assert "review.when" in done.err and "every, last, or a list of step ids" in done.err
+    assert "Traceback" not in done.err

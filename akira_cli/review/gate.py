@@ -26,12 +26,12 @@ from akira_cli.state.records import ReviewResult
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 
-RequirementTexts = Callable[[Step], list[str]]
+RequirementTexts = Callable[[Step, TaskFile], list[str]]
 """The texts of the requirements a step names, with their acceptance criteria (the criteria
-package reads them from the spec); by default the ids the step names."""
+package reads them from the spec beside the task file); by default the ids the step names."""
 
 
-def requirement_ids(step: Step) -> list[str]:
+def requirement_ids(step: Step, task: TaskFile) -> list[str]:
     return [f"Requirement {rid}" for rid in step.requirements]
 
 
@@ -77,15 +77,17 @@ class StepReview:
 
     def review(self, pending: Pending) -> None:
         attempt, step = pending.attempt, pending.step
-        if attempt is None or attempt.outcome != "success" or not self.wanted(step, pending.task):
+        if attempt is None or attempt.outcome != "success" or pending.agent.name == "checkpoint":
+            return  # a checkpoint step runs the project checks and changes nothing to review
+        if not self.wanted(step, pending.task):
             return
         whole = self.settings.when == "last"
         reviews = [a.review for a in pending.record.window() if a.review is not None]
         earlier = [review for review in reviews if review.verdict == "changes"]
         number = len(earlier) + 1
-        prompt = review_prompt(
-            step, self.requirement_texts(step), attempt, self.diffs.text(pending, whole), earlier, whole
-        )
+        requirements = self.requirement_texts(step, pending.task)
+        diff = self.diffs.text(pending, whole)
+        prompt = review_prompt(step, requirements, attempt, diff, earlier, whole)
         spent = self.state.usage.model_copy()
         answer = self.agent.ask(prompt, pending.lane.runner, step.id, attempt.number)
         usage = self.count(answer.usage, spent)
