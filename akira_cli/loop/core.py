@@ -36,6 +36,7 @@ from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.taskbook import TaskBook
 from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
+from akira_cli.state.records import passed_checks
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
@@ -146,6 +147,7 @@ class AutonomousLoop:
                 attempts=attempt.number,
                 verified=attempt.verified,
                 commit=attempt.commit,
+                checks=passed_checks(attempt),
             )
         )
         self.state.current_step = None

@@ -65,6 +65,8 @@ class CompletedStep(Model):
     """At least one deterministic check ran for the step and all passed."""
     commit: str | None = None
     """The step's commit on the task branch (SPEC 12); None when git is off or nothing changed."""
+    checks: list[str] = Field(default_factory=list)
+    """The deterministic checks that passed for it (SPEC 16's criteria table)."""
 
     @property
     def how(self) -> str:
