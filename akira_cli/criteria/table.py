@@ -144,7 +144,7 @@ def render(spec: Spec, rows: list[Row], shown: str) -> str:
         checks = sorted({check for step in row.steps for check in step.checks})
         lines.append(
             f"| **{row.criterion.id}** {_cell(text)} | {_cell(steps) or '—'} | {verified or '—'} "
-            f"| {_cell(reviews) or NO_REVIEW} | {_cell(', '.join(f'`{c}`' for c in checks)) or '—'} |"
+            f"| {_cell(reviews) or NO_REVIEW} | {_cell(', '.join(checks)) or '—'} |"
         )
     missing = [row for row in rows if not row.covered]
     lines += ["", "## Not covered by evidence"]

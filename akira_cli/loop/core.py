@@ -256,6 +256,7 @@ class AutonomousLoop:
             elif stop.report == "escalation":
                 kept = self.waves.slots.listing() if self.waves is not None else []
                 escalation(self.workspace, self.state, stop, kept)
+            self.hand_off(stop)
         finally:
             self.checkpoint()
             if self.config.autonomous_loop.create_progress_reports:
@@ -264,6 +265,14 @@ class AutonomousLoop:
             self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
         if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
             self.store.archive(self.state)
+
+    def hand_off(self, stop: LoopStop) -> None:
+        """The pull request (SPEC 16), when the run completes or needs a person."""
+        from akira_cli.loop.handoff import hand_off, wants_pull_request
+
+        commits = self.engine.commits
+        if commits is not None and wants_pull_request(self.config, self.state, stop):
+            hand_off(self.workspace, self.config, self.state, self.store, commits, self.bus, stop)
 
     def moves_to_done(self, stop: LoopStop) -> bool:
         """Whether settling `stop` moves the task file to Done/ (akira's own completion)."""
