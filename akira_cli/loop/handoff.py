@@ -4,12 +4,14 @@ the completion report as its body."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.errors import LoopStop
 from akira_cli.events import EventBus, EventType
 from akira_cli.git.pr import PullRequests, Request
+from akira_cli.redaction import redact
 from akira_cli.reports import completion_report, completion_text
 from akira_cli.state.models import LoopState
 from akira_cli.workspace import Workspace
@@ -50,7 +52,7 @@ def hand_off(
         settings=config.git,
         record=record,
         body_path=workspace.state_dir / "pull_requests" / f"{state.task_id}.md",
-        warn=lambda message: bus.emit(EventType.WARNING, message=message),
+        warn=lambda message: _warn(bus, message),
     )
     request = Request(
         title=title(state, {step.step_id for step in done}),
@@ -79,3 +81,9 @@ def title(state: LoopState, done: set[str]) -> str:
     leaves = task.leaves(state.include_optional)
     finished = [s for s in leaves if s.ticked or s.id in done or task.under_ticked_parent(s)]
     return f"{feature}: {len(finished)}/{len(leaves)} steps"
+
+
+def _warn(bus: EventBus, message: str) -> None:
+    """Printed whole, once (the display cuts an event's line; the command must paste), and logged."""
+    print(f"akira: warning: {redact(message)}", file=sys.stderr, flush=True)
+    bus.emit(EventType.PULL_REQUEST, warning=message)
