@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 
 class Section(BaseModel):
@@ -175,7 +175,8 @@ class GitSettings(Section):
 
     pr: Literal["off", "draft", "ready"] = "off"
     """A pull request from the task branch when the task completes or needs action (SPEC 16):
-    off, draft, or ready for review. Needs `push`."""
+    off, draft, or ready for review. Needs `push` (checked once the layers are merged: a fleet
+    worker sets it through the environment)."""
     pr_tool: Literal["gh", "glab"] | None = None
     """The tool that opens it; by default taken from the push remote's URL (gitlab: glab)."""
 
@@ -183,14 +184,6 @@ class GitSettings(Section):
     @classmethod
     def _pr_off(cls, value: Any) -> Any:
         return "off" if value is False else value  # YAML reads a bare `off` as false
-
-    @model_validator(mode="after")
-    def _pr_needs_push(self) -> GitSettings:
-        if self.pr != "off" and not self.push:
-            raise ValueError(
-                f"git.pr: {self.pr} needs git.push (a remote, such as origin) to open a pull request"
-            )
-        return self
 
 
 class FleetSettings(Section):

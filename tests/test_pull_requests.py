@@ -296,6 +296,42 @@ def test_a_pull_request_without_push_is_refused_with_one_line(tmp_path: Path) ->
     code, _out, err = start(akira)
     assert code == 1
     assert err.strip().splitlines() == [
-        f"akira: error: {akira.root / 'config' / 'autonomous_loop.yaml'}: key 'git': value error, git.pr: draft "
-        "needs git.push (a remote, such as origin) to open a pull request; fix the value in that file"
+        f"akira: error: {akira.root / 'config' / 'autonomous_loop.yaml'}: git.pr: draft needs git.push (the "
+        "remote the pull request's branch is pushed to, such as origin); set git.push, or git.pr: off"
     ]
+
+
+def test_a_fleet_run_opens_its_pull_request_the_same_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's loop pushes to origin (the fleet sets git.push) and opens the pull request
+    from the run's branch to the ref it cloned; `fleet status` shows its URL."""
+    pytest.importorskip("dbos", reason="the fleet needs the [fleet] extra (dbos)")
+    from test_fleet import Fleet, commit_task
+
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    origin = tmp_path / "origin"
+    assert main(["init", str(origin)]) == 0
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "config", "user.name", "Person")
+    git(origin, "config", "user.email", "person@example.com")
+    Akira(origin).write_config("git:\n  pr: draft\n  pr_tool: gh\n")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "base")
+    task = commit_task(origin, "feat", textwrap.dedent(TASKS).lstrip())
+    fleet = Fleet(f"sqlite:///{tmp_path / 'fleet.sqlite'}", tmp_path)
+    try:
+        run_id = fleet.add(task)
+        fleet.worker("w1")
+        rows = fleet.wait(lambda rows: rows[0]["status"] in ("completed", "failed", "needs_action"))
+    finally:
+        fleet.stop()
+    assert rows[0]["status"] == "completed", rows[0]["message"]
+    assert rows[0]["message"] == "pull request: https://github.com/acme/app/pull/1"
+    assert forge.verbs() == ["gh pr view", "gh pr create"]
+    argv = forge.calls()[1]["argv"]
+    assert isinstance(argv, list)
+    assert (
+        argv[:6] == ["pr", "create", "--base", "main", "--head", f"akira/fleet-{run_id}"]
+        and "--draft" in argv
+    )
