@@ -242,3 +242,27 @@ def test_a_spec_kit_spec_md(tmp_path: Path) -> None:
     assert "FR-002** System MUST keep a log of every note" in rows[1]
     missing = report[report.index("## Not covered by evidence") :]
     assert "**FR-001**" not in missing and "**FR-002**" in missing and "**SC-001**" in missing
+
+
+def test_a_parent_that_names_criteria_is_evidenced_by_its_steps(tmp_path: Path) -> None:
+    """Kiro files often name requirements on a parent task: its executed children carry them."""
+    akira = kiro_workspace(tmp_path)
+    akira.write_task(
+        "feat",
+        """
+        - [ ] 1. Files
+          - _Requirements: 1_
+          - [ ] 1.1 Write a
+            - Run: `echo a > a.txt`
+            - Exists: `a.txt`
+          - [ ] 1.2 Write b
+            - Run: `echo b > b.txt`
+        """,
+    )
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script")
+    assert done.code == 0, done.err
+    data = json.loads(akira.cli("loop", "progress", "--task-id", akira.task_id(), "--json").out)
+    rows = {row["id"]: row for row in data["criteria"]}
+    assert [step["step_id"] for step in rows["1.1"]["steps"]] == ["1.1", "1.2"]
+    assert [step["verified"] for step in rows["1.2"]["steps"]] == [True, False]
+    assert data["not_covered"] == ["2.1", "3.1"]

@@ -11,7 +11,7 @@ from typing import Any
 from akira_cli.criteria.refs import served
 from akira_cli.criteria.spec import Criterion, Spec, load_spec
 from akira_cli.state.models import CompletedStep, LoopState
-from akira_cli.tasks.model import TaskFile
+from akira_cli.tasks.model import Step, TaskFile
 
 NO_REVIEW = "—"
 TEXT_WIDTH = 110
@@ -46,15 +46,28 @@ def rows_for(spec: Spec, task: TaskFile, state: LoopState, done: list[CompletedS
     by_id = {step.step_id: step for step in done}
     rows = {criterion_id: Row(criterion) for criterion_id, criterion in spec.criteria.items()}
     for step in task.steps:
-        if step.children:
-            continue  # a parent is not executed: its children carry the evidence
         ids = served(step, spec)
         if not ids:
             continue
-        evidence = _evidence(step.id, step.ticked, by_id.get(step.id), state)
-        for criterion_id in ids:
-            rows[criterion_id].steps.append(evidence)
+        for leaf in _leaves(task, step):  # a parent is not executed: its steps carry the evidence
+            evidence = _evidence(
+                leaf.id, leaf.ticked or task.under_ticked_parent(leaf), by_id.get(leaf.id), state
+            )
+            for criterion_id in ids:
+                if all(known.step_id != leaf.id for known in rows[criterion_id].steps):
+                    rows[criterion_id].steps.append(evidence)
     return list(rows.values())
+
+
+def _leaves(task: TaskFile, step: Step) -> list[Step]:
+    if not step.children:
+        return [step]
+    found: list[Step] = []
+    for child_id in step.children:
+        child = task.get(child_id)
+        if child is not None and not task.is_optional(child):
+            found.extend(_leaves(task, child))
+    return found
 
 
 def _evidence(step_id: str, ticked: bool, completed: CompletedStep | None, state: LoopState) -> Evidence:
