@@ -98,6 +98,12 @@ def load_config(
     except ValidationError as exc:
         where = sources[-1] if sources else "command line"
         raise AkiraError(_explain(exc, where)) from None
+    if config.git.pr != "off" and not config.git.push:
+        where = sources[-1] if sources else "command line"
+        raise AkiraError(
+            f"{where}: git.pr: {config.git.pr} needs git.push (the remote the pull request's branch "
+            "is pushed to, such as origin); set git.push, or git.pr: off"
+        )
     if config.llm.api_key is not None:
         redaction.register([config.llm.api_key.get_secret_value()])
     return config

@@ -75,6 +75,7 @@ class EventType(StrEnum):
     USAGE_LIMIT = "usage_limit"
     CONTROL_PLANE_CHANGED = "control_plane_changed"
     REVIEW = "review"
+    PULL_REQUEST = "pull_request"
 
 
 class Event(BaseModel):

@@ -173,6 +173,18 @@ class GitSettings(Section):
     def _yaml_words(cls, value: Any) -> Any:
         return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
 
+    pr: Literal["off", "draft", "ready"] = "off"
+    """A pull request from the task branch when the task completes or needs action (SPEC 16):
+    off, draft, or ready for review. Needs `push` (checked once the layers are merged: a fleet
+    worker sets it through the environment)."""
+    pr_tool: Literal["gh", "glab"] | None = None
+    """The tool that opens it; by default taken from the push remote's URL (gitlab: glab)."""
+
+    @field_validator("pr", mode="before")
+    @classmethod
+    def _pr_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads a bare `off` as false
+
 
 class FleetSettings(Section):
     """The fleet (SPEC 14): task files on a durable queue, worked by workers on many machines."""

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from akira_cli.git.run import GitRun
     from akira_cli.state.models import LoopState
     from akira_cli.state.store import StateStore, TaskLock
+    from akira_cli.tasks.model import TaskFile
 
 
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
@@ -135,7 +136,7 @@ def start(
     warn_short_secrets(cfg)
     data = read_task_bytes(path)
     task_file = parse_task_text(data, path)
-    for warning in task_file.warnings:
+    for warning in [*task_file.warnings, *criteria_warnings(task_file)]:
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
@@ -166,6 +167,17 @@ def start(
     typer.echo(f"akira: started {state.task_id} on {workspace.shown(path)}", err=True)
     tasks = TaskSource.seeded(path, data, task_file)  # the loop does not parse it again
     return run_session(workspace, cfg, store, state, wait=not no_wait, lock=lock, tasks=tasks)
+
+
+def criteria_warnings(task_file: TaskFile) -> list[str]:
+    """The spec's criteria file that does not parse, and ids steps name that it lacks (SPEC 16)."""
+    from akira_cli.criteria.refs import unknown_id_warnings
+    from akira_cli.criteria.spec import load_spec
+
+    spec = load_spec(task_file.path)
+    if spec is None:
+        return []
+    return spec.warnings + (unknown_id_warnings(task_file, spec) if spec.criteria else [])
 
 
 @contextlib.contextmanager

@@ -85,6 +85,15 @@ def state_cmd(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpt
     return 0
 
 
+def _criteria(state: LoopState, store: StateStore) -> dict[str, object]:
+    """The spec's acceptance criteria and their evidence (SPEC 16), as the report's table."""
+    from akira_cli.criteria.table import table_for, to_json
+
+    found = table_for(Path(state.task_path), state, store.all_completed(state))
+    rows = to_json(found[1]) if found else []
+    return {"criteria": rows, "not_covered": [row["id"] for row in rows if not row["covered"]]}
+
+
 @app.command("progress")
 @exits
 def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOption = None) -> int:
@@ -113,6 +122,8 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
         "tokens": state.usage.total_tokens,
         "cost_usd": round(state.usage.cost_usd, 4),
         "steps": steps,
+        "pull_request": state.git.pr_url if state.git else None,
+        **_criteria(state, store),
     }
     if json_out:
         typer.echo(json.dumps(data, indent=2))

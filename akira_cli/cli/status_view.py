@@ -59,6 +59,7 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
             for running in state.current_steps
         ],
         "consecutive_failures": state.consecutive_failures,
+        "pull_request": state.git.pr_url if state.git else None,
         **state.done_breakdown(),
         "tokens": state.usage.total_tokens,
         "cached_tokens": state.usage.cached_tokens,

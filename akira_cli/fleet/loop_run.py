@@ -97,7 +97,7 @@ class LoopRun:
         from akira_cli.config import load_config
 
         try:
-            command = load_config(clone, environ={}).fleet.setup
+            command = load_config(clone, environ={"AKIRA_GIT_PUSH": "origin"}).fleet.setup  # as the loop
         except Exception as exc:
             return f"the clone's configuration cannot be read: {exc}"
         if not command:
@@ -160,7 +160,9 @@ class LoopRun:
         if self.stopping.is_set() and process.returncode in (2, 3, -signal.SIGTERM):
             return {"status": "handed_back"}
         status = EXIT_STATUS.get(process.returncode or 0, "failed")
-        return self.end(status, "" if status == "completed" else tail("".join(stderr).strip(), 500))
+        pull_request = (read_state(self.state_dir(clone)).get("git") or {}).get("pr_url")
+        done = f"pull request: {pull_request}" if pull_request else ""  # SPEC 16, as a local run
+        return self.end(status, done if status == "completed" else tail("".join(stderr).strip(), 500))
 
     def pause(self, clone: Path) -> None:
         """Asks the loop to stop at its next step boundary (a stop hook, as a person would)."""

@@ -36,6 +36,7 @@ from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.taskbook import TaskBook
 from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
+from akira_cli.state.records import passed_checks
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
@@ -148,6 +149,7 @@ class AutonomousLoop:
                 commit=attempt.commit,
                 review=attempt.review.verdict if attempt.review is not None else None,
                 review_note=attempt.review.reasons[:500] if attempt.review is not None else "",
+                checks=passed_checks(attempt),
             )
         )
         if attempt.review is not None:
@@ -258,6 +260,7 @@ class AutonomousLoop:
             elif stop.report == "escalation":
                 kept = self.waves.slots.listing() if self.waves is not None else []
                 escalation(self.workspace, self.state, stop, kept)
+            self.hand_off(stop)
         finally:
             self.checkpoint()
             if self.config.autonomous_loop.create_progress_reports:
@@ -266,6 +269,14 @@ class AutonomousLoop:
             self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
         if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
             self.store.archive(self.state)
+
+    def hand_off(self, stop: LoopStop) -> None:
+        """The pull request (SPEC 16), when the run completes or needs a person."""
+        from akira_cli.loop.handoff import hand_off, wants_pull_request
+
+        commits = self.engine.commits
+        if commits is not None and wants_pull_request(self.config, self.state, stop):
+            hand_off(self.workspace, self.config, self.state, self.store, commits, self.bus, stop)
 
     def moves_to_done(self, stop: LoopStop) -> bool:
         """Whether settling `stop` moves the task file to Done/ (akira's own completion)."""

@@ -241,5 +241,7 @@ def run_session(
     where = ""
     if stop.report in ("intervention", "escalation"):
         where = f"; read {workspace.shown(workspace.needs_action / f'{stop.report}_{state.task_id}.md')}"
+    if state.git is not None and state.git.pr_url:
+        where += f"; pull request: {state.git.pr_url}"
     print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}{where}", file=sys.stderr)
     return stop.exit_code

@@ -23,6 +23,10 @@ class GitRun(BaseModel):
     """The commit of the move to Done/, once made."""
     since: str | None = None
     """The last `akira loop undo`'s last revert: commits before it are never adopted again."""
+    pr_url: str | None = None
+    """The pull request opened for the task branch (SPEC 16), once opened."""
+    pr_draft: bool = False
+    """It was opened as a draft (a completed run with `git.pr: ready` marks it ready)."""
 
     @field_validator("branch", "started_on")
     @classmethod

@@ -69,6 +69,8 @@ class CompletedStep(Model):
     """The reviewer's verdict (SPEC 16); None when no reviewer looked at the step."""
     review_note: str = ""
     """The reviewer's summary (approved) or its last reasons (disputed, none)."""
+    checks: list[str] = Field(default_factory=list)
+    """The deterministic checks that passed for it (SPEC 16's criteria table)."""
 
     @property
     def how(self) -> str:

@@ -118,6 +118,12 @@ class Attempt(Model):
         return "\n".join(lines)
 
 
+def passed_checks(attempt: Attempt) -> list[str]:
+    """The deterministic checks that passed in an attempt, by name."""
+    checks = attempt.evaluation.checks if attempt.evaluation else []
+    return [check.name for check in checks if check.passed and check.name not in NOT_EVIDENCE]
+
+
 class PostActionReflection(Model):
     outcome: Literal["success", "partial", "blocked", "unknown"] = "success"
     what_worked: str = Field("", max_length=100)

@@ -1,0 +1,184 @@
+"""The criteria table (SPEC 16): one row per acceptance criterion, with the steps that name it,
+whether each was verified, its review and the checks that ran. The completion report ends with
+it, `loop progress --json` carries it, and the pull request's body shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from akira_cli.criteria.refs import served
+from akira_cli.criteria.spec import Criterion, Spec, load_spec
+from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.tasks.model import Step, TaskFile
+
+NO_REVIEW = "—"
+TEXT_WIDTH = 110
+
+
+@dataclass
+class Evidence:
+    step_id: str
+    done: bool
+    verified: bool
+    review: str = NO_REVIEW
+    checks: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Evidence: done, by akira, with its checks passing, and not disputed by the reviewer."""
+        return self.done and self.verified and self.review != "disputed"
+
+
+@dataclass
+class Row:
+    criterion: Criterion
+    steps: list[Evidence] = field(default_factory=list)
+
+    @property
+    def covered(self) -> bool:
+        return any(step.counts for step in self.steps)
+
+
+def rows_for(spec: Spec, task: TaskFile, state: LoopState, done: list[CompletedStep]) -> list[Row]:
+    by_id = {step.step_id: step for step in done}
+    rows = {criterion_id: Row(criterion) for criterion_id, criterion in spec.criteria.items()}
+    for step in task.steps:
+        ids = served(step, spec)
+        if not ids:
+            continue
+        for leaf in _leaves(task, step):  # a parent is not executed: its steps carry the evidence
+            evidence = _evidence(
+                leaf.id, leaf.ticked or task.under_ticked_parent(leaf), by_id.get(leaf.id), state
+            )
+            for criterion_id in ids:
+                if all(known.step_id != leaf.id for known in rows[criterion_id].steps):
+                    rows[criterion_id].steps.append(evidence)
+    return list(rows.values())
+
+
+def _leaves(task: TaskFile, step: Step) -> list[Step]:
+    if not step.children:
+        return [step]
+    found: list[Step] = []
+    for child_id in step.children:
+        child = task.get(child_id)
+        if child is not None and not task.is_optional(child):
+            found.extend(_leaves(task, child))
+    return found
+
+
+def _evidence(step_id: str, ticked: bool, completed: CompletedStep | None, state: LoopState) -> Evidence:
+    if completed is None:
+        return Evidence(
+            step_id, done=ticked, verified=False, review="ticked by a person" if ticked else NO_REVIEW
+        )
+    review = review_of(completed) or review_of(state.steps.get(step_id)) or NO_REVIEW
+    return Evidence(
+        step_id,
+        done=True,
+        verified=completed.verified and completed.done_by != "person",
+        review=review,
+        checks=list(completed.checks),
+        commit=completed.commit,
+    )
+
+
+def review_of(record: object) -> str | None:
+    """The reviewer's verdict a record carries (`approved`, `disputed`, `none`), if it has one."""
+    value = getattr(record, "review", None) if record is not None else None
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value or None
+    for name in ("outcome", "verdict", "status"):
+        found = getattr(value, name, None) or (value.get(name) if isinstance(value, dict) else None)
+        if isinstance(found, str) and found:
+            return found
+    return None
+
+
+def table_for(task_path: Path, state: LoopState, done: list[CompletedStep]) -> tuple[Spec, list[Row]] | None:
+    """The feature's criteria and their rows; None when no criteria file lies beside the task
+    file or it names no criteria (the warning says why, at start)."""
+    from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+
+    spec = load_spec(task_path)
+    if spec is None or not spec.criteria:
+        return None
+    try:
+        task = parse_task_text(read_task_bytes(task_path), task_path)
+    except (OSError, TaskFileError):
+        return None
+    return spec, rows_for(spec, task, state, done)
+
+
+def to_json(rows: list[Row]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": row.criterion.id,
+            "text": row.criterion.text,
+            "covered": row.covered,
+            "steps": [
+                {
+                    "step_id": step.step_id,
+                    "done": step.done,
+                    "verified": step.verified,
+                    "review": step.review,
+                    "checks": step.checks,
+                    "commit": step.commit,
+                }
+                for step in row.steps
+            ],
+        }
+        for row in rows
+    ]
+
+
+def render(spec: Spec, rows: list[Row], shown: str) -> str:
+    """The report's closing section: the table, then the criteria without evidence."""
+    lines = [
+        "## Acceptance criteria",
+        f"From `{shown}`: one row per criterion, with the steps that name it.",
+        "",
+        "| Criterion | Steps | Verified | Review | Checks |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        text = _short(row.criterion.text)
+        steps = ", ".join(
+            step.step_id + (f" `{step.commit[:8]}`" if step.commit else "") + ("" if step.done else " (open)")
+            for step in row.steps
+        )
+        verified = ", ".join(f"{s.step_id}: {'yes' if s.verified else 'no'}" for s in row.steps)
+        reviews = ", ".join(f"{s.step_id}: {s.review}" for s in row.steps if s.review != NO_REVIEW)
+        checks = sorted({check for step in row.steps for check in step.checks})
+        lines.append(
+            f"| **{row.criterion.id}** {_cell(text)} | {_cell(steps) or '—'} | {verified or '—'} "
+            f"| {_cell(reviews) or NO_REVIEW} | {_cell(', '.join(checks)) or '—'} |"
+        )
+    missing = [row for row in rows if not row.covered]
+    lines += ["", "## Not covered by evidence"]
+    if not missing:
+        lines.append("- none: every criterion has a verified step")
+    for row in missing:
+        why = (
+            "no step names it"
+            if not row.steps
+            else "its steps are not done"
+            if not any(step.done for step in row.steps)
+            else "no step that names it was verified by a check"
+            + (" (or its review disputed it)" if any(s.review == "disputed" for s in row.steps) else "")
+        )
+        lines.append(f"- **{row.criterion.id}** {_short(row.criterion.text)}: {why}")
+    return "\n".join(lines) + "\n"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 1].rstrip() + "…"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

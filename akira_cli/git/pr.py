@@ -1,0 +1,198 @@
+"""The pull request (SPEC 16): when a git-native run completes or stops with needs_action, one
+pull request from the task branch to the branch it started from, opened with `gh pr create` (or
+`glab mr create`) and updated with `gh pr edit` (or `glab mr update`) ever after.
+
+Never fatal: a missing tool, a remote it cannot place, or a failing command is one warning with
+the command to run by hand, and the branch is pushed all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from akira_cli.fileio import atomic_write
+from akira_cli.sections import GitSettings
+from akira_cli.state.gitrun import GitRun as GitRecord
+
+TIMEOUT = 120.0
+URL_RE = re.compile(r"https?://\S+")
+MISSING = ("no pull requests found", "no open merge request", "not found", "no merge request")
+
+
+@dataclass
+class Request:
+    title: str
+    body: str
+    draft: bool
+    """A stopped run's pull request, or `git.pr: draft`."""
+    stopped: bool
+
+
+@dataclass
+class PullRequests:
+    root: Path
+    """The repository's top folder (where gh and glab find the remote)."""
+    settings: GitSettings
+    record: GitRecord
+    body_path: Path
+    """Where the body is written (`--body-file`), kept for the command run by hand."""
+    warn: Callable[[str], object]
+
+    def publish(self, request: Request) -> str | None:
+        """Opens or updates the pull request; its URL, or None (with one warning) when it could
+        not. The URL is recorded in the state's git record."""
+        if self.settings.pr == "off":
+            return None
+        base, head = self.record.started_on, self.record.branch
+        if not base or base == head:
+            self.warn(
+                f"no pull request: the task branch {head} has no other branch to go to "
+                "(git.branch is empty, or the run started on a detached HEAD)"
+            )
+            return None
+        atomic_write(self.body_path, request.body.encode(), durable=False)
+        tool = self.tool()
+        create = self.create_command(tool or "gh", request, base, head)
+        if tool is None:
+            self.warn(
+                f"no pull request: cannot tell GitHub from GitLab by the remote {self.settings.push}'s URL; "
+                f"set git.pr_tool, or run: {self.by_hand(create)}"
+            )
+            return None
+        if shutil.which(tool) is None:
+            self.warn(f"no pull request: {tool} is not on PATH; install it, or run: {self.by_hand(create)}")
+            return None
+        existing = self.existing(tool, head)
+        if isinstance(existing, Failure):
+            self.warn(f"no pull request: {existing.said}; run: {self.by_hand(create)}")
+            return None
+        if existing is None:
+            done = self.call(create)
+            url = _url(done.stdout) if done.returncode == 0 else None
+            if url is None:
+                self.warn(f"no pull request: {_said(done)}; run: {self.by_hand(create)}")
+                return None
+            self.record.pr_url, self.record.pr_draft = url, request.draft
+            return url
+        self.record.pr_url = existing
+        for command in self.update_commands(tool, request, head):
+            done = self.call(command)
+            if done.returncode != 0:
+                self.warn(
+                    f"the pull request {existing} was not updated: {_said(done)}; "
+                    f"run: {self.by_hand(command)}"
+                )
+                return existing
+        if request.stopped:
+            self.record.pr_draft = True
+        elif not request.draft:
+            self.record.pr_draft = False
+        return existing
+
+    def tool(self) -> str | None:
+        if self.settings.pr_tool:
+            return self.settings.pr_tool
+        url = self.remote_url()
+        if "gitlab" in url.lower():
+            return "glab"
+        if "github" in url.lower():
+            return "gh"
+        return None
+
+    def remote_url(self) -> str:
+        """The push remote's URL as configured (an `insteadOf` rewrite does not hide the host)."""
+        done = subprocess.run(
+            ["git", "-C", str(self.root), "config", "--get", f"remote.{self.settings.push}.url"],
+            capture_output=True, text=True, check=False, timeout=30,
+        )  # fmt: skip
+        return done.stdout.strip() or str(self.settings.push)
+
+    def existing(self, tool: str, head: str) -> str | Failure | None:
+        """The open pull request's URL for the branch, None when there is none."""
+        if tool == "gh":
+            done = self.call(["gh", "pr", "view", head, "--json", "url"])
+            key = "url"
+        else:
+            done = self.call(["glab", "mr", "view", head, "--output", "json"])
+            key = "web_url"
+        if done.returncode != 0:
+            said = _said(done)
+            return None if any(word in said.lower() for word in MISSING) else Failure(said)
+        try:
+            found = json.loads(done.stdout).get(key)
+        except (ValueError, AttributeError):
+            found = _url(done.stdout)
+        return found if isinstance(found, str) and found else Failure(f"{tool} answered without a URL")
+
+    def create_command(self, tool: str, request: Request, base: str, head: str) -> list[str]:
+        if tool == "gh":
+            command = ["gh", "pr", "create", "--base", base, "--head", head, "--title", request.title]
+            command += ["--body-file", str(self.body_path)]
+        else:
+            command = ["glab", "mr", "create", "--source-branch", head, "--target-branch", base]
+            command += ["--title", request.title, "--description", request.body, "--yes"]
+        return [*command, "--draft"] if request.draft else command
+
+    def update_commands(self, tool: str, request: Request, head: str) -> list[list[str]]:
+        if tool == "gh":
+            commands = [
+                ["gh", "pr", "edit", head, "--title", request.title, "--body-file", str(self.body_path)]
+            ]
+            if request.stopped and not self.record.pr_draft:
+                commands.append(["gh", "pr", "ready", head, "--undo"])
+            elif not request.draft and self.record.pr_draft:
+                commands.append(["gh", "pr", "ready", head])
+            return commands
+        command = ["glab", "mr", "update", head, "--title", request.title, "--description", request.body]
+        if request.stopped and not self.record.pr_draft:
+            command.append("--draft")
+        elif not request.draft and self.record.pr_draft:
+            command.append("--ready")
+        return [command]
+
+    def call(self, command: list[str]) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "GH_PROMPT_DISABLED": "1", "GIT_TERMINAL_PROMPT": "0", "NO_COLOR": "1"}
+        env.setdefault("GLAB_NO_PROMPT", "1")
+        try:
+            return subprocess.run(
+                command, cwd=self.root, env=env, capture_output=True, text=True,
+                stdin=subprocess.DEVNULL, check=False, timeout=TIMEOUT,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(
+                command, 124, "", f"{command[0]} gave no answer in {TIMEOUT:.0f}s"
+            )
+        except OSError as exc:
+            return subprocess.CompletedProcess(command, 127, "", f"{command[0]} cannot run: {exc.strerror}")
+
+    def by_hand(self, command: list[str]) -> str:
+        """The command to paste: from the repository's folder; glab's body from the saved file."""
+        if command[0] == "glab" and "--description" in command:
+            at = command.index("--description") + 1
+            shown = shlex.join(command[:at]) + f' "$(cat {shlex.quote(str(self.body_path))})" '
+            shown += shlex.join(command[at + 1 :])
+            return f"cd {shlex.quote(str(self.root))} && {shown.strip()}"
+        return f"cd {shlex.quote(str(self.root))} && {shlex.join(command)}"
+
+
+@dataclass
+class Failure:
+    said: str
+
+
+def _url(text: str) -> str | None:
+    found = URL_RE.findall(text or "")
+    return found[-1] if found else None
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    text = " ".join((done.stderr or done.stdout or "").split())[:300]
+    return f"{shlex.quote(str(done.args[0]))} exited {done.returncode}" + (f": {text}" if text else "")

@@ -1,0 +1,89 @@
+"""Handing the night's work off as a pull request (SPEC 16), when the run completes or stops
+with needs_action: the branch pushed once more, then one pull request opened or updated with
+the completion report as its body."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from akira_cli.errors import LoopStop
+from akira_cli.events import EventBus, EventType
+from akira_cli.git.pr import PullRequests, Request
+from akira_cli.redaction import redact
+from akira_cli.reports import completion_report, completion_text
+from akira_cli.state.models import LoopState
+from akira_cli.workspace import Workspace
+
+if TYPE_CHECKING:
+    from akira_cli.config import Config
+    from akira_cli.git.steps import StepCommits
+    from akira_cli.state.store import StateStore
+
+
+def wants_pull_request(config: Config, state: LoopState, stop: LoopStop) -> bool:
+    return (
+        config.git.pr != "off"
+        and state.git is not None
+        and (stop.report == "completion" or stop.status == "needs_action")
+    )
+
+
+def hand_off(
+    workspace: Workspace,
+    config: Config,
+    state: LoopState,
+    store: StateStore,
+    commits: StepCommits,
+    bus: EventBus,
+    stop: LoopStop,
+) -> str | None:
+    """Opens or updates the task's pull request; its URL (also in `state.git.pr_url`)."""
+    record = state.git
+    if record is None:
+        return None
+    commits.push()  # a push that failed at the last commit is tried once more
+    done = store.all_completed(state)
+    stopped = None if stop.report == "completion" else stop.message
+    known = record.pr_url
+    requests = PullRequests(
+        root=commits.run.root,
+        settings=config.git,
+        record=record,
+        body_path=workspace.state_dir / "pull_requests" / f"{state.task_id}.md",
+        warn=lambda message: _warn(bus, message),
+    )
+    request = Request(
+        title=title(state, {step.step_id for step in done}),
+        body=completion_text(workspace, state, [], done, stopped=stopped),
+        draft=config.git.pr == "draft" or stopped is not None,
+        stopped=stopped is not None,
+    )
+    url = requests.publish(request)
+    if url and url != known:
+        bus.emit(EventType.PULL_REQUEST, url=url, branch=record.branch)
+        if stopped is None and config.autonomous_loop.create_completion_report:
+            completion_report(workspace, state, [], done)  # again, with the URL in it
+    return url
+
+
+def title(state: LoopState, done: set[str]) -> str:
+    """`<feature>: <done>/<total> steps`, counted in the task file as it is now."""
+    from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+
+    path = Path(state.task_path)
+    feature = state.feature or path.parent.name
+    try:
+        task = parse_task_text(read_task_bytes(path), path)
+    except (OSError, TaskFileError):
+        return f"{feature}: {len(done)} steps done"
+    leaves = task.leaves(state.include_optional)
+    finished = [s for s in leaves if s.ticked or s.id in done or task.under_ticked_parent(s)]
+    return f"{feature}: {len(finished)}/{len(leaves)} steps"
+
+
+def _warn(bus: EventBus, message: str) -> None:
+    """Printed whole, once (the display cuts an event's line; the command must paste), and logged."""
+    print(f"akira: warning: {redact(message)}", file=sys.stderr, flush=True)
+    bus.emit(EventType.PULL_REQUEST, warning=message)

@@ -1,0 +1,337 @@
+"""The pull request (SPEC 16), in real git repositories with a bare `origin`, and a fake `gh`
+and `glab` first on PATH (written here) that log their argv and body and answer as the real
+ones do: `gh pr create` prints the URL, `gh pr view --json url` answers for an open pull request
+and exits 1 with "no pull requests found" otherwise; glab likewise with merge requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import Akira
+
+from akira_cli.cli import main
+
+FAKE = r'''#!PYTHON
+"""A fake gh/glab: logs argv and body to $FAKE_LOG, keeps open pull requests in $FAKE_PRS."""
+import json, os, sys
+tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+store = os.environ["FAKE_PRS"]
+prs = json.load(open(store)) if os.path.exists(store) else {}
+def value(flag):
+    return args[args.index(flag) + 1] if flag in args else None
+body = value("--description")
+if value("--body-file"):
+    body = open(value("--body-file"), encoding="utf-8").read()
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps({"tool": tool, "argv": args, "body": body}) + "\n")
+def save():
+    json.dump(prs, open(store, "w"))
+if tool == "gh":
+    kind, verb, rest = args[0], args[1], args[2:]
+    if verb == "view":
+        if rest[0] in prs:
+            print(json.dumps({"url": prs[rest[0]]["url"]}))
+            sys.exit(0)
+        sys.stderr.write(f'no pull requests found for branch "{rest[0]}"\n')
+        sys.exit(1)
+    if verb == "create":
+        head = value("--head")
+        if head in prs:
+            sys.stderr.write(f'a pull request for branch "{head}" into branch "{value("--base")}" already exists:\n{prs[head]["url"]}\n')
+            sys.exit(1)
+        url = f"https://github.com/acme/app/pull/{len(prs) + 1}"
+        prs[head] = {"url": url, "draft": "--draft" in args}
+        save()
+        sys.stderr.write(f"\nCreating pull request for {head} into {value('--base')} in acme/app\n\n")
+        print(url)
+        sys.exit(0)
+    if verb == "edit":
+        print(prs[rest[0]]["url"])
+        sys.exit(0)
+    if verb == "ready":
+        prs[rest[0]]["draft"] = "--undo" in args
+        save()
+        sys.exit(0)
+else:
+    kind, verb, rest = args[0], args[1], args[2:]
+    if verb == "view":
+        if rest[0] in prs:
+            print(json.dumps({"iid": 1, "web_url": prs[rest[0]]["url"], "state": "opened"}))
+            sys.exit(0)
+        sys.stderr.write(f'no open merge request available for "{rest[0]}"\n')
+        sys.exit(1)
+    if verb == "create":
+        head = value("--source-branch")
+        url = f"https://gitlab.example.com/acme/app/-/merge_requests/{len(prs) + 1}"
+        prs[head] = {"url": url, "draft": "--draft" in args}
+        save()
+        print(f"\nCreating merge request for {head} into {value('--target-branch')} in acme/app\n\n!1 {value('--title')} ({head})\n {url}\n")
+        sys.exit(0)
+    if verb == "update":
+        print(f"- Updating merge request !1\n✓ merge request updated\n{prs[rest[0]]['url']}")
+        sys.exit(0)
+sys.stderr.write(f"unknown command {args}\n")
+sys.exit(2)
+'''
+
+TASKS = """
+# Implementation Plan
+
+- [ ] 1. Write a
+  - Run: `echo a > a.txt`
+  - Exists: `a.txt`
+  - _Requirements: 1.1_
+- [ ] 2. Write b
+  - Run: `echo b > b.txt`
+  - Contains: `b.txt` `b`
+  - _Requirements: 1.2_
+"""
+
+REQUIREMENTS = """
+# Requirements Document
+
+## Requirements
+
+### Requirement 1
+
+**User Story:** As a user, I want files.
+
+#### Acceptance Criteria
+
+1. WHEN the step runs THEN the system SHALL write a.txt
+2. WHEN the step runs THEN the system SHALL write b.txt
+3. THE system SHALL log every write
+"""
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout.strip()
+
+
+class Forge:
+    """The fake tools' bin folder, their log and their open pull requests."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tools: tuple[str, ...]) -> None:
+        self.bin = tmp_path / "fakebin"
+        self.bin.mkdir()
+        for tool in tools:
+            path = self.bin / tool
+            path.write_text(FAKE.replace("PYTHON", sys.executable))
+            path.chmod(0o755)
+        self.log = tmp_path / "forge.jsonl"
+        monkeypatch.setenv("FAKE_LOG", str(self.log))
+        monkeypatch.setenv("FAKE_PRS", str(tmp_path / "prs.json"))
+        monkeypatch.setenv("PATH", f"{self.bin}{os.pathsep}{os.environ['PATH']}")
+
+    def calls(self) -> list[dict[str, object]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def verbs(self) -> list[str]:
+        return [f"{call['tool']} {' '.join(call['argv'][:2])}" for call in self.calls()]  # type: ignore[index]
+
+
+def workspace(tmp_path: Path, config: str, tasks: str = TASKS) -> Akira:
+    root = tmp_path / "repo"
+    assert main(["init", str(root)]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    akira = Akira(root)
+    path = akira.write_task("feat", tasks)
+    (path.parent / "requirements.md").write_text(textwrap.dedent(REQUIREMENTS).lstrip())
+    akira.write_config(config)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(root, "remote", "add", "origin", str(remote))
+    return akira
+
+
+def start(akira: Akira) -> tuple[int, str, str]:
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", timeout=120)
+    return done.code, done.out, done.err
+
+
+GH = "git:\n  push: origin\n  pr: ready\n  pr_tool: gh\n"
+
+
+def test_completion_opens_one_pull_request_with_the_report_as_its_body(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    akira = workspace(tmp_path, GH)
+    code, _out, err = start(akira)
+    assert code == 0, err
+    url = "https://github.com/acme/app/pull/1"
+    assert forge.verbs() == ["gh pr view", "gh pr create"]
+    create = forge.calls()[1]
+    argv = create["argv"]
+    assert isinstance(argv, list)
+    assert argv[:8] == [
+        "pr",
+        "create",
+        "--base",
+        "main",
+        "--head",
+        "akira/feat",
+        "--title",
+        "feat: 2/2 steps",
+    ]
+    assert "--draft" not in argv
+    body = str(create["body"])
+    assert "**Status**: ✅ COMPLETED" in body and "## Acceptance criteria" in body
+    assert "- **1.3** THE system SHALL log every write: no step names it" in body
+    assert "akira loop undo --task-id" in body and "**Cost (USD)**" in body
+    state = akira.state()
+    assert state.git is not None and state.git.pr_url == url and not state.git.pr_draft
+    assert git(tmp_path / "origin.git", "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
+    assert err.strip().splitlines()[-1].endswith(f"; pull request: {url}")
+    report = (akira.root / "Logs" / "completion_reports" / f"{state.task_id}.md").read_text()
+    assert f"**Pull request**: {url}" in report
+    status = json.loads(akira.cli("loop", "status", "--task-id", state.task_id, "--json").out)
+    assert status["pull_request"] == url
+    progress = json.loads(akira.cli("loop", "progress", "--task-id", state.task_id, "--json").out)
+    assert progress["pull_request"] == url and progress["not_covered"] == ["1.3"]
+
+
+def test_undo_and_resume_update_the_same_pull_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    akira = workspace(tmp_path, GH)
+    assert start(akira)[0] == 0
+    task_id = akira.task_id()
+    undone = akira.cli("loop", "undo", "--task-id", task_id, "--step", "2")
+    assert undone.code == 0, undone.err
+    resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=120)
+    assert resumed.code == 0, resumed.err
+    assert forge.verbs() == ["gh pr view", "gh pr create", "gh pr view", "gh pr edit"]
+    edit = forge.calls()[3]
+    assert edit["argv"][:5] == ["pr", "edit", "akira/feat", "--title", "feat: 2/2 steps"]  # type: ignore[index]
+    assert "## Acceptance criteria" in str(edit["body"])
+    assert akira.state().git.pr_url == "https://github.com/acme/app/pull/1"  # type: ignore[union-attr]
+    assert resumed.err.strip().splitlines()[-1].endswith("; pull request: https://github.com/acme/app/pull/1")
+
+
+def test_a_run_that_needs_a_person_opens_a_draft_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    tasks = TASKS.replace("Contains: `b.txt` `b`", "Verify: `test -f never.txt`")
+    akira = workspace(tmp_path, GH + "autonomous_loop:\n  failure_threshold: 1\n", tasks)
+    code, _out, err = start(akira)
+    assert code == 4, err
+    assert forge.verbs() == ["gh pr view", "gh pr create"]
+    create = forge.calls()[1]
+    assert "--draft" in create["argv"] and "feat: 1/2 steps" in create["argv"]  # type: ignore[operator]
+    body = str(create["body"])
+    state = akira.state()
+    assert state.status == "needs_action"
+    assert body.startswith(f"> **Stopped (needs_action)**: {state.stop_reason}")
+    assert "STOPPED" in body and "✅ COMPLETED" not in body and "## Acceptance criteria" in body
+    assert (
+        state.git is not None
+        and state.git.pr_draft
+        and state.git.pr_url == "https://github.com/acme/app/pull/1"
+    )
+    assert err.strip().splitlines()[-1].endswith("; pull request: https://github.com/acme/app/pull/1")
+
+
+def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "gh").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    akira = workspace(tmp_path, GH)
+    code, out, err = start(akira)
+    assert code == 0, err
+    lines = [line for line in (out + err).splitlines() if "pull request" in line and "gh" in line]
+    assert len(lines) == 1, lines
+    assert "gh is not on PATH" in lines[0]
+    command = shlex.split(lines[0].split("run: ", 1)[1])
+    body_file = akira.root / ".state" / "pull_requests" / f"{akira.task_id()}.md"
+    assert command == [
+        "cd", str(akira.root), "&&", "gh", "pr", "create", "--base", "main", "--head", "akira/feat",
+        "--title", "feat: 2/2 steps", "--body-file", str(body_file),
+    ]  # fmt: skip
+    assert "## Acceptance criteria" in body_file.read_text()
+    assert git(tmp_path / "origin.git", "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
+    assert akira.state().git.pr_url is None  # type: ignore[union-attr]
+
+
+def test_a_gitlab_remote_goes_through_glab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh", "glab"))
+    akira = workspace(tmp_path, "git:\n  push: origin\n  pr: draft\n")
+    remote = tmp_path / "origin.git"
+    gitlab = "https://gitlab.example.com/acme/app.git"
+    git(akira.root, "remote", "set-url", "origin", gitlab)
+    git(akira.root, "config", f"url.{remote}.insteadOf", gitlab)  # pushes reach the bare repository
+    code, _out, err = start(akira)
+    assert code == 0, err
+    assert forge.verbs() == ["glab mr view", "glab mr create"]
+    argv = forge.calls()[1]["argv"]
+    assert isinstance(argv, list)
+    assert argv[:6] == ["mr", "create", "--source-branch", "akira/feat", "--target-branch", "main"]
+    assert argv[-1] == "--draft" and "--yes" in argv
+    assert "## Acceptance criteria" in str(forge.calls()[1]["body"])
+    url = "https://gitlab.example.com/acme/app/-/merge_requests/1"
+    assert akira.state().git.pr_url == url  # type: ignore[union-attr]
+    assert git(remote, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
+
+
+def test_a_pull_request_without_push_is_refused_with_one_line(tmp_path: Path) -> None:
+    akira = workspace(tmp_path, "git:\n  pr: draft\n")
+    code, _out, err = start(akira)
+    assert code == 1
+    assert err.strip().splitlines() == [
+        f"akira: error: {akira.root / 'config' / 'autonomous_loop.yaml'}: git.pr: draft needs git.push (the "
+        "remote the pull request's branch is pushed to, such as origin); set git.push, or git.pr: off"
+    ]
+
+
+def test_a_fleet_run_opens_its_pull_request_the_same_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's loop pushes to origin (the fleet sets git.push) and opens the pull request
+    from the run's branch to the ref it cloned; `fleet status` shows its URL."""
+    pytest.importorskip("dbos", reason="the fleet needs the [fleet] extra (dbos)")
+    from test_fleet import Fleet, commit_task
+
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    origin = tmp_path / "origin"
+    assert main(["init", str(origin)]) == 0
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "config", "user.name", "Person")
+    git(origin, "config", "user.email", "person@example.com")
+    Akira(origin).write_config("git:\n  pr: draft\n  pr_tool: gh\n")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "base")
+    task = commit_task(origin, "feat", textwrap.dedent(TASKS).lstrip())
+    fleet = Fleet(f"sqlite:///{tmp_path / 'fleet.sqlite'}", tmp_path)
+    try:
+        run_id = fleet.add(task)
+        fleet.worker("w1")
+        rows = fleet.wait(lambda rows: rows[0]["status"] in ("completed", "failed", "needs_action"))
+    finally:
+        fleet.stop()
+    assert rows[0]["status"] == "completed", rows[0]["message"]
+    assert rows[0]["message"] == "pull request: https://github.com/acme/app/pull/1"
+    assert forge.verbs() == ["gh pr view", "gh pr create"]
+    argv = forge.calls()[1]["argv"]
+    assert isinstance(argv, list)
+    assert (
+        argv[:6] == ["pr", "create", "--base", "main", "--head", f"akira/fleet-{run_id}"]
+        and "--draft" in argv
+    )
