@@ -29,6 +29,7 @@ from akira_cli.sections import ProjectCheck as ProjectCheck
 from akira_cli.sections import ReasoningSettings as ReasoningSettings
 from akira_cli.sections import ReflectionSettings as ReflectionSettings
 from akira_cli.sections import ResourceLimits as ResourceLimits
+from akira_cli.sections import SandboxSettings as SandboxSettings
 from akira_cli.sections import Section as Section
 
 CONFIG_RELPATH = Path("config/autonomous_loop.yaml")
@@ -47,6 +48,7 @@ class Config(Section):
     notify: NotifySettings = Field(default_factory=NotifySettings)
     git: GitSettings = Field(default_factory=GitSettings)
     fleet: FleetSettings = Field(default_factory=FleetSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
     @field_validator("checks", mode="before")
     @classmethod

@@ -74,6 +74,7 @@ class EventType(StrEnum):
     COMMIT = "commit"
     USAGE_LIMIT = "usage_limit"
     CONTROL_PLANE_CHANGED = "control_plane_changed"
+    SANDBOX_DENIED = "sandbox_denied"
 
 
 class Event(BaseModel):
