@@ -34,6 +34,13 @@ def _recent_attempts(state: LoopState, limit: int = 5) -> str:
     return _bullets([f"{a.render()}" for a in attempts[-limit:]])
 
 
+def sandbox_line(sandboxed: bool | None) -> str:
+    """SPEC 15: whether the run's steps were confined."""
+    if sandboxed is None:
+        return "not run yet"
+    return "sandboxed (SPEC 15)" if sandboxed else "NOT sandboxed: steps ran with all of the person's rights"
+
+
 def completion_report(
     workspace: Workspace, state: LoopState, open_steps: list[str], done: list[CompletedStep]
 ) -> Path:
@@ -91,6 +98,7 @@ def completion_report(
             cost=f"{state.usage.cost_usd:.4f}",
             done_path=workspace.relative(Path(state.task_path)),
             review=review(workspace, state),
+            sandbox=sandbox_line(state.sandboxed),
         ).encode(),
     )
     return path
