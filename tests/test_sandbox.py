@@ -76,8 +76,9 @@ echo '{"type": "result", "subtype": "success", "is_error": false, "result": "Don
 
 
 class Counter(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-        self.server.hits.append(self.path)  # type: ignore[attr-defined]
+    def do_GET(self) -> None:
+        assert isinstance(self.server, Server)
+        self.server.hits.append(self.path)
         body = b"reached"
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -88,13 +89,18 @@ class Counter(BaseHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    hits: list[str]
+    """The paths requested, in order."""
+
+
 @pytest.fixture
-def servers() -> Iterator[tuple[ThreadingHTTPServer, ThreadingHTTPServer]]:
+def servers() -> Iterator[tuple[Server, Server]]:
     """The allowed server and the forbidden one, on two ports of 127.0.0.1."""
     started = []
     for _ in range(2):
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Counter)
-        server.hits = []  # type: ignore[attr-defined]
+        server = Server(("127.0.0.1", 0), Counter)
+        server.hits = []
         threading.Thread(target=server.serve_forever, daemon=True).start()
         started.append(server)
     yield started[0], started[1]
@@ -126,7 +132,7 @@ def git(root: Path, *args: str) -> str:
 def hostile_run(
     akira: Akira,
     tmp_path: Path,
-    servers: tuple[ThreadingHTTPServer, ThreadingHTTPServer],
+    servers: tuple[Server, Server],
     how: str,
     *flags: str,
 ) -> tuple[subprocess.CompletedProcess[str], Path, dict[str, str]]:
@@ -136,14 +142,20 @@ def hostile_run(
     ok, bad = servers[0].server_address[1], servers[1].server_address[1]
     task = ws / "Specs" / "feat" / "tasks.md"
     script = ws / "hostile.sh"  # a private /tmp: a script outside the work tree would not be seen
-    fill = {"home": home, "sibling": tmp_path / "sibling", "parent": tmp_path, "ws": ws, "task": task}
+    fill: dict[str, object] = {
+        "home": home,
+        "sibling": tmp_path / "sibling",
+        "parent": tmp_path,
+        "ws": ws,
+        "task": task,
+    }
     fill |= {"py": sys.executable, "ok": ok, "bad": bad, "pytest": os.getpid(), "mark": SLEEP_MARK}
     text = HOSTILE
     for name, value in fill.items():
         text = text.replace("{" + name + "}", str(value))
     script.write_text(text)
-    command = f"  kind: command\n  command: bash {script}\n" if how == "agent" else ""
-    agent = f"agent:\n  preset: claude\n{command}"  # the Run: step too: the claude preset's folders
+    own = f"  kind: command\n  command: bash {script}\n" if how == "agent" else ""
+    agent = f"agent:\n  preset: claude\n{own}"  # the Run: step too: the claude preset's folders
     akira.write_config(f'{agent}sandbox:\n  allow_hosts: ["127.0.0.1:{ok}"]\n')
     run = f"  - Run: `bash {script}`\n" if how == "run" else ""
     akira.write_task("feat", f"- [ ] 1. Do the work\n{run}  - Verify: `test -f work.txt`\n")
@@ -190,7 +202,7 @@ def leftover_sleep() -> bool:
 
 @pytest.mark.parametrize("how", ["agent", "run"])
 def test_a_hostile_step_escapes_nothing(
-    akira: Akira, tmp_path: Path, servers: tuple[ThreadingHTTPServer, ThreadingHTTPServer], how: str
+    akira: Akira, tmp_path: Path, servers: tuple[Server, Server], how: str
 ) -> None:
     ws = akira.root
     done, home, before = hostile_run(akira, tmp_path, servers, how)
@@ -229,7 +241,7 @@ def test_a_hostile_step_escapes_nothing(
 
 
 def test_without_the_sandbox_the_same_secrets_are_readable(
-    akira: Akira, tmp_path: Path, servers: tuple[ThreadingHTTPServer, ThreadingHTTPServer]
+    akira: Akira, tmp_path: Path, servers: tuple[Server, Server]
 ) -> None:
     """The control: the hostile script's reads succeed unsandboxed, so the test above sees a leak."""
     (akira.root / "control").write_text("only read\n")
