@@ -251,3 +251,33 @@ def test_without_the_sandbox_the_same_secrets_are_readable(
     loot = (akira.root / "loot.txt").read_text()
     for secret in SECRETS:
         assert secret in loot
+
+
+def marked(mark: str) -> list[int]:
+    """Host pids of live processes whose command line holds `mark`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "cmdline").read_bytes():
+                    state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+                    found += [int(entry.name)] if state != "Z" else []
+            except OSError:
+                continue
+    return found
+
+
+def test_a_sandboxed_step_dies_with_akira_without_its_reaper(akira: Akira) -> None:
+    """kill -9 of akira and of its reaper: --die-with-parent alone ends the step's processes."""
+    from test_processes import kill_with_its_reaper
+
+    mark = f"100.{os.getpid()}7"
+    task = akira.write_task(
+        "long", f"- [ ] 1. long\n  - Run: `sleep {mark} & sleep {mark}1; wait`\n  - Timeout: 200\n"
+    )
+    first = akira.spawn("loop", "start", "--task", str(task))
+    akira.wait_for(lambda: len(marked(f"sleep\0{mark}")) == 2, 60, "the step's two sleeps")
+    assert akira.state().sandboxed is True
+    kill_with_its_reaper(first, akira.task_id())
+    first.communicate(timeout=30)
+    akira.wait_for(lambda: marked(f"sleep\0{mark}") == [], 30, "the sandboxed step to die with akira")
