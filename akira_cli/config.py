@@ -30,6 +30,7 @@ from akira_cli.sections import ReasoningSettings as ReasoningSettings
 from akira_cli.sections import ReflectionSettings as ReflectionSettings
 from akira_cli.sections import ResourceLimits as ResourceLimits
 from akira_cli.sections import ReviewSettings as ReviewSettings
+from akira_cli.sections import SandboxSettings as SandboxSettings
 from akira_cli.sections import Section as Section
 
 CONFIG_RELPATH = Path("config/autonomous_loop.yaml")
@@ -49,6 +50,7 @@ class Config(Section):
     git: GitSettings = Field(default_factory=GitSettings)
     fleet: FleetSettings = Field(default_factory=FleetSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
     @field_validator("checks", mode="before")
     @classmethod

@@ -35,6 +35,13 @@ def _recent_attempts(state: LoopState, limit: int = 5) -> str:
     return _bullets([f"{a.render()}" for a in attempts[-limit:]])
 
 
+def sandbox_line(sandboxed: bool | None) -> str:
+    """SPEC 15: whether the run's steps were confined."""
+    if sandboxed is None:
+        return "not run yet"
+    return "sandboxed (SPEC 15)" if sandboxed else "NOT sandboxed: steps ran with all of the person's rights"
+
+
 def completion_report(
     workspace: Workspace, state: LoopState, open_steps: list[str], done: list[CompletedStep]
 ) -> Path:
@@ -106,6 +113,7 @@ def completion_text(
         needs_a_look=needs_a_look(done),
         done_path=workspace.relative(Path(state.task_path)),
         review=review(workspace, state),
+        sandbox=sandbox_line(state.sandboxed),
         status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
         pull_request=f"**Pull request**: {state.git.pr_url}\n" if state.git and state.git.pr_url else "",
         criteria=criteria_section(workspace, state, done),

@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from akira_cli.orphans import ChildLedger
 
 OUTPUT_LIMIT = 64_000
@@ -46,6 +48,18 @@ class CommandResult:
 
 def tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+class CommandWrapper(Protocol):
+    """Turns a command line into the one that runs it confined (`sandbox.Sandbox`, SPEC 15)."""
+
+    def wrap(
+        self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str]
+    ) -> tuple[list[str], dict[str, str]]: ...
+
+    def moved(self, tree: Path) -> CommandWrapper:
+        """The same confinement for a parallel step's worktree slot."""
+        ...
 
 
 _ENVIRON = threading.Lock()
@@ -102,6 +116,8 @@ class CommandRunner:
         self._current: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.killed = False
+        self.wrapper: CommandWrapper | None = None
+        """Set for a sandboxed run: every command starts inside it."""
 
     def run(
         self,
@@ -116,6 +132,12 @@ class CommandRunner:
         if self.private_env:
             with _ENVIRON:  # another thread may be putting a variable into it right now
                 own_env = {**os.environ, **(self.env or {}), **(env or {})}
+        argv, executable = ["bash", "-c", command], self.bash
+        if self.wrapper is not None:
+            with _ENVIRON:
+                merged = own_env or {**os.environ, **(self.env or {}), **(env or {})}
+            argv, own_env = self.wrapper.wrap([self.bash, "-c", command], self.cwd, merged)
+            executable = argv[0]
         if own_env is None:
             inherit(self.env)
             inherit(env)
@@ -126,8 +148,8 @@ class CommandRunner:
         out_fd, write_fd = os.pipe2(os.O_CLOEXEC) if stdin is None else (-1, -1)
         try:
             process = subprocess.Popen(
-                ["bash", "-c", command],
-                executable=self.bash,
+                argv,
+                executable=executable,
                 cwd=self.cwd,
                 env=own_env,
                 stdin=subprocess.PIPE if stdin is not None else _devnull(),

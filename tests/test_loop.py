@@ -206,7 +206,8 @@ def test_steps_added_during_an_attempt_wait_for_a_person_ticks_are_claims(akira:
         "printf -- '- [ ] 4. Added later\\n  - Run: \\x60touch added\\x60\\n' >> Specs/edits/tasks.md\n"
         "sed -i 's/- \\[ \\] 2\\./- [x] 2./' Specs/edits/tasks.md\n"
     )
-    assert akira.run("loop", "start", "--task", str(task), "--no-wait").code == 3
+    # Unsandboxed: in the sandbox the running task file is read-only, so no agent can edit it.
+    assert akira.run("loop", "start", "--task", str(task), "--no-wait", "--no-sandbox").code == 3
     assert not (akira.root / "added").exists()  # a new Run: line waits until a person has seen it
     assert "step(s) 4" in akira.state().stop_reason
     assert akira.run("loop", "resume", "--task-id", akira.task_id(), "--no-wait").code == 0

@@ -57,7 +57,9 @@ def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_aga
     task = akira.write_task(
         "long", "- [ ] 1. long\n  - Run: `echo $$ >> pids; sleep 100`\n  - Timeout: 200\n"
     )
-    first = akira.spawn("loop", "start", "--task", str(task))
+    # Unsandboxed: in the sandbox $$ is a pid of its own namespace, and the command dies with
+    # akira by itself (--die-with-parent; test_sandbox.py); this is the reaper's own test.
+    first = akira.spawn("loop", "start", "--task", str(task), "--no-sandbox")
     akira.wait_for(lambda: pids.read_text().strip() != "", 60, "the first command")
     kill_with_its_reaper(first, akira.task_id())
     first.communicate(timeout=30)
@@ -203,7 +205,7 @@ def test_a_kill_9_of_akira_kills_its_commands_and_their_children_without_a_resum
     task = akira.write_task(
         "orphan", "- [ ] 1. long\n  - Run: `sleep 100 & echo $! $$ >> pids; wait`\n  - Timeout: 200\n"
     )
-    first = akira.spawn("loop", "start", "--task", str(task))
+    first = akira.spawn("loop", "start", "--task", str(task), "--no-sandbox")  # $$ and $! as akira sees them
     akira.wait_for(lambda: len(pids.read_text().split()) == 2, 60, "the command and its child")
     task_id = akira.task_id()
     akira.wait_for(lambda: reapers(task_id) != [], 60, "the reaper")
@@ -255,6 +257,7 @@ def test_a_command_spawned_just_before_a_kill_9_is_killed_by_its_marks(akira: Ak
             "start",
             "--task",
             str(task),
+            "--no-sandbox",  # $$ as akira sees it
             "--root",
             str(akira.root),
         ],

@@ -27,7 +27,6 @@ from akira_cli.cli.common import (
 )
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import MIN_SECRET, too_short
-from akira_cli.runner import CommandRunner
 from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
@@ -41,6 +40,13 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
 STARTING_GRACE_SECONDS = 5.0
 AgentKind = Literal["auto", "script", "command", "llm", "claude", "codex", "gemini", "aider"]
+SandboxFlag = Annotated[
+    bool | None,
+    typer.Option(
+        "--sandbox/--no-sandbox",
+        help="Run every step's processes in the sandbox (refuse without one), or not (sandbox.mode).",
+    ),
+]
 NoWait = Annotated[
     bool,
     typer.Option(
@@ -104,11 +110,12 @@ def start(
         ),
     ] = None,
     root: RootOption = None,
+    sandbox: SandboxFlag = None,
 ) -> int:
     """Start a loop on a task file."""
     from akira_cli.agents.base import preflight
-    from akira_cli.loop.evidence import red_baseline
     from akira_cli.loop.session import agent_workdir, run_session
+    from akira_cli.sandbox.session import baseline, resolve_sandbox
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
     from akira_cli.tasks.source import TaskSource
 
@@ -148,7 +155,8 @@ def start(
             "run 'git init' and commit, or use --parallel 1"
         )
     workdir = agent_workdir(workspace, cfg)
-    failing = red_baseline(cfg, CommandRunner(workdir)) if pending else []
+    sandboxed = resolve_sandbox(cfg, sandbox)
+    failing = baseline(cfg, workspace.root, workdir, path, agent) if pending else []
     for label in failing:
         typer.echo(
             f"akira: warning: project check {label} already fails before the first step; this run "
@@ -159,6 +167,9 @@ def start(
     with start_lock(store):
         refuse_unfinished(store, path, workspace)
         state, lock = new_loop(workspace, store, path, cfg, include_optional, agent, config, detach, git)
+    if sandbox is not None or not sandboxed:
+        state.sandbox_flag, state.sandboxed = sandbox, sandboxed
+        store.save(state)
     if failing:
         state.advisory_checks = True
         store.save(state)
@@ -323,6 +334,7 @@ def resume(
     detach: Annotated[bool, typer.Option("--detach", metavar="", help="Run in the background.")] = False,
     config: ConfigOption = None,
     root: RootOption = None,
+    sandbox: SandboxFlag = None,
 ) -> int:
     """Resume a paused, interrupted or escalated loop."""
     from akira_cli.config import load_config
@@ -361,6 +373,10 @@ def resume(
         from akira_cli.loop.session import git_run
 
         git_run(workspace, cfg, state)
+    from akira_cli.sandbox.session import resolve_sandbox
+
+    flag = state.sandbox_flag if sandbox is None else sandbox
+    state.sandbox_flag, state.sandboxed = flag, resolve_sandbox(cfg, flag)
     remove_hooks(workspace, state.task_id)
     apply_resume(state, request)
     bring_back(workspace, state)

@@ -69,6 +69,7 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
         "duration_seconds": round(state.elapsed_seconds, 3),
         "stop_reason": state.stop_reason,
         "systemic_issues": state.systemic_issues,
+        "sandboxed": state.sandboxed,
         "pid": store.lock(state.task_id).holder() if status == "running" else None,
     }
 
@@ -93,6 +94,9 @@ def _notes(rows: list[dict[str, Any]], corrupt: list[str]) -> list[str]:
     if systemic:
         notes.append(f"Systemic issues (same error in several tasks): {', '.join(systemic)}")
     notes += [f"corrupt state file (not shown): {path}" for path in corrupt]
+    bare = [row["task_id"] for row in rows if row.get("sandboxed") is False and row["group"] != "Completed"]
+    if bare:
+        notes.append(f"not sandboxed (steps run with all of your rights): {', '.join(bare)}")
     if not rows and not corrupt:
         notes.append("no loops yet; start one with 'akira loop start --task PATH'")
     return notes

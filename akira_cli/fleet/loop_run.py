@@ -95,19 +95,25 @@ class LoopRun:
     def setup(self, clone: Path) -> str | None:
         """`fleet.setup` from the clone's configuration; its output's last lines if it failed."""
         from akira_cli.config import load_config
+        from akira_cli.sandbox.session import open_sandbox
 
         try:
-            command = load_config(clone, environ={"AKIRA_GIT_PUSH": "origin"}).fleet.setup  # as the loop
+            config = load_config(clone, environ={"AKIRA_GIT_PUSH": "origin"})  # as the loop
         except Exception as exc:
             return f"the clone's configuration cannot be read: {exc}"
+        command = config.fleet.setup
         if not command:
             return None
         self.report("running", message=f"setup: {command}")
         try:
-            done = subprocess.run(
-                ["bash", "-c", command], cwd=clone, capture_output=True, text=True, timeout=3600,
-                preexec_fn=die_with_parent,
-            )  # fmt: skip
+            with open_sandbox(config, clone, clone, lambda: None, lambda _: None) as sandbox:  # SPEC 15
+                argv, env = ["bash", "-c", command], None
+                if sandbox is not None:
+                    argv, env = sandbox.wrap(argv, clone, dict(os.environ))
+                done = subprocess.run(
+                    argv, cwd=clone, env=env, capture_output=True, text=True, timeout=3600,
+                    preexec_fn=die_with_parent,
+                )  # fmt: skip
         except subprocess.TimeoutExpired:
             return f"`{command}` took more than an hour"
         if done.returncode == 0:

@@ -70,5 +70,7 @@ def slot_lane(
     runner = CommandRunner(
         workdir, env={**(main.env or {}), "AKIRA_WORKTREE": str(path)}, ledger=main.ledger, private_env=True
     )
+    if main.wrapper is not None:  # the slot is the step's work tree; the main one is read-only there
+        runner.wrapper = main.wrapper.moved(path)
     witness = Witness(path, workdir, control, runner)
     return Lane(runner, witness, workdir, make_agents(runner), slot, path)

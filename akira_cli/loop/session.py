@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
+    from akira_cli.sandbox.bwrap import Sandbox
 
 
 class AgentPool:
@@ -176,6 +177,30 @@ def build_loop(
     return loop
 
 
+def sandbox_for(
+    workspace: Workspace, config: Config, state: LoopState, bus: EventBus
+) -> contextlib.AbstractContextManager[Sandbox | None]:
+    """The run's sandbox and its proxy (SPEC 15), or None."""
+    from akira_cli.sandbox.session import open_sandbox
+
+    def warn(message: str) -> None:
+        bus.emit(EventType.WARNING, message=message)
+
+    def denied(host: str) -> None:
+        bus.emit(EventType.SANDBOX_DENIED, host=host)
+
+    task = lambda: Path(state.task_path)  # noqa: E731 (a person may move it)
+    return open_sandbox(
+        config,
+        workspace.root,
+        agent_workdir(workspace, config),
+        task,
+        denied,
+        kind=state.agent_kind,
+        warn=warn,
+    )
+
+
 def run_session(
     workspace: Workspace,
     config: Config,
@@ -221,7 +246,10 @@ def run_session(
         watcher = WorkspaceWatcher(workspace)
         watcher.start()
         stack.callback(watcher.stop)
+        sandbox = stack.enter_context(sandbox_for(workspace, config, state, bus))
+        state.sandboxed = sandbox is not None
         loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks)
+        loop.engine.runner.wrapper = sandbox  # every command of the run starts inside (SPEC 15)
         if loop.engine.runner.ledger is not None:
             stack.callback(loop.engine.runner.ledger.close)  # runs after the kill below (LIFO)
         stack.callback(loop.engine.runner.kill)  # a command still running in a worker thread

@@ -206,6 +206,10 @@ class LoopState(Model):
     """The project checks failed before the first step: this run records them, they do not gate."""
     history: History = Field(default_factory=History)
     git: GitRun | None = None
+    sandboxed: bool | None = None
+    """Whether the last run's steps ran in the sandbox (SPEC 15); None before a run."""
+    sandbox_flag: bool | None = None
+    """`--sandbox` (True) or `--no-sandbox` (False) as given at start, kept for resumes."""
     _sealed: set[str] = PrivateAttr(default_factory=set)
     """Ids of the completed steps sealed into the journal (read back by the store on load)."""
     _done: tuple[int, set[str]] = PrivateAttr(default=(-1, set()))

@@ -1,0 +1,3 @@
+"""The sandbox (SPEC 15): `probe.py` whether bubblewrap works here (`probe()`, `decide()`),
+`policy.py` what a step may see, `bwrap.py` a command as a `bwrap` command line (`Sandbox`),
+`proxy.py` the run's HTTP(S) proxy, `forward.py` its forwarder inside, `session.py` one run's sandbox."""

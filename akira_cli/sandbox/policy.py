@@ -1,0 +1,184 @@
+"""What a sandboxed step may see (SPEC 15): the secret paths, each preset's state folders, API
+hosts and variables, the environment passed in, and the proxy's host rules."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+SECRET_PATHS = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.config/gh",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.docker/config.json",
+    "~/.kube",
+    "~/.npmrc",
+    "~/.pypirc",
+)
+"""Never visible inside, even under an allowed path (a folder reads as empty, a file as empty)."""
+
+SOCKET_PATHS = ("/run/user", "/run/docker.sock", "/var/run/docker.sock", "/run/podman")
+"""Sockets a read-only mount still lets a process connect to: hidden like the secrets."""
+
+PRESET_STATE: dict[str, tuple[str, ...]] = {
+    "claude": ("~/.claude", "~/.claude.json"),
+    "codex": ("~/.codex",),
+    "gemini": ("~/.gemini",),
+    "aider": ("~/.aider*",),
+}
+"""Each agent CLI's own state, bound in writable from the real home."""
+
+PRESET_EXECUTABLES: dict[str, tuple[str, ...]] = {
+    "claude": ("claude",),
+    "codex": ("codex",),
+    "gemini": ("gemini",),
+    "aider": ("aider",),
+}
+
+PRESET_HOSTS: dict[str, tuple[str, ...]] = {
+    "claude": ("api.anthropic.com",),
+    "codex": ("api.openai.com", "chatgpt.com"),
+    "gemini": ("generativelanguage.googleapis.com", "oauth2.googleapis.com"),
+    "aider": ("api.openai.com", "api.anthropic.com"),
+}
+
+PRESET_ENV: dict[str, tuple[str, ...]] = {
+    "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_*"),
+    "codex": ("OPENAI_API_KEY", "CODEX_HOME"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_*"),
+    "aider": ("AIDER_*", "OPENAI_API_KEY", "OPENAI_API_BASE", "ANTHROPIC_API_KEY"),
+}
+
+BASE_ENV = ("PATH", "LANG", "LC_*", "TERM", "TZ", "AKIRA_*")
+PROXY_NAMES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+
+
+def sandbox_env(
+    environ: Mapping[str, str], preset: str | None, extra: Iterable[str], home: str, proxy: str | None
+) -> dict[str, str]:
+    """Only what SPEC 15 lists: every other variable (`*_TOKEN`, `*_SECRET`, `*_KEY`) is left out."""
+    patterns = (*BASE_ENV, *PRESET_ENV.get(preset or "", ()), *extra)
+    env = {
+        name: value for name, value in environ.items() if any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    }
+    env["HOME"], env["TMPDIR"] = home, "/tmp"
+    if proxy is not None:
+        for name in PROXY_NAMES:
+            env[name] = env[name.lower()] = proxy
+        env["NO_PROXY"] = env["no_proxy"] = ""
+    return env
+
+
+def expand(path: str, home: Path) -> Path:
+    return home / path[2:] if path.startswith("~/") else (home if path == "~" else Path(path))
+
+
+def state_paths(preset: str | None, home: Path) -> list[Path]:
+    """The preset's state folders and files that exist in the real home (globs expanded)."""
+    found: list[Path] = []
+    for entry in PRESET_STATE.get(preset or "", ()):
+        path = expand(entry, home)
+        if "*" in path.name:
+            found += sorted(p for p in path.parent.glob(path.name) if p.exists())
+        elif path.exists():
+            found.append(path)
+        elif not path.suffix:  # a folder the agent CLI has not made yet: made, so what it writes is kept
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                found.append(path)
+            except OSError:
+                pass
+    return found
+
+
+@dataclass(frozen=True)
+class HostRule:
+    pattern: str
+    """A host, or `*.domain` (the domain's subdomains)."""
+    port: int | None
+    """None: ports 80 and 443."""
+
+    @classmethod
+    def parse(cls, text: str) -> HostRule:
+        text = text.strip().lower()
+        host, _, port = text.partition(":")
+        if not host or (port and not port.isdigit()) or ":" in port:
+            raise ValueError(
+                f"sandbox.allow_hosts entry '{text}' is not `host`, `*.domain` or either with `:port`"
+            )
+        return cls(host, int(port) if port else None)
+
+    def matches(self, host: str, port: int) -> bool:
+        if self.port is None and port not in (80, 443):
+            return False
+        if self.port is not None and port != self.port:
+            return False
+        if self.pattern.startswith("*."):
+            return host.endswith(self.pattern[1:])
+        return host == self.pattern
+
+
+def url_rule(url: str | None) -> HostRule | None:
+    """The host of `llm.base_url`, with its port."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return HostRule(parts.hostname.lower(), port)
+
+
+def host_rules(preset: str | None, base_url: str | None, allow: Iterable[str]) -> tuple[HostRule, ...]:
+    rules = [HostRule(host, 443) for host in PRESET_HOSTS.get(preset or "", ())]
+    if (rule := url_rule(base_url)) is not None:
+        rules.append(rule)
+    rules += [HostRule.parse(entry) for entry in allow]
+    return tuple(rules)
+
+
+def allowed(rules: Iterable[HostRule], host: str, port: int) -> bool:
+    host = host.lower()
+    return any(rule.matches(host, port) for rule in rules)
+
+
+def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> list[Path]:
+    """What must stay readable under the hidden home for a step's tools to run: PATH folders in
+    it (a `<prefix>/bin` brings its prefix: `~/.pyenv/versions/3.12`, `~/.nvm/versions/node/v22`),
+    this Python's own prefix, and where the agent CLI's executable really lies."""
+    import shutil
+    import sys
+
+    found: list[Path] = []
+    for entry in environ_path.split(os.pathsep):
+        folder = Path(entry)
+        if not entry or not folder.is_absolute() or not folder.is_relative_to(home) or not folder.is_dir():
+            continue
+        found.append(folder)
+        prefix = folder.parent
+        if folder.name == "bin" and prefix not in (home, home / ".local"):
+            found.append(prefix)
+        elif prefix == home / ".local":
+            found.append(prefix / "lib")
+    for name in executables:
+        where = shutil.which(name, path=environ_path)
+        if where is not None:
+            found.append(Path(os.path.realpath(where)).parent)
+    found += [Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent]
+    kept = sorted(
+        {path for path in found if path.is_relative_to(home) and path != home}, key=lambda p: len(p.parts)
+    )
+    outer: list[Path] = []
+    for path in kept:  # a folder inside one already bound needs no mount of its own
+        if not any(path.is_relative_to(done) for done in outer):
+            outer.append(path)
+    return outer

@@ -1,0 +1,116 @@
+"""The sandbox of one run: decided at start (`resolve`: `auto` warns, `on` refuses), then built
+with its proxy for the run's life (`open_sandbox`)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from akira_cli.errors import AkiraError
+from akira_cli.sandbox import policy
+from akira_cli.sandbox.probe import decide, probe
+
+if TYPE_CHECKING:
+    from akira_cli.config import Config
+    from akira_cli.sandbox.bwrap import Sandbox
+
+
+def preset_of(config: Config, kind: str | None = None) -> str | None:
+    """The agent CLI a run uses, for its state folders, API hosts and variables."""
+    chosen = kind or config.agent.kind
+    return chosen if chosen in policy.PRESET_STATE else config.agent.preset
+
+
+def resolve(config: Config, flag: bool | None, warn: Callable[[str], None]) -> bool:
+    """Whether this run is sandboxed; writes the answer into `config.sandbox.mode` (on/off), so
+    that the rest of the run does not probe again. `on` without a sandbox raises AkiraError."""
+    for entry in config.sandbox.allow_hosts:
+        try:
+            policy.HostRule.parse(entry)
+        except ValueError as exc:
+            raise AkiraError(
+                f"{exc}, in config/autonomous_loop.yaml; e.g. 'pypi.org' or '127.0.0.1:8080'"
+            ) from None
+    sandboxed, warning = decide(config.sandbox, flag)
+    if warning:
+        warn(warning)
+    config.sandbox.mode = "on" if sandboxed else "off"
+    return sandboxed
+
+
+def build_sandbox(
+    config: Config,
+    workspace: Path,
+    workdir: Path,
+    task_path: Callable[[], Path | None],
+    *,
+    kind: str | None = None,
+    port: int | None = None,
+    socket: Path | None = None,
+) -> Sandbox:
+    """The run's sandbox (probed already); a proxy's socket and port when `network: allow`."""
+    from akira_cli.sandbox.bwrap import Proxied, build
+
+    found = probe(config.sandbox)
+    if not found.ok or found.bwrap is None:
+        raise AkiraError(f"the sandbox is on but cannot work: {found.line()}")
+    proxied = Proxied(socket, port) if socket is not None and port is not None else None
+    return build(found.bwrap, workspace, workdir, config.sandbox, preset_of(config, kind), task_path, proxied)
+
+
+@contextlib.contextmanager
+def open_sandbox(
+    config: Config,
+    workspace: Path,
+    workdir: Path,
+    task_path: Callable[[], Path | None],
+    on_denied: Callable[[str], None],
+    *,
+    kind: str | None = None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> Iterator[Sandbox | None]:
+    """None when the run is not sandboxed; else the sandbox, with its proxy running meanwhile."""
+    if config.sandbox.mode == "auto":
+        resolve(config, None, warn)
+    if config.sandbox.mode == "off":
+        yield None
+        return
+    if config.sandbox.network != "allow":
+        yield build_sandbox(config, workspace, workdir, task_path, kind=kind)
+        return
+    from akira_cli.sandbox.proxy import Proxy
+
+    rules = policy.host_rules(preset_of(config, kind), config.llm.base_url, config.sandbox.allow_hosts)
+    proxy = Proxy(rules, on_denied).start()
+    try:
+        yield build_sandbox(
+            config, workspace, workdir, task_path, kind=kind, port=proxy.port, socket=proxy.socket
+        )
+    finally:
+        proxy.close()
+
+
+def describe(sandboxed: bool | None) -> str:
+    """How `status` and the report say it."""
+    if sandboxed is None:
+        return "not run yet"
+    return "sandboxed (SPEC 15)" if sandboxed else "NOT sandboxed: steps ran with all of the person's rights"
+
+
+def resolve_sandbox(config: Config, flag: bool | None) -> bool:
+    """At start and resume: `auto` without a working sandbox warns once, `on` (or --sandbox) refuses."""
+    return resolve(config, flag, lambda warning: print(f"akira: warning: {warning}", file=sys.stderr))
+
+
+def baseline(config: Config, workspace: Path, workdir: Path, task: Path, kind: str | None) -> list[str]:
+    """The project checks before the first step, run as the steps' checks will be: sandboxed."""
+    from akira_cli.loop.evidence import red_baseline
+    from akira_cli.runner import CommandRunner
+
+    runner = CommandRunner(workdir)
+    with open_sandbox(config, workspace, workdir, lambda: task, lambda _: None, kind=kind) as sandbox:
+        runner.wrapper = sandbox
+        return red_baseline(config, runner)

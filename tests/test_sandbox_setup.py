@@ -1,0 +1,192 @@
+"""The sandbox's set-up (SPEC 15): a `bwrap` that cannot make a user namespace gives the `on`
+refusal (exit 1, one line, cause and fix, nothing saved) and the `auto` warning (the run goes on
+unsandboxed, and the state, `status` and the report say so); the proxy's host rules; a `[P]`
+step's slot cannot write the main work tree; the reviewer's read-only sandbox."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Akira
+from test_git_runs import git, repo
+
+from akira_cli.config import Config
+from akira_cli.errors import AkiraError
+from akira_cli.runner import CommandRunner
+from akira_cli.sandbox.policy import HostRule, allowed, host_rules
+from akira_cli.sandbox.probe import decide, probe
+from akira_cli.sandbox.session import build_sandbox
+from akira_cli.sections import SandboxSettings
+
+__all__ = ["repo"]
+WORKS = probe(SandboxSettings()).ok
+needs_bwrap = pytest.mark.skipif(not WORKS, reason="needs a working bwrap (SPEC 15)")
+
+FAKE_BWRAP = "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+
+
+@pytest.fixture
+def denied_bwrap(tmp_path: Path) -> Path:
+    """A bwrap that fails as it does under Ubuntu 24.04's AppArmor restriction."""
+    path = tmp_path / "bin" / "bwrap"
+    path.parent.mkdir()
+    path.write_text(FAKE_BWRAP)
+    path.chmod(0o755)
+    return path
+
+
+def one_step(akira: Akira, config: str) -> None:
+    akira.write_config(config)
+    akira.write_task("feat", "- [ ] 1. Work\n  - Run: `echo ok > out.txt`\n  - Exists: `out.txt`\n")
+
+
+def test_on_refuses_to_start_with_one_line_naming_cause_and_fix(akira: Akira, denied_bwrap: Path) -> None:
+    one_step(akira, f"sandbox:\n  mode: on\n  bwrap: {denied_bwrap}\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script")
+    assert done.code == 1
+    lines = done.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.err, done.err
+    assert "setting up uid map: Permission denied" in lines[0]
+    assert "kernel.apparmor_restrict_unprivileged_userns=0" in lines[0] and "--no-sandbox" in lines[0]
+    assert akira.state_files() == [] and not (akira.root / "out.txt").exists()
+
+
+def test_the_sandbox_flag_refuses_too_and_yaml_on_means_on(akira: Akira, denied_bwrap: Path) -> None:
+    one_step(akira, f"sandbox:\n  bwrap: {denied_bwrap}\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--sandbox")
+    assert done.code == 1 and "uid map" in done.err
+    one_step(akira, f"sandbox:\n  mode: on\n  bwrap: {denied_bwrap}\n".replace("mode: on", "mode: true"))
+    assert akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script").code == 1
+
+
+def test_auto_warns_once_runs_unsandboxed_and_says_so(akira: Akira, denied_bwrap: Path) -> None:
+    one_step(akira, f"sandbox:\n  bwrap: {denied_bwrap}\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--no-wait")
+    assert done.code == 0, done.err
+    warnings = [line for line in done.err.splitlines() if "without the sandbox" in line]
+    assert len(warnings) == 1
+    assert "uid map" in warnings[0] and "apparmor_restrict_unprivileged_userns=0" in warnings[0]
+    assert akira.state().sandboxed is False
+    report = next((akira.root / "Logs" / "completion_reports").glob("*.md")).read_text()
+    assert "**Sandbox**: NOT sandboxed" in report
+    rows = json.loads(akira.cli("loop", "status", "--json").out)["loops"]
+    assert [row["sandboxed"] for row in rows] == [False]
+    assert "sandboxed: False" in akira.cli("loop", "status", "--task-id", akira.task_id()).out
+
+
+def test_no_sandbox_needs_no_bwrap_and_a_bad_host_rule_is_one_line(akira: Akira, denied_bwrap: Path) -> None:
+    one_step(akira, f"sandbox:\n  mode: on\n  bwrap: {denied_bwrap}\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--no-sandbox")
+    assert done.code == 0, done.err
+    assert "sandbox" not in done.err and akira.state().sandboxed is False
+    one_step(akira, 'sandbox:\n  mode: off\n  allow_hosts: ["pypi.org:https"]\n')
+    (akira.root / "out.txt").unlink()
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script")
+    assert done.code == 1 and "pypi.org:https" in done.err and len(done.err.strip().splitlines()) == 1
+
+
+def test_elsewhere_than_linux_auto_warns_and_on_refuses() -> None:
+    sandboxed, warning = decide(SandboxSettings(), platform="darwin")
+    assert not sandboxed and warning is not None and "not yet available on darwin" in warning
+    with pytest.raises(AkiraError, match="--no-sandbox"):
+        decide(SandboxSettings(mode="on"), platform="darwin")
+    assert decide(SandboxSettings(mode="off"), platform="darwin") == (False, None)
+
+
+def test_host_rules() -> None:
+    rules = host_rules("claude", "http://127.0.0.1:8080/v1", ["*.pypi.org", "example.com:8443", "npmjs.org"])
+    assert allowed(rules, "api.anthropic.com", 443) and not allowed(rules, "api.anthropic.com", 8443)
+    assert allowed(rules, "127.0.0.1", 8080) and not allowed(rules, "127.0.0.1", 8081)
+    assert allowed(rules, "files.pypi.org", 443) and not allowed(rules, "pypi.org.evil.com", 443)
+    assert allowed(rules, "example.com", 8443) and not allowed(rules, "example.com", 443)
+    assert allowed(rules, "NPMJS.org", 80) and not allowed(rules, "evil.npmjs.org", 443)
+    assert not allowed(rules, "api.openai.com", 443)
+    with pytest.raises(ValueError):
+        HostRule.parse("host:port")
+
+
+@needs_bwrap
+def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
+    main = repo.root
+    steps = "".join(
+        f"- [ ] {n}. [P] Write {n}\n"
+        f"  - Run: `echo x > {main}/escape{n}.txt; echo {n} > f{n}.txt`\n"
+        f"  - Exists: `f{n}.txt`\n"
+        for n in (1, 2)
+    )
+    repo.write_task("feat", steps)
+    git(main, "add", "-A")
+    git(main, "commit", "-q", "-m", "the tasks")
+    done = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--agent", "script")
+    assert done.code == 0, done.err
+    assert repo.state().sandboxed is True
+    for n in (1, 2):
+        assert (main / f"f{n}.txt").read_text() == f"{n}\n"  # the step's own work landed
+        assert not (main / f"escape{n}.txt").exists()
+
+
+@needs_bwrap
+def test_the_reviewers_sandbox_is_read_only(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    config = Config()
+    config.sandbox.mode, config.sandbox.network = "on", "none"
+    sandbox = build_sandbox(config, tree, tree, lambda: None).looking()
+    runner = CommandRunner(tree)
+    runner.wrapper = sandbox
+    result = runner.run("echo x > note.txt; echo y > /tmp/scratch && cat /tmp/scratch", 60)
+    assert "Read-only file system" in result.output and "y" in result.output
+    assert not (tree / "note.txt").exists()
+
+
+@needs_bwrap
+def test_the_proxy_passes_connect_to_an_allowed_host_and_refuses_others(tmp_path: Path) -> None:
+    """CONNECT through the run's proxy, from inside: the tunnel reaches the allowed server."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from akira_cli.sandbox.session import open_sandbox
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"hello")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    config = Config()
+    config.sandbox.mode, config.sandbox.allow_hosts = "on", [f"127.0.0.1:{port}"]
+    denied: list[str] = []
+    tunnel = (
+        "import http.client as h, os; p = int(os.environ['HTTPS_PROXY'].rsplit(':', 1)[1]); "
+        "c = h.HTTPConnection('127.0.0.1', p); c.set_tunnel('{host}', {port}); c.request('GET', '/'); "
+        "print(c.getresponse().read())"
+    )
+    try:
+        with open_sandbox(config, tmp_path, tmp_path, lambda: None, denied.append) as sandbox:
+            runner = CommandRunner(tmp_path)
+            runner.wrapper = sandbox
+            ok = runner.run(f'{sys.executable} -c "{tunnel.format(host="127.0.0.1", port=port)}"', 60)
+            refused = runner.run(f'{sys.executable} -c "{tunnel.format(host="example.org", port=443)}"', 60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "b'hello'" in ok.output, ok.output
+    assert "403" in refused.output and denied == ["example.org"]
+
+
+def test_the_probe_runs_the_real_bwrap_it_found() -> None:
+    found = probe(SandboxSettings())
+    assert found.bwrap is None or Path(found.bwrap).name == "bwrap"
+    if found.ok:
+        assert subprocess.run([found.bwrap or "", "--version"], capture_output=True).returncode == 0
