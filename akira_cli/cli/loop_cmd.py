@@ -106,6 +106,7 @@ def start(
 ) -> int:
     """Start a loop on a task file."""
     from akira_cli.agents.base import preflight
+    from akira_cli.cli.agent_preflight import at_start as check_agent_at_start
     from akira_cli.loop.evidence import red_baseline
     from akira_cli.loop.session import agent_workdir, run_session
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
@@ -139,6 +140,7 @@ def start(
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
+    check_agent_at_start(workspace, cfg, pending)
     git = git_preflight(workspace, path, cfg, no_git)
     if git is None and cfg.autonomous_loop.parallel > 1:
         raise AkiraError(
@@ -313,6 +315,7 @@ def resume(
     root: RootOption = None,
 ) -> int:
     """Resume a paused, interrupted or escalated loop."""
+    from akira_cli.cli.agent_preflight import at_resume as check_agent_at_resume
     from akira_cli.config import load_config
     from akira_cli.control import ResumeRequest, apply_resume, write_request
     from akira_cli.hooks import remove_hooks
@@ -345,6 +348,7 @@ def resume(
         bring_back(workspace, state)
         typer.echo(f"akira: resumed {state.task_id}; process {live} continues", err=True)
         return 0
+    check_agent_at_resume(workspace, cfg, state)
     if state.git is not None:  # never switch branches under a person's feet: refuse first
         from akira_cli.loop.session import git_run
 
