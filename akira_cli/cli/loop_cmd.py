@@ -337,6 +337,8 @@ def resume(
     live = store.lock(state.task_id).holder()  # read once: the process may exit meanwhile
     if live is not None and state.status == "running":
         raise AkiraError(f"task {state.task_id} is already being run by process {live}; it is not paused")
+    if live is None:  # before anything on disk moves: a missing agent CLI is one line (issue 29 #9)
+        check_agent_at_resume(workspace, cfg, state)
     # Guidance a person wrote in the escalation or intervention file and --guidance both count;
     # the files are archived with the state, so no stale request is left in Needs_Action/.
     text = "\n\n".join(part for part in (take_guidance(workspace, state.task_id), guidance) if part) or None
@@ -348,7 +350,6 @@ def resume(
         bring_back(workspace, state)
         typer.echo(f"akira: resumed {state.task_id}; process {live} continues", err=True)
         return 0
-    check_agent_at_resume(workspace, cfg, state)
     if state.git is not None:  # never switch branches under a person's feet: refuse first
         from akira_cli.loop.session import git_run
 
