@@ -49,7 +49,9 @@ def repo(tmp_path: Path, path_dirs: tuple[Path, Path]) -> Akira:
     git(root, "config", "user.name", "Person")
     git(root, "config", "user.email", "person@example.com")
     akira = Akira(root)
-    akira.write_task("feat", "- [ ] 1. Write the parser\n  - Exists: `parser.py`\n- [ ] 2. Done\n  - Run: `true`\n")
+    akira.write_task(
+        "feat", "- [ ] 1. Write the parser\n  - Exists: `parser.py`\n- [ ] 2. Done\n  - Run: `true`\n"
+    )
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")
     return akira
@@ -123,7 +125,9 @@ def test_resume_without_the_agent_cli_is_refused_before_anything_moves(
     claude = fakes / "claude"
     claude.write_text(FAILING_CLAUDE)
     claude.chmod(0o755)
-    started = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "claude", "--max-iterations", "1")
+    started = repo.cli(
+        "loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "claude", "--max-iterations", "1"
+    )
     assert started.code == 4, started.err
     task_id = repo.task_id()
     assert git(repo.root, "symbolic-ref", "--short", "HEAD") == "akira/feat"

@@ -13,6 +13,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from conftest import Akira
@@ -67,7 +68,9 @@ class Machine:
         monkeypatch.setenv("HOME", str(self.home))
         monkeypatch.setenv("PATH", f"{self.bin}:{self.tools}")
 
-    def install(self, cli: str, version: str = "", data: str = "", prints: dict[str, str] | None = None) -> Path:
+    def install(
+        self, cli: str, version: str = "", data: str = "", prints: dict[str, str] | None = None
+    ) -> Path:
         """A fake `cli` that prints the captured texts of `data` (default: the pinned version's),
         or `prints` (argument words -> text) for a version or help of its own."""
         folder = DATA / (data or next(p.name for p in DATA.iterdir() if p.name.startswith(f"{cli}-")))
@@ -91,17 +94,15 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
     return Machine(tmp_path, monkeypatch)
 
 
-def doctor(akira: Akira, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
+def doctor(akira: Akira, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     result = akira.run("doctor", "--json", *args, capsys=capsys)
     report = json.loads(result.out)
     assert result.code == (0 if report["ok"] else 1), result
     return result.code, report
 
 
-def rows(report: dict[str, object]) -> dict[str, dict[str, str]]:
-    checks = report["checks"]
-    assert isinstance(checks, list)
-    return {row["check"]: row for row in checks}
+def rows(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {row["check"]: row for row in report["checks"]}
 
 
 def test_ok_for_claude_with_a_key_and_the_json_shape(
@@ -186,7 +187,9 @@ def test_codex_auth_from_the_model_provider_it_is_pointed_at(
     machine.setenv("OPENAI_API_KEY", "sk-not-the-gateway-key")
     _, report = doctor(akira, capsys, "--agent", "codex")
     auth = rows(report)["auth"]
-    assert auth["status"] == "fail" and "reads its key from CORP_GATEWAY_KEY, which is not set" in auth["detail"]
+    assert (
+        auth["status"] == "fail" and "reads its key from CORP_GATEWAY_KEY, which is not set" in auth["detail"]
+    )
     machine.setenv("CORP_GATEWAY_KEY", "corp-key-0123456789")
     _, report = doctor(akira, capsys, "--agent", "codex")
     assert rows(report)["auth"]["status"] == "ok"
@@ -220,14 +223,16 @@ def test_every_flag_of_a_session_continue_line_is_checked_against_its_own_help(
     machine.setenv("CODEX_API_KEY", "sk-test-0123456789")
     akira.write_config("agent:\n  preset: codex\n  session: continue\n  extra_args: ['--last']\n")
     _, report = doctor(akira, capsys)
-    found = [row for row in report["checks"] if row["check"] == "flags"]  # type: ignore[union-attr]
+    found = [row for row in report["checks"] if row["check"] == "flags"]
     assert len(found) == 2
     fresh, resumed = found
     assert fresh["detail"].startswith("'codex exec --help' does not list") and "--last" in rejected(fresh)
     assert resumed["detail"].startswith("'codex exec resume --help'") and "--last" not in rejected(resumed)
 
 
-def test_gemini_and_aider_help_texts_are_read(akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gemini_and_aider_help_texts_are_read(
+    akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
     machine.install("gemini")
     machine.install("aider")
     machine.setenv("GEMINI_API_KEY", "gm-test-0123456789")
@@ -242,7 +247,9 @@ def test_gemini_and_aider_help_texts_are_read(akira: Akira, machine: Machine, ca
     assert "--yes-always, --no-pretty, --message-file, --no-auto-commits" in rows(report)["flags"]["detail"]
 
 
-def test_a_missing_executable_fails_and_exits_1(akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_executable_fails_and_exits_1(
+    akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, report = doctor(akira, capsys, "--agent", "gemini")
     agent = rows(report)["agent"]
     assert code == 1 and agent["status"] == "fail"
@@ -253,7 +260,9 @@ def test_a_missing_executable_fails_and_exits_1(akira: Akira, machine: Machine, 
     assert table.code == 1 and "fail" in table.out and "would stop a run" in table.out
 
 
-def test_agent_command_names_its_own_executable(akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
+def test_agent_command_names_its_own_executable(
+    akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
     wrapper = akira.root / "bin" / "my-claude"
     wrapper.parent.mkdir()
     wrapper.write_text(machine.install("claude").read_text())
@@ -267,10 +276,10 @@ def test_agent_command_names_its_own_executable(akira: Akira, machine: Machine, 
 
 
 class Endpoint(http.server.BaseHTTPRequestHandler):
-    status = 200
-    seen: list[str] = []
+    status: ClassVar[int] = 200
+    seen: ClassVar[list[str]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         type(self).seen.append(f"{self.path} {self.headers.get('Authorization')}")
         body = json.dumps({"object": "list", "data": [{"id": "qwen2.5-coder", "object": "model"}]}).encode()
         self.send_response(self.status)
@@ -320,7 +329,11 @@ def test_an_unreachable_endpoint_fails_and_an_unused_one_is_not_asked(
     akira.write_config(f"llm:\n  base_url: http://127.0.0.1:{port}/v1\n")
     code, report = doctor(akira, capsys)
     row = rows(report)["llm endpoint"]
-    assert code == 1 and row["status"] == "fail" and f"GET http://127.0.0.1:{port}/v1/models failed" in row["detail"]
+    assert (
+        code == 1
+        and row["status"] == "fail"
+        and f"GET http://127.0.0.1:{port}/v1/models failed" in row["detail"]
+    )
     akira.write_config(f"llm:\n  base_url: http://127.0.0.1:{port}/v1\nreflection:\n  use_llm: false\n")
     machine.install("claude")
     machine.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
@@ -342,7 +355,9 @@ def test_git_a_repository_without_a_commit_and_git_missing(
     assert "commit --allow-empty" in git["fix"]
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
     env["GIT_COMMITTER_EMAIL"] = "t@t"
-    subprocess.run(["git", "-C", str(akira.root), "commit", "-q", "--allow-empty", "-m", "one"], check=True, env=env)
+    subprocess.run(
+        ["git", "-C", str(akira.root), "commit", "-q", "--allow-empty", "-m", "one"], check=True, env=env
+    )
     code, report = doctor(akira, capsys, "--agent", "script")
     assert code == 0 and "is a repository: runs work on a task branch" in rows(report)["git"]["detail"]
     (machine.tools / "git").unlink()
@@ -356,7 +371,9 @@ def test_the_sandbox_slot_takes_a_registered_probe(
     akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, report = doctor(akira, capsys, "--agent", "script")
-    assert rows(report)["sandbox"]["status"] in ("ok", "warn") and "bwrap" in rows(report)["sandbox"]["detail"]
+    assert (
+        rows(report)["sandbox"]["status"] in ("ok", "warn") and "bwrap" in rows(report)["sandbox"]["detail"]
+    )
 
     class Probe:
         name = "sandbox"
