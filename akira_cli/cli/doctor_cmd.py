@@ -4,6 +4,7 @@ sandbox, the LLM endpoint) without a model call. Exit 1 when something would sto
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -57,11 +58,13 @@ def print_table(findings: list[Finding]) -> None:
     for finding in findings:
         status = Text(finding.status, style=STYLE[finding.status])
         table.add_row(finding.check, status, Text(finding.detail), Text(finding.fix))
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 120)  # a pipe or a log: wide enough
     console.print(table)
-    problems = [f for f in findings if f.status == "fail"]
-    warnings = [f for f in findings if f.status == "warn"]
+    problems = sum(f.status == "fail" for f in findings)
+    warnings = sum(f.status == "warn" for f in findings)
     if problems:
-        console.print(f"{len(problems)} problem(s) would stop a run; fix them and run 'akira doctor' again")
+        what = "1 problem" if problems == 1 else f"{problems} problems"
+        console.print(f"{what} would stop a run; fix them and run 'akira doctor' again", highlight=False)
     else:
-        console.print(f"ready to run ({len(warnings)} warning(s))", highlight=False)
+        what = "1 warning" if warnings == 1 else f"{warnings} warnings"
+        console.print(f"ready to run ({what})" if warnings else "ready to run", highlight=False)

@@ -49,6 +49,8 @@ class DoctorContext:
     agent: AgentCommand | None = None
     executable: str | None = None
     """Where the agent CLI's executable was found; None when it was not (or there is none)."""
+    cli_version: tuple[int, int, int] | None = None
+    """The agent CLI's version, once the version check has read it."""
 
     @property
     def home(self) -> Path:

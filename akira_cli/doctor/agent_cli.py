@@ -99,6 +99,7 @@ class AgentVersion:
                     f"install the tested version: {pin_install(pin)}",
                 )
             ]
+        context.cli_version = found
         oldest, newest = version_of(pin.oldest), version_of(pin.version)
         assert oldest is not None and newest is not None
         if found < oldest:
@@ -157,7 +158,7 @@ class AgentFlags:
             "fail",
             f"'{help_line}' does not list {', '.join(rejected)}: the CLI refuses the command line "
             f"{shlex.join(words)!r}",
-            flag_fix(command, rejected),
+            flag_fix(command, rejected, context.cli_version),
         )
 
 
@@ -174,20 +175,18 @@ def accepted_flags(help_text: str) -> set[str]:
     return flags
 
 
-def flag_fix(command: AgentCommand, rejected: list[str]) -> str:
+def flag_fix(command: AgentCommand, rejected: list[str], version: tuple[int, int, int] | None) -> str:
     settings = command.settings
     extra = [flag for flag in rejected if any(arg.split("=", 1)[0] == flag for arg in settings.extra_args)]
     if extra:
         return f"remove {', '.join(extra)} from agent.extra_args"
     if command.from_config:
         return f"change agent.command: drop or replace {', '.join(rejected)}"
+    line = f"set agent.command to the line without {', '.join(rejected)}"
     pin = PINS.get(command.name)
-    if pin is not None:
-        return (
-            f"install the tested version ({pin_install(pin)}); if that is the version here, set "
-            f"agent.command to the line without {', '.join(rejected)}"
-        )
-    return f"set agent.command to a line without {', '.join(rejected)}"
+    if pin is None or version == version_of(pin.version):
+        return line  # the preset's own flags do not fit the tested version: the preset is behind
+    return f"install the tested version ({pin_install(pin)}); or {line}"
 
 
 register_check(AgentOnPath())
