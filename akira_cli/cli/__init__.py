@@ -11,6 +11,7 @@ import typer
 from akira_cli import redaction
 from akira_cli.cli import (
     config_cmd,
+    doctor_cmd,
     fleet_cmd,
     init_cmd,
     loop_cmd,
@@ -60,6 +61,7 @@ _ = loop_view_cmd, loop_control_cmd  # imported for their commands
 app.add_typer(config_cmd.app, name="config")
 app.command("reason")(exits(reason_cmd.reason))
 app.add_typer(fleet_cmd.app, name="fleet")
+app.command("doctor")(exits(doctor_cmd.doctor))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -114,6 +114,7 @@ def start(
 ) -> int:
     """Start a loop on a task file."""
     from akira_cli.agents.base import preflight
+    from akira_cli.cli.agent_preflight import at_start as check_agent_at_start
     from akira_cli.loop.session import agent_workdir, run_session
     from akira_cli.sandbox.session import baseline, resolve_sandbox
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
@@ -147,6 +148,7 @@ def start(
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
+    check_agent_at_start(workspace, cfg, pending)
     git = git_preflight(workspace, path, cfg, no_git)
     if git is None and cfg.autonomous_loop.parallel > 1:
         raise AkiraError(
@@ -337,6 +339,7 @@ def resume(
     sandbox: SandboxFlag = None,
 ) -> int:
     """Resume a paused, interrupted or escalated loop."""
+    from akira_cli.cli.agent_preflight import at_resume as check_agent_at_resume
     from akira_cli.config import load_config
     from akira_cli.control import ResumeRequest, apply_resume, write_request
     from akira_cli.hooks import remove_hooks
@@ -358,6 +361,8 @@ def resume(
     live = store.lock(state.task_id).holder()  # read once: the process may exit meanwhile
     if live is not None and state.status == "running":
         raise AkiraError(f"task {state.task_id} is already being run by process {live}; it is not paused")
+    if live is None:  # before anything on disk moves: a missing agent CLI is one line (issue 29 #9)
+        check_agent_at_resume(workspace, cfg, state)
     # Guidance a person wrote in the escalation or intervention file and --guidance both count;
     # the files are archived with the state, so no stale request is left in Needs_Action/.
     text = "\n\n".join(part for part in (take_guidance(workspace, state.task_id), guidance) if part) or None

@@ -1,0 +1,70 @@
+"""`akira doctor`: checks what a run needs (agent CLI, its version, auth and flags, git, the
+sandbox, the LLM endpoint) without a model call. Exit 1 when something would stop a run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from akira_cli.cli.common import ConfigOption, JsonOption, RootOption, workspace_and_config
+from akira_cli.cli.loop_cmd import AgentKind
+
+if TYPE_CHECKING:
+    from akira_cli.doctor import Finding
+
+STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+
+
+def doctor(
+    agent: Annotated[
+        AgentKind | None,
+        typer.Option("--agent", help="The agent to check (default: agent.kind in config, else auto)."),
+    ] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    root: RootOption = None,
+) -> int:
+    """Check that a run can start here: the agent CLI, its auth and flags, git, the LLM endpoint."""
+    from akira_cli.doctor import context_for, run_checks
+
+    workspace, cfg = workspace_and_config(root, config, {"agent.kind": agent})
+    context = context_for(workspace.root, cfg, cfg.agent.kind)
+    findings = run_checks(context)
+    failed = any(finding.status == "fail" for finding in findings)
+    if as_json:
+        report = {
+            "ok": not failed,
+            "workspace": str(workspace.root),
+            "agent": context.agent.name if context.agent is not None else None,
+            "checks": [finding.as_dict() for finding in findings],
+        }
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        print_table(findings)
+    return 1 if failed else 0
+
+
+def print_table(findings: list[Finding]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="akira doctor", title_justify="left", show_lines=False)
+    for column in ("check", "status", "detail", "fix"):
+        table.add_column(column, overflow="fold")
+    for finding in findings:
+        status = Text(finding.status, style=STYLE[finding.status])
+        table.add_row(finding.check, status, Text(finding.detail), Text(finding.fix))
+    console = Console(width=None if sys.stdout.isatty() else 120)  # a pipe or a log: wide enough
+    console.print(table)
+    problems = sum(f.status == "fail" for f in findings)
+    warnings = sum(f.status == "warn" for f in findings)
+    if problems:
+        what = "1 problem" if problems == 1 else f"{problems} problems"
+        console.print(f"{what} would stop a run; fix them and run 'akira doctor' again", highlight=False)
+    else:
+        what = "1 warning" if warnings == 1 else f"{warnings} warnings"
+        console.print(f"ready to run ({what})" if warnings else "ready to run", highlight=False)

