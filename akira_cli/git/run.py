@@ -184,7 +184,8 @@ class GitRun:
         changed_now: set[str] | None = None,
     ) -> str | None:
         """Commits `paths` as the work tree has them (deleted ones as deletions) and `replaced`
-        files with the given bytes, on HEAD; None when `paths` hold no change. `seen_by_git`:
+        files with the given bytes, on HEAD; None when neither holds a change (a step whose
+        only change is its tick gets a commit of the tick alone). `seen_by_git`:
         the paths come from `git status`, so none is ignored; `changed_now`: what `git status`
         shows changed right now (then git is not asked again)."""
         names = self.committable(paths, seen_by_git)
@@ -192,8 +193,8 @@ class GitRun:
         names = sorted(set(names) - set(blobs))
         if changed_now is not None:
             names = [name for name in names if name in changed_now]
-        if not names:
-            return None  # the step changed nothing: its tick goes into the next commit
+        if not names and not blobs:
+            return None
         message = redact(f"{subject}\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items()))
         head, _ = self.plumb.head()
         with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
@@ -208,8 +209,8 @@ class GitRun:
             self.git.run(
                 "update-index", "--add", "--remove", *ticks, "-z", "--stdin", env=env, stdin=_z(names)
             )
-            if changed_now is None and not self.differs(env, names):
-                return None
+            if (changed_now is None or not names) and not self.differs(env, [*names, *sorted(blobs)]):
+                return None  # nothing changed, not even a tick
             author = () if self.has_author() else FALLBACK_AUTHOR
             if (self.settings.verify and self.hooks()) or (copied is not None and copied[1] < SMALL_INDEX):
                 self.git_commit(author, env, message)  # the hooks run as always; one process

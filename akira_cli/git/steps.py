@@ -201,6 +201,23 @@ class StepCommits:
             self.bus.emit(EventType.COMMIT, commit=sha, branch=record.branch, done=True)
             self.push()
 
+    def commit_ticks(self, feature: str) -> None:
+        """At the end of a run that leaves the task file in place: ticks no step commit carried
+        (a person's, or a parent's), as one last commit, so that the tracked files are clean."""
+        record = self.state.git
+        if record is None:
+            return
+        try:
+            sha = self.run.commit(
+                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [Path(self.state.task_path)]
+            )
+        except (CommitRefused, GitError) as exc:
+            self.bus.emit(EventType.WARNING, message=f"the last ticks were not committed: {exc}")
+            return
+        if sha is not None:
+            self.bus.emit(EventType.COMMIT, commit=sha, branch=record.branch, ticks=True)
+            self.push()
+
     def push(self) -> None:
         """`git.push: <remote>`: the task branch after each commit; a failure is logged, and
         the next commit tries again. Never forced."""

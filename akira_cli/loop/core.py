@@ -279,6 +279,9 @@ class AutonomousLoop:
             moved_from = self.workspace.require_inside(Path(self.state.moved_from))
             moved_to = Path(self.state.task_path).parent
             self.engine.commits.commit_done(moved_from, moved_to, moved_to.name)
+        elif self.engine.commits is not None:
+            task = Path(self.state.task_path)
+            self.engine.commits.commit_ticks(self.state.feature or self.workspace.feature_of(task))
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
             completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))
