@@ -145,3 +145,31 @@ def test_a_persons_tick_that_no_step_commit_carries_gets_a_last_ticks_commit(tmp
     assert trailers(root, "HEAD") == {"Akira-Task": task_id}
     assert "- [x] 2. Fail" in git(root, "show", "HEAD:.kiro/specs/feat/tasks.md")
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_git_status_stays_quiet_after_a_completed_and_an_escalated_run(tmp_path: Path) -> None:
+    completed = kiro_repo(tmp_path / "a", KIRO_TASKS)
+    done = akira(completed, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+    assert done.returncode == 0, done.stderr
+    assert list((completed / "Logs").rglob("*.md"))  # the reports are there, git does not show them
+    assert git(completed, "status", "--porcelain") == ""
+    escalated = kiro_repo(tmp_path / "b", FAILING_LAST, "reflection:\n  max_iterations: 1\n")
+    failed = akira(escalated, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+    assert failed.returncode == 4, failed.stderr
+    assert list((escalated / "Needs_Action").glob("escalation_*.md"))
+    assert git(escalated, "status", "--porcelain") == ""  # no report, no `[-]` left behind
+    assert "- [ ] 2. Fail" in (escalated / ".kiro" / "specs" / "feat" / "tasks.md").read_text()
+    exclude = (escalated / ".git" / "info" / "exclude").read_text().splitlines()
+    assert "/Logs/completion_reports/" in exclude and "/Needs_Action/escalation_*.md" in exclude
+
+
+def test_a_repositorys_own_logs_folder_still_shows(tmp_path: Path) -> None:
+    root = kiro_repo(tmp_path, KIRO_TASKS)
+    assert akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md").returncode == 0
+    (root / "Logs" / "server.log").write_text("the project's own log\n")
+    (root / "Needs_Action" / "todo.md").parent.mkdir(exist_ok=True)
+    (root / "Needs_Action" / "todo.md").write_text("the person's note\n")
+    assert git(root, "status", "--porcelain", "--untracked-files=all").splitlines() == [
+        "?? Logs/server.log",
+        "?? Needs_Action/todo.md",
+    ]

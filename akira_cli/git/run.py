@@ -29,8 +29,18 @@ from akira_cli.state.models import LoopState
 
 NEVER_COMMITTED = (".state", ".hooks", ".akira", "Logs", "Needs_Action", "config")
 """akira's control plane and reports, at the workspace's top: never in a commit."""
-EXCLUDED = (".state/", ".hooks/", ".akira/")
-"""Listed in .git/info/exclude (never a tracked .gitignore), so that `git status` stays quiet."""
+EXCLUDED = (
+    ".state/",
+    ".hooks/",
+    ".akira/",
+    "Logs/completion_reports/",
+    "Logs/progress_reports/",
+    "Needs_Action/escalation_*.md",
+    "Needs_Action/intervention_*.md",
+)
+"""Listed in .git/info/exclude (never a tracked .gitignore), so that `git status` stays quiet:
+akira's folders, and its reports by name (a repository's own Logs/ or Needs_Action/ files still
+show)."""
 FALLBACK_AUTHOR = ("-c", "user.name=akira", "-c", "user.email=akira@localhost")
 SUBJECT_WIDTH = 72
 QUIET_UPKEEP = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
@@ -131,6 +141,7 @@ class GitRun:
     def check_resume(self, record: GitRecord) -> None:
         """`resume` never switches branches under a person's feet."""
         current = self.current_branch()
+        self.exclude()  # a run started by an older akira lacks the newer lines
         if current != record.branch:
             where = f"on {current}" if current else "detached"
             raise AkiraError(
@@ -168,7 +179,9 @@ class GitRun:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(
-                    "".join(f"{line}\n" for line in ["# akira's state, hooks and worktrees", *missing])
+                    "".join(
+                        f"{line}\n" for line in ["# akira's state, hooks, worktrees and reports", *missing]
+                    )
                 )
 
     # -- commits ----------------------------------------------------------------------------------

@@ -77,6 +77,8 @@ class AutonomousLoop:
             self.engine.check_claim,
             tasks=self.tasks or TaskSource(),
         )
+        if self.engine.commits is not None:
+            self.engine.commits.marks = self.book.marks  # a commit never carries a running mark
         self.forced = threading.Event()
         self._mark = time.monotonic()
 
@@ -199,7 +201,7 @@ class AutonomousLoop:
         # The iteration's one durable write: the last result, and this step running. Its sync
         # waits for the attempt's first command to start (see `StepEngine.attempt`).
         self.checkpoint(defer_sync=True)
-        self.book.mark(Path(self.state.task_path), step.id, "-")
+        self.book.running(Path(self.state.task_path), step)
 
     def tick(self, path: Path, step: Step) -> None:
         """Ticks a completed step's box, then its parents' whose children are all done."""
@@ -256,6 +258,7 @@ class AutonomousLoop:
                 escalation(self.workspace, self.state, stop, kept)
         finally:
             self.checkpoint()
+            self.book.unmark()  # no step runs now: no `[-]` left in the file
             if self.config.autonomous_loop.create_progress_reports:
                 progress_report(self.workspace, self.state)  # the last one tells how it ended
         if stop.status == "paused":
