@@ -173,3 +173,29 @@ def test_a_repositorys_own_logs_folder_still_shows(tmp_path: Path) -> None:
         "?? Logs/server.log",
         "?? Needs_Action/todo.md",
     ]
+
+
+FOLDER_STEPS = """\
+- [ ] 1. Make the tests folder
+  - Run: `mkdir -p tests`
+- [ ] 2. Write a
+  - Run: `echo a > tests/a.txt`
+  - Exists: `tests/a.txt`
+- [ ] 3. Write b
+  - Run: `echo b > tests/b.txt`
+  - Exists: `tests/b.txt`
+"""
+
+
+def test_undo_keeps_a_folder_an_earlier_step_made(tmp_path: Path) -> None:
+    root = kiro_repo(tmp_path, FOLDER_STEPS, "autonomous_loop:\n  archive_state_file: false\n")
+    assert akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md").returncode == 0
+    task_id = next((root / ".state").glob("autonomous_loop_*.json")).stem.removeprefix("autonomous_loop_")
+    undone = akira(root, "loop", "undo", "--task-id", task_id, "--step", "2")
+    assert undone.returncode == 0, undone.stderr
+    assert not (root / "tests" / "a.txt").exists() and not (root / "tests" / "b.txt").exists()
+    assert (root / "tests").is_dir()  # step 1 made it, and step 1 is kept
+    resumed = akira(root, "loop", "resume", "--task-id", task_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert subjects(root, "main..HEAD")[-2:] == ["2 Write a", "3 Write b"]
+    assert (root / "tests" / "a.txt").read_text() == "a\n"
