@@ -74,27 +74,29 @@ def test_a_run_comes_back_as_a_branch_with_a_commit_per_step(repo: Akira) -> Non
     code, err = start(repo)
     assert code == 0, err
     assert git(root, "branch", "--show-current") == "akira/feat"
-    assert commits(root) == ["1 Write a", "3 Write b", "feat: done"]  # step 2 changed nothing
+    # step 2 changed nothing git tracks: its commit holds its tick alone, with its trailers
+    assert commits(root) == ["1 Write a", "2 Only folders", "3 Write b", "feat: done"]
     state = repo.state()
     assert [(c.step_id, bool(c.commit)) for c in state.completed_steps] == [
         ("1", True),
-        ("2", False),
+        ("2", True),
         ("3", True),
     ]
     assert state.git is not None and state.git.base == git(root, "rev-parse", "main")
-    assert git(root, "show", "--format=", "--name-only", "HEAD~2").splitlines() == [
+    assert git(root, "show", "--format=", "--name-only", "HEAD~3").splitlines() == [
         "Specs/feat/tasks.md",
         "a.txt",
     ]
-    first = trailers(root, "HEAD~2")
+    assert git(root, "show", "--format=", "--name-only", "HEAD~2").splitlines() == ["Specs/feat/tasks.md"]
+    assert trailers(root, "HEAD~2")["Akira-Step"] == "2"
+    first = trailers(root, "HEAD~3")
     assert first == {
         "Akira-Task": state.task_id,
         "Akira-Step": "1",
         "Akira-Verified": "yes",
         "Akira-Checks": "Exists `a.txt`",
     }
-    # the tick of step 2 rode along with step 3's commit; the branch ends clean
-    assert "- [x] 2. Only folders" in git(root, "show", "HEAD~1:Specs/feat/tasks.md")
+    assert "- [x] 2. Only folders" in git(root, "show", "HEAD~2:Specs/feat/tasks.md")
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
     tracked = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
     assert not [p for p in tracked if p.split("/")[0] in {".state", ".hooks", ".akira", "Logs", "config"}]
@@ -211,7 +213,7 @@ def test_a_hook_that_refuses_fails_the_attempt_with_its_output(repo: Akira) -> N
     assert "the commit was refused" in attempts[0].error
     assert "pre-commit: trailing whitespace in b.txt" in attempts[0].error
     assert attempts[0].commit is None and attempts[1].commit
-    assert commits(repo.root) == ["1 Write a", "3 Write b", "feat: done"]
+    assert commits(repo.root) == ["1 Write a", "2 Only folders", "3 Write b", "feat: done"]
 
 
 def test_without_verify_hooks_are_skipped(repo: Akira) -> None:
@@ -221,7 +223,7 @@ def test_without_verify_hooks_are_skipped(repo: Akira) -> None:
     repo.write_config("git:\n  verify: false\n")
     code, err = start(repo)
     assert code == 0, err
-    assert commits(repo.root) == ["1 Write a", "3 Write b", "feat: done"]
+    assert commits(repo.root) == ["1 Write a", "2 Only folders", "3 Write b", "feat: done"]
 
 
 def test_without_an_author_akira_names_itself_and_writes_no_git_config(repo: Akira) -> None:
@@ -285,10 +287,10 @@ def test_a_kill_9_right_after_a_commit_leaves_one_commit_per_step(repo: Akira, s
     assert died.returncode == 137, died.stderr
     resumed = repo.cli("loop", "resume", "--task-id", "feat")
     assert resumed.code == 0, resumed.err
-    assert commits(root) == ["1 Write a", "3 Write b", "feat: done"]
+    assert commits(root) == ["1 Write a", "2 Only folders", "3 Write b", "feat: done"]
     state = repo.state()
     found = {c.step_id: c.commit for c in state.completed_steps}
-    assert found["1"] == git(root, "rev-parse", "HEAD~2") and found["3"] == git(root, "rev-parse", "HEAD~1")
+    assert found["1"] == git(root, "rev-parse", "HEAD~3") and found["3"] == git(root, "rev-parse", "HEAD~1")
     assert "- [x] 3. Write b" in git(root, "show", "HEAD:Done/feat/tasks.md")
 
 
@@ -303,7 +305,12 @@ def test_undo_reverts_a_step_and_every_later_one_and_resume_does_them_again(repo
     assert undone.code == 0, undone.err
     assert "reverted step(s) 1, 2, 3" in undone.err and "akira loop resume --task-id" in undone.err
     reverts = git(root, "log", "--format=%s", f"{before}..HEAD").splitlines()
-    assert reverts == ['Revert "1 Write a"', 'Revert "3 Write b"', 'Revert "feat: done"']  # newest first
+    assert reverts == [
+        'Revert "1 Write a"',
+        'Revert "2 Only folders"',
+        'Revert "3 Write b"',
+        'Revert "feat: done"',
+    ]  # newest first
     assert git(root, "merge-base", "--is-ancestor", before, "HEAD", check=False) == ""  # nothing rewritten
     assert not (root / "a.txt").exists() and not (root / "b.txt").exists()
     state = repo.state()
@@ -312,7 +319,7 @@ def test_undo_reverts_a_step_and_every_later_one_and_resume_does_them_again(repo
     assert "- [ ] 1. Write a" in text and "- [ ] 3. Write b" in text
     assert repo.cli("loop", "resume", "--task-id", "feat").code == 0
     redone = git(root, "log", "--format=%s", f"{before}..HEAD").splitlines()
-    assert redone[:3] == ["feat: done", "3 Write b", "1 Write a"]
+    assert redone[:4] == ["feat: done", "3 Write b", "2 Only folders", "1 Write a"]
     assert (root / "a.txt").read_text() == "a\n" and repo.state().status == "completed"
 
 

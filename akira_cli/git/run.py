@@ -29,8 +29,18 @@ from akira_cli.state.models import LoopState
 
 NEVER_COMMITTED = (".state", ".hooks", ".akira", "Logs", "Needs_Action", "config")
 """akira's control plane and reports, at the workspace's top: never in a commit."""
-EXCLUDED = (".state/", ".hooks/", ".akira/")
-"""Listed in .git/info/exclude (never a tracked .gitignore), so that `git status` stays quiet."""
+EXCLUDED = (
+    ".state/",
+    ".hooks/",
+    ".akira/",
+    "Logs/completion_reports/",
+    "Logs/progress_reports/",
+    "Needs_Action/escalation_*.md",
+    "Needs_Action/intervention_*.md",
+)
+"""Listed in .git/info/exclude (never a tracked .gitignore), so that `git status` stays quiet:
+akira's folders, and its reports by name (a repository's own Logs/ or Needs_Action/ files still
+show)."""
 FALLBACK_AUTHOR = ("-c", "user.name=akira", "-c", "user.email=akira@localhost")
 SUBJECT_WIDTH = 72
 QUIET_UPKEEP = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
@@ -131,6 +141,7 @@ class GitRun:
     def check_resume(self, record: GitRecord) -> None:
         """`resume` never switches branches under a person's feet."""
         current = self.current_branch()
+        self.exclude()  # a run started by an older akira lacks the newer lines
         if current != record.branch:
             where = f"on {current}" if current else "detached"
             raise AkiraError(
@@ -168,7 +179,9 @@ class GitRun:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(
-                    "".join(f"{line}\n" for line in ["# akira's state, hooks and worktrees", *missing])
+                    "".join(
+                        f"{line}\n" for line in ["# akira's state, hooks, worktrees and reports", *missing]
+                    )
                 )
 
     # -- commits ----------------------------------------------------------------------------------
@@ -184,7 +197,8 @@ class GitRun:
         changed_now: set[str] | None = None,
     ) -> str | None:
         """Commits `paths` as the work tree has them (deleted ones as deletions) and `replaced`
-        files with the given bytes, on HEAD; None when `paths` hold no change. `seen_by_git`:
+        files with the given bytes, on HEAD; None when neither holds a change (a step whose
+        only change is its tick gets a commit of the tick alone). `seen_by_git`:
         the paths come from `git status`, so none is ignored; `changed_now`: what `git status`
         shows changed right now (then git is not asked again)."""
         names = self.committable(paths, seen_by_git)
@@ -192,8 +206,8 @@ class GitRun:
         names = sorted(set(names) - set(blobs))
         if changed_now is not None:
             names = [name for name in names if name in changed_now]
-        if not names:
-            return None  # the step changed nothing: its tick goes into the next commit
+        if not names and not blobs:
+            return None
         message = redact(f"{subject}\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items()))
         head, _ = self.plumb.head()
         with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
@@ -208,8 +222,8 @@ class GitRun:
             self.git.run(
                 "update-index", "--add", "--remove", *ticks, "-z", "--stdin", env=env, stdin=_z(names)
             )
-            if changed_now is None and not self.differs(env, names):
-                return None
+            if (changed_now is None or not names) and not self.differs(env, [*names, *sorted(blobs)]):
+                return None  # nothing changed, not even a tick
             author = () if self.has_author() else FALLBACK_AUTHOR
             if (self.settings.verify and self.hooks()) or (copied is not None and copied[1] < SMALL_INDEX):
                 self.git_commit(author, env, message)  # the hooks run as always; one process

@@ -42,6 +42,8 @@ class StepCommits:
         run.plumb.heal()  # a lock a kill -9 left in the middle of putting the index back
         self._hashed: dict[str, tuple[tuple[int, int], str | None]] = {}
         """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
+        self.marks: dict[str, str] = {}
+        """Running steps' `[-]` boxes and what they were before (the loop's `TaskBook.marks`)."""
 
     @property
     def seen_by_git(self) -> bool:
@@ -96,7 +98,7 @@ class StepCommits:
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
         task_path = Path(self.state.task_path)
-        ticked = ticked_bytes(task_path, task, step, self.state)
+        ticked = ticked_bytes(task_path, task, step, self.state, self.marks)
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
         trailers = {
             "Akira-Task": self.state.task_id,
@@ -208,6 +210,23 @@ class StepCommits:
             self.bus.emit(EventType.COMMIT, commit=sha, branch=record.branch, done=True)
             self.push()
 
+    def commit_ticks(self, feature: str) -> None:
+        """At the end of a run that leaves the task file in place: ticks no step commit carried
+        (a person's, or a parent's), as one last commit, so that the tracked files are clean."""
+        record = self.state.git
+        if record is None:
+            return
+        try:
+            sha = self.run.commit(
+                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [Path(self.state.task_path)]
+            )
+        except (CommitRefused, GitError) as exc:
+            self.bus.emit(EventType.WARNING, message=f"the last ticks were not committed: {exc}")
+            return
+        if sha is not None:
+            self.bus.emit(EventType.COMMIT, commit=sha, branch=record.branch, ticks=True)
+            self.push()
+
     def push(self) -> None:
         """`git.push: <remote>`: the task branch after each commit; a failure is logged, and
         the next commit tries again. Never forced."""
@@ -237,14 +256,26 @@ def fail(attempt: Attempt, output: str) -> None:
     attempt.error_signature = signature(attempt.error)
 
 
-def ticked_bytes(path: Path, task: TaskFile, step: Step, state: LoopState) -> bytes | None:
+def ticked_bytes(
+    path: Path, task: TaskFile, step: Step, state: LoopState, marks: dict[str, str] | None = None
+) -> bytes | None:
     """The task file's bytes with `step` ticked, and its parents whose children are then all
-    done, as the loop will tick them after its save; None when the file cannot be read."""
+    done, as the loop will tick them after its save; the `[-]` of the other running steps
+    (`marks`) as their boxes were before (a commit carries ticks only). None when the file
+    cannot be read."""
     try:
         data = bytearray(path.read_bytes())
     except OSError:
         return None
     done = state.completed_ids() | {step.id}
+    for other_id, box in (marks or {}).items():
+        other = task.get(other_id)
+        if (
+            other is not None
+            and other_id != step.id
+            and data[other.box_offset - 1 : other.box_offset + 2] == b"[-]"
+        ):
+            data[other.box_offset] = ord(box[:1] or " ")
     target: Step | None = step
     while target is not None:
         at = target.box_offset

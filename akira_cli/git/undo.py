@@ -35,8 +35,11 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
     commits = [done.commit for done in undone if done.commit]
     commits += [record.done_commit] if record.done_commit else []
     refuse_dirty(run, commits)
+    folders = kept_folders(run, [done.commit for done in undone if done.commit])  # not Done/'s
     for sha in reversed(commits):
         revert(run, sha)
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)  # git removed it with the last file it held
     if commits:
         record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
     del state.completed_steps[ids.index(step_id) :]
@@ -73,6 +76,21 @@ def refuse_dirty(run: GitRun, commits: list[str]) -> None:
             f"files of the commits to revert have uncommitted changes ({shown}); commit or stash "
             f"them first ('{run.shown('stash')}'), then undo again"
         )
+
+
+def kept_folders(run: GitRun, commits: list[str]) -> list[Path]:
+    """The folders that hold files the commits added and that exist now. git removes a folder
+    when a revert deletes the last file in it, though an earlier step may have made it (a
+    `mkdir -p tests` that no commit can hold): undo puts such a folder back, empty. A folder
+    that one of the undone steps made itself comes back empty too, as git keeps no record of
+    empty folders to tell the two apart: a folder too many is harmless to most steps, a
+    folder too few breaks the steps that are run again."""
+    added: set[str] = set()
+    for sha in commits:
+        listed = run.git.out("diff-tree", "--no-commit-id", "--name-only", "-z", "-r", "--diff-filter=A", sha)
+        added.update(name for name in listed.split("\0") if name)
+    folders = {parent for name in added for parent in Path(name).parents if parent != Path(".")}
+    return [run.root / folder for folder in sorted(folders) if (run.root / folder).is_dir()]
 
 
 def revert(run: GitRun, sha: str) -> None:

@@ -73,7 +73,11 @@ class Slots:
             git = Git(path)
             git.run("checkout", "-q", "-f", "--no-recurse-submodules", "-B", branch, tip)
             if not self.clean.pop(path, False):
-                git.run("clean", "-q", "-f", "-d")  # ignored files (the environment brought in) stay
+                # Ignored files (the environment brought in) stay. A linked folder is a symlink,
+                # which a `.venv/` pattern does not match (git counts a link as a file): kept by name.
+                keep = [arg for name in self.extras()[1] for arg in ("-e", f"/{name}")]
+                git.run("clean", "-q", "-f", "-d", *keep)
+            self.link(path)  # a link an agent removed comes back
             return path
         with self._adding:  # one `worktree add` at a time: they share .git/worktrees and refs
             shutil.rmtree(path, ignore_errors=True)  # a folder git no longer knows as a worktree
@@ -85,13 +89,17 @@ class Slots:
     def bring(self, path: Path) -> None:
         """The environment a fresh worktree lacks: `.worktreeinclude`'s ignored files, copied,
         and the `git.worktree_link` folders that git ignores, symlinked."""
-        copies, links = self.extras()
+        copies, _ = self.extras()
         for name in copies:
             target = path / name
             target.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(OSError):
                 shutil.copy2(self.run.root / name, target, follow_symlinks=False)
-        for name in links:
+        self.link(path)
+
+    def link(self, path: Path) -> None:
+        """The `git.worktree_link` folders, symlinked into the slot where they are missing."""
+        for name in self.extras()[1]:
             with contextlib.suppress(FileExistsError):
                 os.symlink(self.run.root / name, path / name, target_is_directory=True)
 

@@ -78,6 +78,8 @@ class AutonomousLoop:
             self.engine.check_claim,
             tasks=self.tasks or TaskSource(),
         )
+        if self.engine.commits is not None:
+            self.engine.commits.marks = self.book.marks  # a commit never carries a running mark
         self.forced = threading.Event()
         self._mark = time.monotonic()
 
@@ -205,7 +207,7 @@ class AutonomousLoop:
         # The iteration's one durable write: the last result, and this step running. Its sync
         # waits for the attempt's first command to start (see `StepEngine.attempt`).
         self.checkpoint(defer_sync=True)
-        self.book.mark(Path(self.state.task_path), step.id, "-")
+        self.book.running(Path(self.state.task_path), step)
 
     def tick(self, path: Path, step: Step) -> None:
         """Ticks a completed step's box, then its parents' whose children are all done."""
@@ -263,6 +265,7 @@ class AutonomousLoop:
             self.hand_off(stop)
         finally:
             self.checkpoint()
+            self.book.unmark()  # no step runs now: no `[-]` left in the file
             if self.config.autonomous_loop.create_progress_reports:
                 progress_report(self.workspace, self.state)  # the last one tells how it ended
         if stop.status == "paused":
@@ -294,6 +297,9 @@ class AutonomousLoop:
             moved_from = self.workspace.require_inside(Path(self.state.moved_from))
             moved_to = Path(self.state.task_path).parent
             self.engine.commits.commit_done(moved_from, moved_to, moved_to.name)
+        elif self.engine.commits is not None:
+            task = Path(self.state.task_path)
+            self.engine.commits.commit_ticks(self.state.feature or self.workspace.feature_of(task))
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
             completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))

@@ -35,6 +35,9 @@ class TaskBook:
     """Steps completed in memory, ticked in the file after the next save."""
     tasks: TaskSource = field(default_factory=TaskSource)
     """The task file as parsed: parsed again only when it changed."""
+    marks: dict[str, str] = field(default_factory=dict)
+    """Steps akira marked `[-]` (running) and has not ticked: the box each had before (`[-]`
+    itself counts as `[ ]`). A commit carries them as they were, and a stop puts them back."""
 
     def __post_init__(self) -> None:
         self.ledger = Ledger(self.state, self.bus, self.check_claim)
@@ -142,7 +145,29 @@ class TaskBook:
             self.mark(path, step_id, box)
         return bool(writes) or self.state.completed_total != before
 
+    def running(self, path: Path, step: Step) -> None:
+        """The step's box becomes `[-]` while it runs."""
+        self.marks.setdefault(step.id, " " if step.box == "-" else step.box)
+        self.mark(path, step.id, "-")
+
+    def unmark(self) -> None:
+        """At a stop: the boxes of steps that ran and did not complete, as they were before."""
+        marks = dict(self.marks)
+        self.marks.clear()  # the same dict as the commits' (`StepCommits.marks`)
+        path = self.locator.locate(Path(self.state.task_path))
+        if path is None or not marks:
+            return
+        try:
+            task = self.tasks.load(path)
+        except (TaskFileError, OSError):
+            return
+        for step_id, box in marks.items():
+            step = task.get(step_id)
+            if step is not None and step.box == "-" and step_id not in self.state.completed_ids():
+                task = self.mark(path, step_id, box) or task
+
     def tick(self, path: Path, step: Step) -> None:
+        self.marks.pop(step.id, None)
         task = self.mark(path, step.id, "x")
         parent = task.get(step.parent_id) if task and step.parent_id else None
         while task is not None and parent is not None and is_done(task, parent, self.state.include_optional):

@@ -207,7 +207,7 @@ class Waves:
             self.loop.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
         pending = self.loop.engine.start(step, task, lane)
         self.loop.checkpoint()  # the running steps, on disk before their agents start
-        self.loop.book.mark(Path(self.state.task_path), step.id, "-")
+        self.loop.book.running(Path(self.state.task_path), step)
         return pending
 
     def lane(self, slot: int, path: Path) -> Lane:

@@ -1,0 +1,84 @@
+"""The edges of parallel `[P]` steps a new user meets (SPEC 13, issue 29), in real repositories
+with real worktrees: commits carry ticks only, an escalation tells of every step that failed,
+a linked environment survives a slot's reuse, and the worktree hint is given where it helps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Akira
+from test_git_runs import git, repo
+from test_parallel import start, tasks
+
+__all__ = ["repo"]
+
+WAIT_FOR_ONE = (
+    "for _ in $(seq 2400); do git log --format=%s akira/feat | grep -qx '1 A' && break; sleep 0.05; done"
+)
+"""A step that waits until step 1's commit is on the task branch (bounded: 2 minutes)."""
+
+
+def test_a_waves_commits_carry_no_running_mark_of_a_sibling(repo: Akira) -> None:
+    repo.write_config("reflection:\n  max_iterations: 1\n")
+    tasks(
+        repo,
+        "- [ ] 1. [P] A\n  - Run: `echo a > a.txt`\n  - Exists: `a.txt`\n"
+        f"- [ ] 2. [P] B\n  - Run: `{WAIT_FOR_ONE}; exit 3`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 4, err
+    root = repo.root
+    shas = git(root, "rev-list", "main..akira/feat").splitlines()
+    assert len(shas) == 1  # step 1 landed while step 2 ran
+    committed = git(root, "show", f"{shas[0]}:Specs/feat/tasks.md")
+    assert "- [x] 1. [P] A" in committed and "- [ ] 2. [P] B" in committed
+    assert "[-]" not in committed
+    assert "- [ ] 2. [P] B" in (root / "Specs" / "feat" / "tasks.md").read_text()  # put back at the stop
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_linked_environments_ignored_with_a_trailing_slash_survive_a_slots_reuse(
+    repo: Akira, tmp_path: Path
+) -> None:
+    root = repo.root
+    (root / ".gitignore").write_text(".venv/\nvenv/\nnode_modules/\n")
+    tool = root / ".venv" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho tool-ran\n")
+    tool.chmod(0o755)
+    (root / "venv").mkdir()
+    (root / "venv" / "marker").write_text("venv\n")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "marker").write_text("node\n")
+    repo.write_config("reflection:\n  max_iterations: 2\n")
+    gates, failed_once = tmp_path / "gates", tmp_path / "failed-once"
+    uses = "test -f venv/marker && test -f node_modules/marker && .venv/bin/tool"
+
+    def meet(pair: str, me: int) -> str:
+        gate = gates / pair
+        gate.mkdir(parents=True, exist_ok=True)
+        return (
+            f"touch {gate}/{me}; for _ in $(seq 2400); do [ $(ls {gate} | wc -l) -ge 2 ] && break; "
+            "sleep 0.05; done"
+        )
+
+    fail_first = f"if [ ! -f {failed_once} ]; then touch {failed_once}; exit 3; fi"
+    steps = "".join(
+        f"- [ ] {n}. [P] Use the env {n}\n"
+        f"  - Run: `{meet('ab' if n < 3 else 'cd', n)}; {uses} > t{n}.txt"
+        + (f"; {fail_first}" if n == 1 else "")
+        + "`\n"
+        f"  - Contains: `t{n}.txt` `tool-ran`\n"
+        for n in range(1, 5)
+    )
+    tasks(repo, steps)
+    code, err = start(repo, "--parallel", "2")
+    assert code == 0, err
+    state = repo.state()
+    outcomes = {n: [a.outcome for a in state.steps[n].attempts] for n in "1234"}
+    assert outcomes == {"1": ["failure", "success"], "2": ["success"], "3": ["success"], "4": ["success"]}
+    runs = [e for e in repo.events() if e.type == "iteration_started" and e.step_id in ("3", "4")]
+    assert all("worktree" in e.data for e in runs)  # both ran in reused slots
+    assert (root / ".venv" / "bin" / "tool").is_file()  # the main tree's environment is untouched
+    committed = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
+    assert not any(name.split("/")[0] in (".venv", "venv", "node_modules") for name in committed)
