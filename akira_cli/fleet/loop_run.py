@@ -52,6 +52,9 @@ class LoopRun:
     cancelled: Any
     """Called with the run id: True once the run was cancelled."""
     total: int | None = None
+    done: int = 0
+    cancel_seen: bool = False
+    looked_at: float = 0.0
 
     def report(self, status: str, **values: Any) -> None:
         self.tables.report(self.spec.run_id, status=status, worker=self.worker, **values)
@@ -73,10 +76,12 @@ class LoopRun:
             self.report("running", steps_done=self.ledger(clone))
             return self.end("completed", "")  # the loop had finished when its worker died
         self.total = steps_total(clone / self.spec.task)
-        done_steps = self.ledger(clone) if resumed else 0
+        self.done = self.ledger(clone) if resumed else 0
+        if self.cancelled(self.spec.run_id):
+            return self.end("cancelled", "cancelled")  # while it was cloned: no step starts
         self.report(
             "running",
-            steps_done=done_steps,
+            steps_done=self.done,
             steps_total=self.total,
             message="resumed from the run's branch" if resumed else "",
         )
@@ -151,8 +156,10 @@ class LoopRun:
                 process.wait(timeout=0.25)
                 break
             last = self.progress(clone, last)
-            if asked is None and (self.stopping.is_set() or self.cancelled(self.spec.run_id)):
+            if asked is None and (self.stopping.is_set() or self.was_cancelled()):
                 asked = time.monotonic()
+                if self.cancel_seen:
+                    say(f"{self.spec.run_id} was cancelled; its loop stops at its next step")
                 self.pause(clone)
             if asked is not None and time.monotonic() - asked > PAUSE_WAIT:
                 process.send_signal(signal.SIGTERM)  # the step in flight is lost, no more
@@ -160,8 +167,9 @@ class LoopRun:
         reader.join(timeout=5)
         self.progress(clone, ())
         took = time.monotonic() - started
-        self.report("running", steps_done=self.ledger(clone), loop_seconds=took)  # trailers: the truth
-        if self.cancelled(self.spec.run_id):
+        self.done = self.ledger(clone)
+        self.report("running", steps_done=self.done, loop_seconds=took)  # trailers: the truth
+        if self.cancel_seen or self.cancelled(self.spec.run_id):
             return self.end("cancelled", "cancelled")
         if self.stopping.is_set() and process.returncode in (2, 3, -signal.SIGTERM):
             return {"status": "handed_back"}
@@ -169,6 +177,13 @@ class LoopRun:
         pull_request = (read_state(self.state_dir(clone)).get("git") or {}).get("pr_url")
         done = f"pull request: {pull_request}" if pull_request else ""  # SPEC 16, as a local run
         return self.end(status, done if status == "completed" else tail("".join(stderr).strip(), 500))
+
+    def was_cancelled(self) -> bool:
+        """Looked up at most once a second while the loop runs."""
+        if time.monotonic() - self.looked_at >= 1.0:
+            self.looked_at = time.monotonic()
+            self.cancel_seen = self.cancelled(self.spec.run_id)
+        return self.cancel_seen
 
     def pause(self, clone: Path) -> None:
         """Asks the loop to stop at its next step boundary (a stop hook, as a person would)."""
@@ -202,7 +217,15 @@ class LoopRun:
 
     def end(self, status: str, message: str) -> dict[str, str]:
         self.report(status, message=message)
+        steps = f" after {self.done}/{self.total if self.total is not None else '?'} steps"
+        said = f": {message}" if message and message != status else ""
+        say(f"{self.spec.run_id} {status}{steps}{said}")
         return {"status": status, "message": message}
+
+
+def say(line: str) -> None:
+    """One line of the worker's log (stderr)."""
+    print(f"akira: {line}", file=sys.stderr, flush=True)
 
 
 def read_state(state_dir: Path) -> dict[str, Any]:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -19,9 +20,31 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from akira_cli.fleet.database import APP_NAME, APP_VERSION, QUEUE, WORKFLOW, Tables, dbos_url, quiet_dbos
+from akira_cli.fleet.database import (
+    APP_NAME,
+    APP_VERSION,
+    QUEUE,
+    WORKFLOW,
+    Tables,
+    dbos_url,
+    open_client,
+    quiet_dbos,
+)
 from akira_cli.fleet.loop_run import PAUSE_WAIT, LoopRun
 from akira_cli.fleet.runs import RunSpec
+
+
+class CancelledEcho(logging.Filter):
+    """DBOS logs a traceback when a cancelled workflow's body returns (it cannot record the
+    output of a cancelled workflow): that is how a cancel ends, not an error, and the worker
+    says so in its own line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from dbos._error import DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError
+
+        kind = record.exc_info[0] if record.exc_info else None
+        cancelled = (DBOSAwaitedWorkflowCancelledError, DBOSWorkflowCancelledError)
+        return not (kind is not None and issubclass(kind, cancelled))
 
 
 class Worker:
@@ -33,6 +56,9 @@ class Worker:
         """Runs in progress here, each with the event set when its loop has ended."""
         self.lock = threading.Lock()
         self.tables = Tables(url)
+        self.client = open_client(url)
+        """Reads the runs' status outside any workflow: DBOS calls inside one are its steps, and
+        a cancelled workflow's next step raises instead of answering."""
 
     def serve(self) -> int:
         from dbos import DBOS
@@ -48,6 +74,7 @@ class Worker:
                 "log_level": "ERROR",
             }
         )
+        logging.getLogger("dbos").addFilter(CancelledEcho())
         worker = self
 
         @DBOS.workflow(name=WORKFLOW)
@@ -103,7 +130,8 @@ class Worker:
         return result
 
     def cancelled(self, run_id: str) -> bool:
-        from dbos import DBOS
-
-        status = DBOS.get_workflow_status(run_id)
-        return status is not None and status.status == "CANCELLED"
+        try:
+            found = self.client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False)
+        except Exception:
+            return False  # the database is busy: asked again at the next look
+        return bool(found) and found[0].status == "CANCELLED"

@@ -1,0 +1,136 @@
+"""The fleet's edges (issue 29, 11-13) for real: workers on SQLite with their log in a file,
+real git with a bare origin. Cancelling a running run, the run's branch from `git.branch`, and
+what a worker says and leaves behind in --work-dir."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from akira_cli.cli import main
+from tests.test_fleet import Fleet, branch_steps, commit_task, git, ledger_lines, steps
+
+pytestmark = pytest.mark.slow
+
+
+class LoggedFleet(Fleet):
+    """Workers whose stderr goes to a file the test reads while they run."""
+
+    def __init__(self, url: str, tmp_path: Path) -> None:
+        super().__init__(url, tmp_path)
+        self.logs: dict[str, Path] = {}
+
+    def worker(self, name: str, timeout: float = 3, concurrency: int = 1) -> subprocess.Popen[str]:
+        log = self.tmp / f"worker-{name}.log"
+        self.logs[name] = log
+        command = [sys.executable, "-m", "akira_cli", "fleet", "worker", "--name", name]
+        command += ["--database-url", self.url, "--work-dir", str(self.tmp / "work")]
+        command += ["--worker-timeout", str(timeout), "--concurrency", str(concurrency)]
+        with log.open("w") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=out, text=True, cwd=self.tmp)
+        self.workers.append(process)
+        return process
+
+    def log(self, name: str) -> str:
+        return self.logs[name].read_text()
+
+    def wait_log(self, name: str, *parts: str, timeout: float = 120) -> str:
+        """The worker's log once one of its lines holds every part."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log(name)
+            if any(all(part in line for part in parts) for line in text.splitlines()):
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"no line with {parts} in worker {name}'s log:\n{self.log(name)}")
+
+    def add_repo(self, repo: str, task: str) -> str:
+        done = self.cli("add", "--task", task, "--repo", repo)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def stop_gracefully(self, process: subprocess.Popen[str]) -> int:
+        process.send_signal(signal.SIGTERM)
+        return process.wait(timeout=60)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[LoggedFleet]:
+    running = LoggedFleet(f"sqlite:///{tmp_path / 'fleet.sqlite'}", tmp_path)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    """A person's repository (an akira workspace) with a bare origin the workers clone."""
+    root = tmp_path / "repo"
+    assert main(["init", str(root)]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(root), str(bare))
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "fetch", "-q", "origin")
+    return root
+
+
+def push(origin: Path) -> None:
+    git(origin, "push", "-q", "origin", "main")
+
+
+def pushed_steps(bare: Path) -> Counter[str]:
+    """The steps committed on the origin's task branches, by their trailers."""
+    names = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/akira").split()
+    return sum((branch_steps(bare, name) for name in names), Counter())
+
+
+def gated(ledger: Path, gate: Path, count: int) -> str:
+    """Step 1 waits for the gate file; the others run at once."""
+    first = (
+        f"- [ ] 1. Step 1\n  - Run: `echo start 1 $$ >> {ledger}; while [ ! -e {gate} ]; do sleep 0.1; done; "
+        f"echo 1 > s1.txt; echo end 1 $$ >> {ledger}`\n  - Exists: `s1.txt`\n"
+    )
+    rest = steps(ledger, count)
+    return first + rest[rest.index("- [ ] 2.") :]
+
+
+@pytest.mark.timeout(300)
+def test_cancelling_a_running_run_pauses_its_loop_at_the_next_step_boundary(
+    fleet: LoggedFleet, origin: Path, tmp_path: Path
+) -> None:
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
+    commit_task(origin, "feat", gated(ledger, gate, 3))
+    push(origin)
+    bare = tmp_path / "origin.git"
+    run_id = fleet.add_repo(str(bare), "Specs/feat/tasks.md")
+    worker = fleet.worker("w")
+    deadline = time.monotonic() + 90
+    while not any(line[:2] == ["start", "1"] for line in ledger_lines(ledger)):
+        assert time.monotonic() < deadline and worker.poll() is None, fleet.log("w")
+        time.sleep(0.1)
+    done = fleet.cli("cancel", run_id)
+    assert done.returncode == 0 and "stops at its next step" in done.stderr, done.stderr
+    fleet.wait_log(
+        "w", run_id, "cancelled", "next step", timeout=60
+    )  # the worker saw it and asked its loop to pause
+    gate.write_text("")
+    log = fleet.wait_log("w", run_id, "cancelled after")
+    assert [line[:2] for line in ledger_lines(ledger)] == [["start", "1"], ["end", "1"]]  # step 2 never ran
+    assert sum(pushed_steps(bare).values()) <= 1  # the step in flight may land, nothing after it
+    rows = fleet.status()
+    assert rows[0]["status"] == "cancelled" and rows[0]["steps_done"] in (0, 1)
+    assert "Traceback" not in log and "DBOSAwaitedWorkflowCancelledError" not in log, log
+    assert worker.poll() is None  # the worker lives on, ready for the next run
+    assert fleet.stop_gracefully(worker) == 0
+    assert "Traceback" not in fleet.log("w"), fleet.log("w")
