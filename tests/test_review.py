@@ -195,6 +195,13 @@ def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night:
     assert "it lacks the name" in look
     status = json.loads(night.akira.cli("loop", "status", "--task-id", state.task_id, "--json").out)
     assert status["reviews"] == {"disputed": 2}
+    progress = json.loads(night.akira.cli("loop", "progress", "--task-id", state.task_id, "--json").out)
+    assert [(step["id"], step["review"]) for step in progress["steps"]] == [
+        ("1", "disputed"),
+        ("2", "disputed"),
+    ]
+    shown = night.akira.cli("loop", "progress", "--task-id", state.task_id).out
+    assert "1 Write the greeting (2 attempt(s))" in shown and "review: disputed" in shown
 
 
 @pytest.mark.parametrize("mode", ["crash", "babble", "hang"])
@@ -456,3 +463,22 @@ def test_on_is_refused_with_what_to_write_instead(night: Night) -> None:
     assert done.code == 1
     assert "review.when" in done.err and "every, last, or a list of step ids" in done.err
     assert "Traceback" not in done.err
+
+
+def test_review_when_last_and_the_task_ends_with_a_parallel_wave(night: Night) -> None:
+    steps = (
+        STEPS.replace("2. Write", "2. [P] Write") + "- [ ] 3. [P] Write the third\n  - Exists: `step_3.txt`\n"
+    )
+    night.setup("  agent: claude\n  when: last\n", steps, "autonomous_loop:\n  parallel: 2\n")
+    night.verdicts("approve")
+    assert night.start()[0] == 0
+    reviewed = sorted(
+        str(r["prompt"]).split("## The step\n", 1)[1].split("\n", 1)[0] for r in night.reviews()
+    )
+    assert reviewed == ["2 Write the farewell", "3 Write the third"]  # each last step, none skipped
+    state = night.akira.state()
+    assert sorted((s.step_id, s.review) for s in state.completed_steps) == [
+        ("1", None),
+        ("2", "approved"),
+        ("3", "approved"),
+    ]

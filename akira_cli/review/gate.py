@@ -66,12 +66,13 @@ class StepReview:
         return self.is_last(step, task)
 
     def is_last(self, step: Step, task: TaskFile) -> bool:
-        """No other step is left open: this one's completion completes the task."""
+        """No other step is left open but the steps running beside it in a parallel wave: a
+        task that ends with a wave has each of its last steps reviewed on the whole branch."""
         done = self.state.completed_ids()
         running = {current.step_id for current in self.state.current_steps}
         for other in task.leaves(self.state.include_optional):
-            closed = other.ticked or other.id in done or task.under_ticked_parent(other)
-            if other.id != step.id and (other.id in running or not closed):
+            closed = other.ticked or other.id in done or other.id in running
+            if other.id != step.id and not (closed or task.under_ticked_parent(other)):
                 return False
         return True
 
