@@ -482,3 +482,24 @@ def test_review_when_last_and_the_task_ends_with_a_parallel_wave(night: Night) -
         ("2", "approved"),
         ("3", "approved"),
     ]
+
+
+def test_a_kill_9_right_after_a_reviewed_commit_keeps_its_review_on_resume(night: Night) -> None:
+    import subprocess
+
+    from test_git_runs import KILL_AT_COMMIT
+
+    night.setup("  agent: claude\n")
+    night.verdicts("approve")
+    args = ["loop", "start", "--task", "Specs/feat/tasks.md", "--root", str(night.root)]
+    died = subprocess.run(
+        [sys.executable, "-c", KILL_AT_COMMIT, "1", *args], capture_output=True, timeout=120
+    )
+    assert died.returncode == 137, died.stderr
+    resumed = night.akira.cli("loop", "resume", "--task-id", "feat", timeout=180)
+    assert resumed.code == 0, resumed.err
+    assert night.subjects() == ["1 Write the greeting", "2 Write the farewell", "feat: done"]
+    state = night.akira.state()
+    assert [(s.step_id, s.review) for s in state.completed_steps] == [("1", "approved"), ("2", "approved")]
+    assert state.reviews == {"approved": 2}
+    assert len(night.reviews()) == 2  # step 1 was not reviewed (nor run) again
