@@ -503,3 +503,19 @@ def test_a_kill_9_right_after_a_reviewed_commit_keeps_its_review_on_resume(night
     assert [(s.step_id, s.review) for s in state.completed_steps] == [("1", "approved"), ("2", "approved")]
     assert state.reviews == {"approved": 2}
     assert len(night.reviews()) == 2  # step 1 was not reviewed (nor run) again
+
+
+def test_undo_takes_the_steps_reviews_with_them_and_resume_reviews_them_again(night: Night) -> None:
+    night.setup("  agent: claude\n")
+    night.verdicts("approve")
+    assert night.start()[0] == 0
+    undone = night.akira.cli("loop", "undo", "--task-id", "feat", "--step", "2")
+    assert undone.code == 0, undone.err
+    assert night.akira.state().reviews == {"approved": 1}
+    night.verdicts("changes", "approve")
+    resumed = night.akira.cli("loop", "resume", "--task-id", "feat", timeout=180)
+    assert resumed.code == 0, resumed.err
+    state = night.akira.state()
+    assert [(s.step_id, s.review) for s in state.completed_steps] == [("1", "approved"), ("2", "approved")]
+    assert state.reviews == {"approved": 2} and len(night.reviews()) == 4
+    assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "approved"
