@@ -179,8 +179,11 @@ def test_the_reviews_reasons_reach_the_next_attempts_prompt(night: Night) -> Non
 def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night: Night) -> None:
     night.setup("  agent: claude\n  max_rounds: 2\n")
     night.verdicts("changes")
-    code, err = night.start()
+    done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", timeout=180)
+    code, err = done.code, done.err
     assert code == 0, err
+    shown = [line for line in done.out.splitlines() if " review attempt=" in line]
+    assert len(shown) == 4 and "verdict=disputed" in shown[-1], done.out
     assert night.subjects() == ["1 Write the greeting", "2 Write the farewell", "feat: done"]
     assert trailers(night.root, "akira/feat~2")["Akira-Review"] == "disputed"
     assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "disputed"
