@@ -522,3 +522,24 @@ def test_undo_takes_the_steps_reviews_with_them_and_resume_reviews_them_again(ni
     assert [(s.step_id, s.review) for s in state.completed_steps] == [("1", "approved"), ("2", "approved")]
     assert state.reviews == {"approved": 2} and len(night.reviews()) == 4
     assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "approved"
+
+
+def test_a_plan_ending_with_a_checkpoint_is_reviewed_there_on_the_whole_branch(night: Night) -> None:
+    steps = STEPS + "- [ ] 3. Checkpoint - Ensure all tests pass\n"
+    night.setup("  agent: claude\n", steps, "checks:\n  - run: test -f step_1.txt\n    name: greeting\n")
+    night.verdicts("approve")
+    assert night.start()[0] == 0
+    assert len(night.reviews()) == 2  # steps 1 and 2; the checkpoint changes nothing to review
+    night.akira.write_task("again", steps)
+    git(night.root, "switch", "-q", "main")
+    git(night.root, "add", "-A")
+    git(night.root, "commit", "-q", "-m", "another feature")
+    night.akira.write_config(
+        "agent:\n  kind: command\n  command: implement\nreview:\n  agent: claude\n  when: last\n"
+        "checks:\n  - run: test -f step_1.txt\n    name: greeting\n"
+    )
+    done = night.akira.cli("loop", "start", "--task", "Specs/again/tasks.md", timeout=180)
+    assert done.code == 0, done.err
+    last = night.reviews()[2:]
+    assert len(last) == 1 and "3 Checkpoint - Ensure all tests pass" in str(last[0]["prompt"])
+    assert "+attempt 1" in str(last[0]["prompt"])  # the branch's steps, though the checkpoint changed nothing

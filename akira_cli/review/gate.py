@@ -78,11 +78,11 @@ class StepReview:
 
     def review(self, pending: Pending) -> None:
         attempt, step = pending.attempt, pending.step
-        if attempt is None or attempt.outcome != "success" or pending.agent.name == "checkpoint":
-            return  # a checkpoint step runs the project checks and changes nothing to review
-        if not self.wanted(step, pending.task):
+        if attempt is None or attempt.outcome != "success" or not self.wanted(step, pending.task):
             return
         whole = self.settings.when == "last"
+        if pending.agent.name == "checkpoint" and not whole:
+            return  # it ran the project checks and changed nothing (a last one shows the whole branch)
         reviews = [a.review for a in pending.record.window() if a.review is not None]
         earlier = [review for review in reviews if review.verdict == "changes"]
         number = len(earlier) + 1
