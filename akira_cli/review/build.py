@@ -41,7 +41,7 @@ def step_reviewer(
                 "review.agent: llm needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL in "
                 "config/autonomous_loop.yaml, or name a preset (claude, codex) or a command"
             )
-        agent = LLMReviewer(lambda: review_client(config, state, bus))
+        agent = LLMReviewer(lambda: review_client(config, bus))
     else:
         reviewer = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
         program = shlex.split(reviewer.line)[0] if reviewer.line.strip() else ""
@@ -65,10 +65,10 @@ def step_reviewer(
     )
 
 
-def review_client(config: Config, state: LoopState, bus: EventBus) -> LLMClient:
-    """The reviewer's LLM client (`review.model`, else `llm.model`); its usage object is the
-    state's, so the budgets see its calls."""
+def review_client(config: Config, bus: EventBus) -> LLMClient:
+    """The reviewer's LLM client (`review.model`, else `llm.model`), with a usage of its own: the
+    review adds it to the state's (the budgets) and to the reviewer's (reported apart)."""
     from akira_cli.llm.client import LLMClient
 
     llm = config.llm.model_copy(update={"model": config.review.model or config.llm.model})
-    return LLMClient(llm, limits=config.resource_limits, budget=config.budget, bus=bus, usage=state.usage)
+    return LLMClient(llm, limits=config.resource_limits, bus=bus)

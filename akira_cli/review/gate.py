@@ -89,9 +89,8 @@ class StepReview:
         requirements = self.requirement_texts(step, pending.task)
         diff = self.diffs.text(pending, whole)
         prompt = review_prompt(step, requirements, attempt, diff, earlier, whole)
-        spent = self.state.usage.model_copy()
         answer = self.agent.ask(prompt, pending.lane.runner, step.id, attempt.number)
-        usage = self.count(answer.usage, spent)
+        usage = self.count(answer.usage)
         verdict = read_verdict(answer.text) if not answer.failure else None
         result = ReviewResult(verdict="none", reviewer=self.agent.name, round=number, usage=usage)
         if verdict is None:
@@ -131,14 +130,11 @@ class StepReview:
             cost_usd=round(usage.cost_usd, 6),
         )
 
-    def count(self, reported: Usage, spent: Usage) -> Usage:
+    def count(self, reported: Usage) -> Usage:
         """The reviewer's usage, toward the budgets (the state's usage) and apart (its own)."""
-        with self._lock:
-            if reported.calls or reported.total_tokens:  # what an agent CLI reported itself
-                self.state.usage.add(self.priced(reported))
-                usage = self.priced(reported)
-            else:  # the llm reviewer: its client counted it into the state's usage
-                usage = self.state.usage.since(spent)
+        usage = self.priced(reported)
+        with self._lock:  # wave steps are reviewed on their own threads
+            self.state.usage.add(usage)
             self.state.review_usage.add(usage)
         return usage
 
