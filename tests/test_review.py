@@ -543,3 +543,12 @@ def test_a_plan_ending_with_a_checkpoint_is_reviewed_there_on_the_whole_branch(n
     last = night.reviews()[2:]
     assert len(last) == 1 and "3 Checkpoint - Ensure all tests pass" in str(last[0]["prompt"])
     assert "+attempt 1" in str(last[0]["prompt"])  # the branch's steps, though the checkpoint changed nothing
+
+
+def test_an_llm_reviewer_without_an_endpoint_is_one_line_before_any_step(night: Night) -> None:
+    night.setup("  agent: llm\n")
+    done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
+    assert done.code == 1, done.err
+    lines = [line for line in done.err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and "review.agent: llm needs an LLM endpoint" in lines[0], done.err
+    assert not (night.tmp / "agent.jsonl").exists()  # no step ran

@@ -108,6 +108,7 @@ def start(
     from akira_cli.agents.base import preflight
     from akira_cli.loop.evidence import red_baseline
     from akira_cli.loop.session import agent_workdir, run_session
+    from akira_cli.review.build import preflight as review_preflight
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
     from akira_cli.tasks.source import TaskSource
 
@@ -139,6 +140,7 @@ def start(
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
+    review_preflight(cfg)
     git = git_preflight(workspace, path, cfg, no_git)
     if git is None and cfg.autonomous_loop.parallel > 1:
         raise AkiraError(

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from akira_cli.workspace import Workspace
 
 
+def preflight(config: Config) -> None:
+    """A reviewer that cannot work, refused before anything starts."""
+    if (config.review.agent or "").strip() == "llm" and not config.llm.base_url:
+        raise AkiraError(
+            "review.agent: llm needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL in "
+            "config/autonomous_loop.yaml, or name a preset (claude, codex) or a command"
+        )
+
+
 def step_reviewer(
     config: Config,
     workspace: Workspace,
@@ -36,11 +45,7 @@ def step_reviewer(
     name = (settings.agent or "").strip()
     agent: ReviewerAgent
     if name == "llm":
-        if not config.llm.base_url:
-            raise AkiraError(
-                "review.agent: llm needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL in "
-                "config/autonomous_loop.yaml, or name a preset (claude, codex) or a command"
-            )
+        preflight(config)
         agent = LLMReviewer(lambda: review_client(config, bus))
     else:
         reviewer = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
