@@ -259,7 +259,7 @@ def test_the_report_shows_the_reviewers_usage_apart(night: Night) -> None:
     report = night.report()
     assert "- **Reviewer**: 1680 tokens, $0.1000, 4 call(s)" in report
     assert "- **Agent**: 0 tokens, $0.0000" in report
-    assert "review: approved" in report
+    assert "`; review: approved (the greeting is written as asked)" in report
     assert "## Needs a person's look" not in report
 
 
