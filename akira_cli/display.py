@@ -30,6 +30,7 @@ SHOWN = {
     EventType.LOOP_COMPLETED,
     EventType.SYSTEMIC_ISSUE,
     EventType.WARNING,
+    EventType.REVIEW,
 }
 
 

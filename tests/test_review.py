@@ -179,8 +179,11 @@ def test_the_reviews_reasons_reach_the_next_attempts_prompt(night: Night) -> Non
 def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night: Night) -> None:
     night.setup("  agent: claude\n  max_rounds: 2\n")
     night.verdicts("changes")
-    code, err = night.start()
+    done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", timeout=180)
+    code, err = done.code, done.err
     assert code == 0, err
+    shown = [line for line in done.out.splitlines() if " review attempt=" in line]
+    assert len(shown) == 4 and "verdict=disputed" in shown[-1], done.out
     assert night.subjects() == ["1 Write the greeting", "2 Write the farewell", "feat: done"]
     assert trailers(night.root, "akira/feat~2")["Akira-Review"] == "disputed"
     assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "disputed"
@@ -195,6 +198,13 @@ def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night:
     assert "it lacks the name" in look
     status = json.loads(night.akira.cli("loop", "status", "--task-id", state.task_id, "--json").out)
     assert status["reviews"] == {"disputed": 2}
+    progress = json.loads(night.akira.cli("loop", "progress", "--task-id", state.task_id, "--json").out)
+    assert [(step["id"], step["review"]) for step in progress["steps"]] == [
+        ("1", "disputed"),
+        ("2", "disputed"),
+    ]
+    shown = night.akira.cli("loop", "progress", "--task-id", state.task_id).out
+    assert "1 Write the greeting (2 attempt(s))" in shown and "review: disputed" in shown
 
 
 @pytest.mark.parametrize("mode", ["crash", "babble", "hang"])
@@ -249,7 +259,7 @@ def test_the_report_shows_the_reviewers_usage_apart(night: Night) -> None:
     report = night.report()
     assert "- **Reviewer**: 1680 tokens, $0.1000, 4 call(s)" in report
     assert "- **Agent**: 0 tokens, $0.0000" in report
-    assert "review: approved" in report
+    assert "`; review: approved (the greeting is written as asked)" in report
     assert "## Needs a person's look" not in report
 
 
@@ -456,3 +466,89 @@ def test_on_is_refused_with_what_to_write_instead(night: Night) -> None:
     assert done.code == 1
     assert "review.when" in done.err and "every, last, or a list of step ids" in done.err
     assert "Traceback" not in done.err
+
+
+def test_review_when_last_and_the_task_ends_with_a_parallel_wave(night: Night) -> None:
+    steps = (
+        STEPS.replace("2. Write", "2. [P] Write") + "- [ ] 3. [P] Write the third\n  - Exists: `step_3.txt`\n"
+    )
+    night.setup("  agent: claude\n  when: last\n", steps, "autonomous_loop:\n  parallel: 2\n")
+    night.verdicts("approve")
+    assert night.start()[0] == 0
+    reviewed = sorted(
+        str(r["prompt"]).split("## The step\n", 1)[1].split("\n", 1)[0] for r in night.reviews()
+    )
+    assert reviewed == ["2 Write the farewell", "3 Write the third"]  # each last step, none skipped
+    state = night.akira.state()
+    assert sorted((s.step_id, s.review) for s in state.completed_steps) == [
+        ("1", None),
+        ("2", "approved"),
+        ("3", "approved"),
+    ]
+
+
+def test_a_kill_9_right_after_a_reviewed_commit_keeps_its_review_on_resume(night: Night) -> None:
+    import subprocess
+
+    from test_git_runs import KILL_AT_COMMIT
+
+    night.setup("  agent: claude\n")
+    night.verdicts("approve")
+    args = ["loop", "start", "--task", "Specs/feat/tasks.md", "--root", str(night.root)]
+    died = subprocess.run(
+        [sys.executable, "-c", KILL_AT_COMMIT, "1", *args], capture_output=True, timeout=120
+    )
+    assert died.returncode == 137, died.stderr
+    resumed = night.akira.cli("loop", "resume", "--task-id", "feat", timeout=180)
+    assert resumed.code == 0, resumed.err
+    assert night.subjects() == ["1 Write the greeting", "2 Write the farewell", "feat: done"]
+    state = night.akira.state()
+    assert [(s.step_id, s.review) for s in state.completed_steps] == [("1", "approved"), ("2", "approved")]
+    assert state.reviews == {"approved": 2}
+    assert len(night.reviews()) == 2  # step 1 was not reviewed (nor run) again
+
+
+def test_undo_takes_the_steps_reviews_with_them_and_resume_reviews_them_again(night: Night) -> None:
+    night.setup("  agent: claude\n")
+    night.verdicts("approve")
+    assert night.start()[0] == 0
+    undone = night.akira.cli("loop", "undo", "--task-id", "feat", "--step", "2")
+    assert undone.code == 0, undone.err
+    assert night.akira.state().reviews == {"approved": 1}
+    night.verdicts("changes", "approve")
+    resumed = night.akira.cli("loop", "resume", "--task-id", "feat", timeout=180)
+    assert resumed.code == 0, resumed.err
+    state = night.akira.state()
+    assert [(s.step_id, s.review) for s in state.completed_steps] == [("1", "approved"), ("2", "approved")]
+    assert state.reviews == {"approved": 2} and len(night.reviews()) == 4
+    assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "approved"
+
+
+def test_a_plan_ending_with_a_checkpoint_is_reviewed_there_on_the_whole_branch(night: Night) -> None:
+    steps = STEPS + "- [ ] 3. Checkpoint - Ensure all tests pass\n"
+    night.setup("  agent: claude\n", steps, "checks:\n  - run: test -f step_1.txt\n    name: greeting\n")
+    night.verdicts("approve")
+    assert night.start()[0] == 0
+    assert len(night.reviews()) == 2  # steps 1 and 2; the checkpoint changes nothing to review
+    night.akira.write_task("again", steps)
+    git(night.root, "switch", "-q", "main")
+    git(night.root, "add", "-A")
+    git(night.root, "commit", "-q", "-m", "another feature")
+    night.akira.write_config(
+        "agent:\n  kind: command\n  command: implement\nreview:\n  agent: claude\n  when: last\n"
+        "checks:\n  - run: test -f step_1.txt\n    name: greeting\n"
+    )
+    done = night.akira.cli("loop", "start", "--task", "Specs/again/tasks.md", timeout=180)
+    assert done.code == 0, done.err
+    last = night.reviews()[2:]
+    assert len(last) == 1 and "3 Checkpoint - Ensure all tests pass" in str(last[0]["prompt"])
+    assert "+attempt 1" in str(last[0]["prompt"])  # the branch's steps, though the checkpoint changed nothing
+
+
+def test_an_llm_reviewer_without_an_endpoint_is_one_line_before_any_step(night: Night) -> None:
+    night.setup("  agent: llm\n")
+    done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
+    assert done.code == 1, done.err
+    lines = [line for line in done.err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and "review.agent: llm needs an LLM endpoint" in lines[0], done.err
+    assert not (night.tmp / "agent.jsonl").exists()  # no step ran

@@ -116,6 +116,7 @@ def start(
     from akira_cli.agents.base import preflight
     from akira_cli.cli.agent_preflight import at_start as check_agent_at_start
     from akira_cli.loop.session import agent_workdir, run_session
+    from akira_cli.review.build import preflight as review_preflight
     from akira_cli.sandbox.session import baseline, resolve_sandbox
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
     from akira_cli.tasks.source import TaskSource
@@ -149,6 +150,7 @@ def start(
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)
     check_agent_at_start(workspace, cfg, pending)
+    review_preflight(cfg)
     git = git_preflight(workspace, path, cfg, no_git)
     if git is None and cfg.autonomous_loop.parallel > 1:
         raise AkiraError(

@@ -49,7 +49,7 @@ person's next git command does the upkeep."""
 SMALL_INDEX = 256 * 1024
 """An index file smaller than this (some 2,500 files): one `git commit` is cheaper than the
 three plumbing commands that spare it a refresh of every entry."""
-TRAILER_RE = re.compile(r"^Akira-(Task|Step|Verified): *(.+)$", re.MULTILINE)
+TRAILER_RE = re.compile(r"^Akira-(Task|Step|Verified|Review): *(.+)$", re.MULTILINE)
 
 
 class CommitRefused(AkiraError):
@@ -68,6 +68,8 @@ class Found:
     task_id: str
     step_id: str
     verified: bool
+    review: str | None = None
+    """The `Akira-Review` trailer (SPEC 16), when a reviewer looked at the step."""
 
 
 class GitRun:
@@ -326,7 +328,13 @@ class GitRun:
             trailers = dict(TRAILER_RE.findall(body))
             if sha and trailers.get("Task") == task_id and "Step" in trailers:
                 commits.append(
-                    Found(sha, task_id, trailers["Step"].strip(), trailers.get("Verified") == "yes")
+                    Found(
+                        sha,
+                        task_id,
+                        trailers["Step"].strip(),
+                        trailers.get("Verified") == "yes",
+                        review_trailer(trailers.get("Review")),
+                    )
                 )
         return commits
 
@@ -347,6 +355,11 @@ class GitRun:
         import shlex
 
         return shlex.join(["git", "-C", str(self.root), *args])
+
+
+def review_trailer(value: str | None) -> str | None:
+    word = (value or "").strip()
+    return word if word in ("approved", "disputed", "none") else None
 
 
 def subject(step_id: str, title: str) -> str:

@@ -180,9 +180,15 @@ class StepCommits:
                 title = step.description if step is not None else found.step_id
                 self.state.completed_steps.append(
                     CompletedStep(
-                        step_id=found.step_id, description=title, verified=found.verified, commit=found.sha
+                        step_id=found.step_id,
+                        description=title,
+                        verified=found.verified,
+                        commit=found.sha,
+                        review=found.review,
                     )
                 )
+                if found.review is not None:
+                    self.state.reviews[found.review] = self.state.reviews.get(found.review, 0) + 1
                 adopted.append(found.step_id)
             elif done is not None and done.commit is None:
                 done.commit = found.sha

@@ -43,6 +43,9 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
     if commits:
         record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
     del state.completed_steps[ids.index(step_id) :]
+    for done in undone:  # their reviews go with them (SPEC 16)
+        if done.review is not None and state.reviews.get(done.review, 0) > 0:
+            state.reviews[done.review] -= 1
     record.done_commit = None
     if state.moved_from and not Path(state.task_path).exists():
         state.task_path = str(Path(state.moved_from) / "tasks.md")  # the revert moved it back

@@ -41,7 +41,7 @@ class Answer:
     failure: str = ""
     """Why the reviewer gave no usable answer ('' when it answered)."""
     usage: Usage = field(default_factory=Usage)
-    """What the reviewer reported it used (the `llm` reviewer's is counted by its client)."""
+    """What the review used (an agent CLI's report, or the `llm` reviewer's calls)."""
 
 
 class ReviewerAgent(Protocol):
@@ -112,7 +112,8 @@ class CommandReviewer:
 
 
 class LLMReviewer:
-    """The configured LLM endpoint, asked once; its usage goes through the client."""
+    """The configured LLM endpoint, asked once. Its client keeps a usage of its own, so that
+    what a review spent is told apart from the calls parallel steps make meanwhile."""
 
     name = "llm"
 
@@ -130,10 +131,12 @@ class LLMReviewer:
         try:
             if self._client is None:
                 self._client = self.make_client()
+            before = self._client.usage.model_copy()
             reply = self._client.chat(messages, purpose="review")
         except LLMError as exc:
-            return Answer(failure=f"the llm reviewer failed: {exc}")
-        return Answer(text=reply.content or "")
+            spent = self._client.usage.since(before) if self._client is not None else Usage()
+            return Answer(failure=f"the llm reviewer failed: {exc}", usage=spent)
+        return Answer(text=reply.content or "", usage=self._client.usage.since(before))
 
 
 def reviewer_settings(preset: str, model: str | None) -> AgentSettings:

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from akira_cli.workspace import Workspace
 
 
+def preflight(config: Config) -> None:
+    """A reviewer that cannot work, refused before anything starts."""
+    if (config.review.agent or "").strip() == "llm" and not config.llm.base_url:
+        raise AkiraError(
+            "review.agent: llm needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL in "
+            "config/autonomous_loop.yaml, or name a preset (claude, codex) or a command"
+        )
+
+
 def step_reviewer(
     config: Config,
     workspace: Workspace,
@@ -36,12 +45,8 @@ def step_reviewer(
     name = (settings.agent or "").strip()
     agent: ReviewerAgent
     if name == "llm":
-        if not config.llm.base_url:
-            raise AkiraError(
-                "review.agent: llm needs an LLM endpoint; set llm.base_url or OPENAI_BASE_URL in "
-                "config/autonomous_loop.yaml, or name a preset (claude, codex) or a command"
-            )
-        agent = LLMReviewer(lambda: review_client(config, state, bus))
+        preflight(config)
+        agent = LLMReviewer(lambda: review_client(config, bus))
     else:
         reviewer = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
         program = shlex.split(reviewer.line)[0] if reviewer.line.strip() else ""
@@ -65,10 +70,10 @@ def step_reviewer(
     )
 
 
-def review_client(config: Config, state: LoopState, bus: EventBus) -> LLMClient:
-    """The reviewer's LLM client (`review.model`, else `llm.model`); its usage object is the
-    state's, so the budgets see its calls."""
+def review_client(config: Config, bus: EventBus) -> LLMClient:
+    """The reviewer's LLM client (`review.model`, else `llm.model`), with a usage of its own: the
+    review adds it to the state's (the budgets) and to the reviewer's (reported apart)."""
     from akira_cli.llm.client import LLMClient
 
     llm = config.llm.model_copy(update={"model": config.review.model or config.llm.model})
-    return LLMClient(llm, limits=config.resource_limits, budget=config.budget, bus=bus, usage=state.usage)
+    return LLMClient(llm, limits=config.resource_limits, bus=bus)

@@ -66,31 +66,31 @@ class StepReview:
         return self.is_last(step, task)
 
     def is_last(self, step: Step, task: TaskFile) -> bool:
-        """No other step is left open: this one's completion completes the task."""
+        """No other step is left open but the steps running beside it in a parallel wave: a
+        task that ends with a wave has each of its last steps reviewed on the whole branch."""
         done = self.state.completed_ids()
         running = {current.step_id for current in self.state.current_steps}
         for other in task.leaves(self.state.include_optional):
-            closed = other.ticked or other.id in done or task.under_ticked_parent(other)
-            if other.id != step.id and (other.id in running or not closed):
+            closed = other.ticked or other.id in done or other.id in running
+            if other.id != step.id and not (closed or task.under_ticked_parent(other)):
                 return False
         return True
 
     def review(self, pending: Pending) -> None:
         attempt, step = pending.attempt, pending.step
-        if attempt is None or attempt.outcome != "success" or pending.agent.name == "checkpoint":
-            return  # a checkpoint step runs the project checks and changes nothing to review
-        if not self.wanted(step, pending.task):
+        if attempt is None or attempt.outcome != "success" or not self.wanted(step, pending.task):
             return
         whole = self.settings.when == "last"
+        if pending.agent.name == "checkpoint" and not whole:
+            return  # it ran the project checks and changed nothing (a last one shows the whole branch)
         reviews = [a.review for a in pending.record.window() if a.review is not None]
         earlier = [review for review in reviews if review.verdict == "changes"]
         number = len(earlier) + 1
         requirements = self.requirement_texts(step, pending.task)
         diff = self.diffs.text(pending, whole)
         prompt = review_prompt(step, requirements, attempt, diff, earlier, whole)
-        spent = self.state.usage.model_copy()
         answer = self.agent.ask(prompt, pending.lane.runner, step.id, attempt.number)
-        usage = self.count(answer.usage, spent)
+        usage = self.count(answer.usage)
         verdict = read_verdict(answer.text) if not answer.failure else None
         result = ReviewResult(verdict="none", reviewer=self.agent.name, round=number, usage=usage)
         if verdict is None:
@@ -130,14 +130,11 @@ class StepReview:
             cost_usd=round(usage.cost_usd, 6),
         )
 
-    def count(self, reported: Usage, spent: Usage) -> Usage:
+    def count(self, reported: Usage) -> Usage:
         """The reviewer's usage, toward the budgets (the state's usage) and apart (its own)."""
-        with self._lock:
-            if reported.calls or reported.total_tokens:  # what an agent CLI reported itself
-                self.state.usage.add(self.priced(reported))
-                usage = self.priced(reported)
-            else:  # the llm reviewer: its client counted it into the state's usage
-                usage = self.state.usage.since(spent)
+        usage = self.priced(reported)
+        with self._lock:  # wave steps are reviewed on their own threads
+            self.state.usage.add(usage)
             self.state.review_usage.add(usage)
         return usage
 

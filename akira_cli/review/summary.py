@@ -15,8 +15,12 @@ SHOWN = {
 
 
 def step_note(step: CompletedStep) -> str:
-    """What the completed-steps list adds to a step's line ('' when no reviewer looked)."""
-    return f"; {SHOWN[step.review]}" if step.review else ""
+    """What the completed-steps list adds to a step's line: the verdict, and an approving
+    reviewer's summary ('' when no reviewer looked)."""
+    if not step.review:
+        return ""
+    summary = step.review_note.strip().splitlines()[0].lstrip("- ")[:160] if step.review_note.strip() else ""
+    return f"; {SHOWN[step.review]}" + (f" ({summary})" if summary and step.review == "approved" else "")
 
 
 def needs_a_look(done: list[CompletedStep]) -> str:
