@@ -266,3 +266,19 @@ def test_a_parent_that_names_criteria_is_evidenced_by_its_steps(tmp_path: Path) 
     assert [step["step_id"] for step in rows["1.1"]["steps"]] == ["1.1", "1.2"]
     assert [step["verified"] for step in rows["1.2"]["steps"]] == [True, False]
     assert data["not_covered"] == ["2.1", "3.1"]
+
+
+def test_a_parent_whose_steps_are_all_optional_stands_for_itself(tmp_path: Path) -> None:
+    """RpiDNS's custom-period writes `- [ ] 1. Create the picker` with only `- [ ]* 1.1` under it."""
+    task_path = DATA / "kiro" / "rpidns-custom-period" / "tasks.md"
+    spec = load_spec(task_path)
+    assert spec is not None
+    from akira_cli.criteria.table import rows_for
+    from akira_cli.state.models import LoopState
+
+    task = parse_task_text(read_task_bytes(task_path), task_path)
+    state = LoopState(task_id="task_20261125_000000", task_path=str(task_path))
+    rows = {row.criterion.id: row for row in rows_for(spec, task, state, [])}
+    assert [step.step_id for step in rows["1.1"].steps] == ["1"]
+    assert rows["1.1"].steps[0].done and not rows["1.1"].covered  # ticked by a person: no evidence
+    assert rows["1.1"].steps[0].review == "ticked by a person"

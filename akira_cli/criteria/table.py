@@ -60,14 +60,14 @@ def rows_for(spec: Spec, task: TaskFile, state: LoopState, done: list[CompletedS
 
 
 def _leaves(task: TaskFile, step: Step) -> list[Step]:
-    if not step.children:
-        return [step]
+    """The executed steps under a step (itself when it has none under it that must run: a
+    parent whose children are all optional stands for itself)."""
     found: list[Step] = []
     for child_id in step.children:
         child = task.get(child_id)
         if child is not None and not task.is_optional(child):
             found.extend(_leaves(task, child))
-    return found
+    return found or [step]
 
 
 def _evidence(step_id: str, ticked: bool, completed: CompletedStep | None, state: LoopState) -> Evidence:
