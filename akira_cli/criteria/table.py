@@ -72,9 +72,7 @@ def _leaves(task: TaskFile, step: Step) -> list[Step]:
 
 def _evidence(step_id: str, ticked: bool, completed: CompletedStep | None, state: LoopState) -> Evidence:
     if completed is None:
-        return Evidence(
-            step_id, done=ticked, verified=False, review="ticked by a person" if ticked else NO_REVIEW
-        )
+        return Evidence(step_id, done=ticked, verified=False)  # ticked by a person, or open
     review = review_of(completed) or review_of(state.steps.get(step_id)) or NO_REVIEW
     return Evidence(
         step_id,
