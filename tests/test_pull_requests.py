@@ -335,3 +335,30 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
         argv[:6] == ["pr", "create", "--base", "main", "--head", f"akira/fleet-{run_id}"]
         and "--draft" in argv
     )
+
+
+def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    secret = "sk-pull-request-secret-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    akira = workspace(tmp_path, GH, TASKS.replace("Write b", f"Write b with the key {secret}"))
+    code, _out, err = start(akira)
+    assert code == 0, err
+    create = forge.calls()[1]
+    assert secret not in json.dumps(create) and "Write b with the key ***" in str(create["body"])
+
+
+def test_a_body_longer_than_github_takes_is_cut_with_where_the_report_is(tmp_path: Path) -> None:
+    from akira_cli.loop.handoff import MAX_BODY, fit
+    from akira_cli.state.models import LoopState
+    from akira_cli.workspace import Workspace
+
+    assert main(["init", str(tmp_path / "ws")]) == 0
+    ws = Workspace.resolve(tmp_path / "ws")
+    state = LoopState(task_id="task_20261125_000000", task_path=str(tmp_path / "ws" / "tasks.md"))
+    assert fit("short", ws, state) == "short"
+    cut = fit("x" * 200_000, ws, state)
+    assert len(cut) <= MAX_BODY < 65_536
+    assert cut.endswith(
+        "(cut: the whole report is `Logs/completion_reports/task_20261125_000000.md` in the workspace)\n"
+    )
