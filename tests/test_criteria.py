@@ -282,3 +282,41 @@ def test_a_parent_whose_steps_are_all_optional_stands_for_itself(tmp_path: Path)
     assert [step.step_id for step in rows["1.1"].steps] == ["1"]
     assert rows["1.1"].steps[0].done and not rows["1.1"].covered  # ticked by a person: no evidence
     assert rows["1.1"].steps[0].review == "—"
+
+
+def test_bulleted_criteria_are_numbered_by_place_and_sub_bullets_belong_to_their_criterion(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "requirements.md").write_text(
+        "### Requirement 3 - Bulleted\n#### Acceptance Criteria\n- first\n- second\n"
+        "### Requirement 4\n#### Acceptance Criteria\n"
+        "1. WHEN checks are chosen THEN they SHALL come from:\n   - `bugprone-*`\n   - `modernize-*`\n"
+        "2. WHEN one is off THEN a comment SHALL say why\n"
+    )
+    spec = load_spec(tmp_path / "tasks.md")
+    assert spec is not None
+    assert {c.id: c.text for c in spec.criteria.values()} == {
+        "3.1": "first",
+        "3.2": "second",
+        "4.1": "WHEN checks are chosen THEN they SHALL come from: `bugprone-*` `modernize-*`",
+        "4.2": "WHEN one is off THEN a comment SHALL say why",
+    }
+
+
+def test_the_agents_prompt_gets_the_criteria_a_range_names(tmp_path: Path) -> None:
+    """kythira writes `_Requirements: 2.1–2.4_`; the prompt used to get none of them."""
+    root = tmp_path / "ws"
+    assert main(["init", str(root)]) == 0
+    akira = Akira(root)
+    path = akira.write_task(
+        "feat", "- [ ] 1. Format target\n  - Run: `echo ok > ok.txt`\n  - _Requirements: 2.1–2.2_\n"
+    )
+    (path.parent / "requirements.md").write_text(
+        (DATA / "kiro" / "kythira-clang-format" / "requirements.md").read_text()
+    )
+    akira.write_config("agent:\n  kind: command\n  command: cp {prompt_file} prompt.md\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
+    assert done.code == 0, done.err
+    prompt = (root / "prompt.md").read_text()
+    assert "- 2.1: WHEN the `format` target is invoked THEN it SHALL apply `clang-format -i`" in prompt
+    assert "- 2.2: WHEN `format` runs THEN it SHALL process all matching files" in prompt

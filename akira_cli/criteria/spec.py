@@ -21,7 +21,7 @@ REQUIREMENT_HEADING_RE = re.compile(
     re.I,
 )
 CRITERIA_HEADING_RE = re.compile(r"[ \t]*(?:#{2,6}[ \t]+)?(?:\*\*|__)?acceptance criteria\b", re.I)
-CRITERION_RE = re.compile(r"(?P<indent>[ \t]*)(?P<number>\d+)[.)][ \t]+(?P<text>\S.*)")
+CRITERION_RE = re.compile(r"(?P<indent>[ \t]*)(?:(?P<number>\d+)[.)]|[-*+])[ \t]+(?P<text>\S.*)")
 SPECKIT_RE = re.compile(
     r"[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<id>(?:FR|SC|NFR)-\d+[A-Za-z]?)(?:\*\*|__)?"
     r"[ \t]*[:.\-–—]?[ \t]*(?:\*\*|__)?[ \t]*(?P<text>.*)"
@@ -104,6 +104,7 @@ class _KiroReader:
         self.requirement = ""
         self.in_criteria = False
         self.criterion: str = ""
+        self.count = 0
         self.indent = 0
         self.fenced = False
 
@@ -118,7 +119,7 @@ class _KiroReader:
 
     def _line(self, number: int, line: str) -> None:
         if heading := REQUIREMENT_HEADING_RE.match(line):
-            self.requirement, self.in_criteria, self.criterion = heading["id"], False, ""
+            self.requirement, self.in_criteria, self.criterion, self.count = heading["id"], False, "", 0
             self.spec.requirements[self.requirement] = _plain(heading["title"] or "")
         elif self.requirement and CRITERIA_HEADING_RE.match(line):
             self.in_criteria, self.criterion = True, ""
@@ -137,7 +138,8 @@ class _KiroReader:
         found = CRITERION_RE.match(line)
         indent = len(line) - len(line.lstrip())
         if found and (not self.criterion or indent <= self.indent):
-            criterion_id = f"{self.requirement}.{found['number']}"
+            self.count += 1  # a bulleted criterion is numbered by its place, as Kiro counts
+            criterion_id = f"{self.requirement}.{found['number'] or self.count}"
             if criterion_id in self.spec.criteria:
                 first = self.spec.criteria[criterion_id].line
                 self.spec.warnings.append(
