@@ -320,3 +320,25 @@ def test_the_agents_prompt_gets_the_criteria_a_range_names(tmp_path: Path) -> No
     prompt = (root / "prompt.md").read_text()
     assert "- 2.1: WHEN the `format` target is invoked THEN it SHALL apply `clang-format -i`" in prompt
     assert "- 2.2: WHEN `format` runs THEN it SHALL process all matching files" in prompt
+
+
+def test_what_real_tasks_write_after_requirements(tmp_path: Path) -> None:
+    """Seen in kythira's 47 Kiro specs: spans across requirements (`15.1-18.7`), notes after an
+    id (`3.4 (done)`), prose (`All SSL requirements`), and sub-headings among the criteria."""
+    (tmp_path / "requirements.md").write_text(
+        "### Requirement 1\n#### Acceptance Criteria\n1. THE a SHALL x\n2. THE a SHALL y\n"
+        "### Requirement 2\n#### Acceptance Criteria\n##### Unit tests\n1. THE b SHALL x\n"
+        "##### Real tests\n2. THE b SHALL y\n3. THE b SHALL z\n"
+    )
+    (tmp_path / "tasks.md").write_text(
+        "- [ ] 1. Span\n  - _Requirements: 1.2-2.2_\n- [ ] 2. Noted\n  - _Requirements: 2.3 (done), 9.9 (later)_\n"
+        "- [ ] 3. Prose\n  - _Requirements: All SSL requirements_\n"
+    )
+    spec = load_spec(tmp_path / "tasks.md")
+    assert spec is not None and list(spec.criteria) == ["1.1", "1.2", "2.1", "2.2", "2.3"]
+    task = parse_task_text(read_task_bytes(tmp_path / "tasks.md"), tmp_path / "tasks.md")
+    assert [served(step, spec) for step in task.steps] == [["1.2", "2.1", "2.2"], ["2.3"], []]
+    warnings = unknown_id_warnings(task, spec)
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"{tmp_path / 'tasks.md'}:4: step 2 names requirement 9.9,"
+    )

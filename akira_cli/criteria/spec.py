@@ -105,6 +105,7 @@ class _KiroReader:
         self.in_criteria = False
         self.criterion: str = ""
         self.count = 0
+        self.level = 99
         self.indent = 0
         self.fenced = False
 
@@ -123,6 +124,9 @@ class _KiroReader:
             self.spec.requirements[self.requirement] = _plain(heading["title"] or "")
         elif self.requirement and CRITERIA_HEADING_RE.match(line):
             self.in_criteria, self.criterion = True, ""
+            self.level = _level(line) or 99  # a bold "**Acceptance Criteria:**" line: no level
+        elif self.in_criteria and _level(line) > self.level:
+            self.criterion = ""  # a sub-heading among the criteria ("##### Unit tests")
         elif line.startswith("#"):
             self.in_criteria, self.criterion = False, ""
             if not line.startswith("####"):
@@ -192,6 +196,13 @@ def _read_speckit(spec: Spec, text: str) -> None:
             spec.criteria[current] = Criterion(old.id, f"{old.text} {_plain(line.strip())}", old.line)
         else:
             current = ""
+
+
+def _level(line: str) -> int:
+    """A markdown heading's level (`#####` is 5), 0 for any other line."""
+    stripped = line.lstrip()
+    level = len(stripped) - len(stripped.lstrip("#"))
+    return level if 0 < level <= 6 and stripped[level : level + 1] in (" ", "\t") else 0
 
 
 def _plain(text: str) -> str:
