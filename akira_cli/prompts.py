@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from akira_cli.config import Config, LoopSettings
+from akira_cli.criteria.refs import requirement_texts
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.runner import tail
 from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.writeback import load_requirements
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace
 
@@ -151,8 +151,7 @@ class StepPrompts:
         failed = [a for a in record.window() if a.outcome == "failure"]
         attempt = record.window_count + 1
         action = "Take a different approach than before." if failed else "Carry out this step."
-        requirements = load_requirements(task.path.parent)
-        wanted = [f"- {rid}: {requirements[rid]}" for rid in step.requirements if rid in requirements]
+        wanted = [f"- {text}" for text in requirement_texts(step, task)]  # SPEC 16's reading
         return (
             render(
                 "step.md",

@@ -266,3 +266,79 @@ def test_a_parent_that_names_criteria_is_evidenced_by_its_steps(tmp_path: Path) 
     assert [step["step_id"] for step in rows["1.1"]["steps"]] == ["1.1", "1.2"]
     assert [step["verified"] for step in rows["1.2"]["steps"]] == [True, False]
     assert data["not_covered"] == ["2.1", "3.1"]
+
+
+def test_a_parent_whose_steps_are_all_optional_stands_for_itself(tmp_path: Path) -> None:
+    """RpiDNS's custom-period writes `- [ ] 1. Create the picker` with only `- [ ]* 1.1` under it."""
+    task_path = DATA / "kiro" / "rpidns-custom-period" / "tasks.md"
+    spec = load_spec(task_path)
+    assert spec is not None
+    from akira_cli.criteria.table import rows_for
+    from akira_cli.state.models import LoopState
+
+    task = parse_task_text(read_task_bytes(task_path), task_path)
+    state = LoopState(task_id="task_20261125_000000", task_path=str(task_path))
+    rows = {row.criterion.id: row for row in rows_for(spec, task, state, [])}
+    assert [step.step_id for step in rows["1.1"].steps] == ["1"]
+    assert rows["1.1"].steps[0].done and not rows["1.1"].covered  # ticked by a person: no evidence
+    assert rows["1.1"].steps[0].review == "—"
+
+
+def test_bulleted_criteria_are_numbered_by_place_and_sub_bullets_belong_to_their_criterion(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "requirements.md").write_text(
+        "### Requirement 3 - Bulleted\n#### Acceptance Criteria\n- first\n- second\n"
+        "### Requirement 4\n#### Acceptance Criteria\n"
+        "1. WHEN checks are chosen THEN they SHALL come from:\n   - `bugprone-*`\n   - `modernize-*`\n"
+        "2. WHEN one is off THEN a comment SHALL say why\n"
+    )
+    spec = load_spec(tmp_path / "tasks.md")
+    assert spec is not None
+    assert {c.id: c.text for c in spec.criteria.values()} == {
+        "3.1": "first",
+        "3.2": "second",
+        "4.1": "WHEN checks are chosen THEN they SHALL come from: `bugprone-*` `modernize-*`",
+        "4.2": "WHEN one is off THEN a comment SHALL say why",
+    }
+
+
+def test_the_agents_prompt_gets_the_criteria_a_range_names(tmp_path: Path) -> None:
+    """kythira writes `_Requirements: 2.1–2.4_`; the prompt used to get none of them."""
+    root = tmp_path / "ws"
+    assert main(["init", str(root)]) == 0
+    akira = Akira(root)
+    path = akira.write_task(
+        "feat", "- [ ] 1. Format target\n  - Run: `echo ok > ok.txt`\n  - _Requirements: 2.1–2.2_\n"
+    )
+    (path.parent / "requirements.md").write_text(
+        (DATA / "kiro" / "kythira-clang-format" / "requirements.md").read_text()
+    )
+    akira.write_config("agent:\n  kind: command\n  command: cp {prompt_file} prompt.md\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
+    assert done.code == 0, done.err
+    prompt = (root / "prompt.md").read_text()
+    assert "- 2.1: WHEN the `format` target is invoked THEN it SHALL apply `clang-format -i`" in prompt
+    assert "- 2.2: WHEN `format` runs THEN it SHALL process all matching files" in prompt
+
+
+def test_what_real_tasks_write_after_requirements(tmp_path: Path) -> None:
+    """Seen in kythira's 47 Kiro specs: spans across requirements (`15.1-18.7`), notes after an
+    id (`3.4 (done)`), prose (`All SSL requirements`), and sub-headings among the criteria."""
+    (tmp_path / "requirements.md").write_text(
+        "### Requirement 1\n#### Acceptance Criteria\n1. THE a SHALL x\n2. THE a SHALL y\n"
+        "### Requirement 2\n#### Acceptance Criteria\n##### Unit tests\n1. THE b SHALL x\n"
+        "##### Real tests\n2. THE b SHALL y\n3. THE b SHALL z\n"
+    )
+    (tmp_path / "tasks.md").write_text(
+        "- [ ] 1. Span\n  - _Requirements: 1.2-2.2_\n- [ ] 2. Noted\n  - _Requirements: 2.3 (done), 9.9 (later)_\n"
+        "- [ ] 3. Prose\n  - _Requirements: All SSL requirements_\n"
+    )
+    spec = load_spec(tmp_path / "tasks.md")
+    assert spec is not None and list(spec.criteria) == ["1.1", "1.2", "2.1", "2.2", "2.3"]
+    task = parse_task_text(read_task_bytes(tmp_path / "tasks.md"), tmp_path / "tasks.md")
+    assert [served(step, spec) for step in task.steps] == [["1.2", "2.1", "2.2"], ["2.3"], []]
+    warnings = unknown_id_warnings(task, spec)
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"{tmp_path / 'tasks.md'}:4: step 2 names requirement 9.9,"
+    )

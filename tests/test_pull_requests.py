@@ -33,6 +33,9 @@ with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps({"tool": tool, "argv": args, "body": body}) + "\n")
 def save():
     json.dump(prs, open(store, "w"))
+if os.environ.get("FAKE_FAIL") and args[:2] == os.environ["FAKE_FAIL"].split():
+    sys.stderr.write("HTTP 401: Bad credentials (https://api.github.com/graphql)\nTry authenticating with:  gh auth login\n")
+    sys.exit(1)
 if tool == "gh":
     kind, verb, rest = args[0], args[1], args[2:]
     if verb == "view":
@@ -247,6 +250,16 @@ def test_a_run_that_needs_a_person_opens_a_draft_that_says_why(
         and state.git.pr_url == "https://github.com/acme/app/pull/1"
     )
     assert err.strip().splitlines()[-1].endswith("; pull request: https://github.com/acme/app/pull/1")
+    # a person fixes the check and resumes: the same pull request, now ready for review
+    path = akira.root / "Specs" / "feat" / "tasks.md"
+    path.write_text(path.read_text().replace("Verify: `test -f never.txt`", "Verify: `test -f b.txt`"))
+    resumed = akira.cli("loop", "resume", "--task-id", state.task_id, "--reset-failures", timeout=120)
+    assert resumed.code == 0, resumed.err
+    assert forge.verbs()[2:] == ["gh pr view", "gh pr edit", "gh pr ready"]
+    assert forge.calls()[4]["argv"] == ["pr", "ready", "akira/feat"]
+    edited = forge.calls()[3]
+    assert "feat: 2/2 steps" in edited["argv"] and not str(edited["body"]).startswith("> **Stopped")  # type: ignore[operator]
+    assert akira.state().git.pr_draft is False  # type: ignore[union-attr]
 
 
 def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
@@ -335,3 +348,46 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
         argv[:6] == ["pr", "create", "--base", "main", "--head", f"akira/fleet-{run_id}"]
         and "--draft" in argv
     )
+
+
+def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    secret = "sk-pull-request-secret-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    akira = workspace(tmp_path, GH, TASKS.replace("Write b", f"Write b with the key {secret}"))
+    code, _out, err = start(akira)
+    assert code == 0, err
+    create = forge.calls()[1]
+    assert secret not in json.dumps(create) and "Write b with the key ***" in str(create["body"])
+
+
+def test_a_body_longer_than_github_takes_is_cut_with_where_the_report_is(tmp_path: Path) -> None:
+    from akira_cli.loop.handoff import MAX_BODY, fit
+    from akira_cli.state.models import LoopState
+    from akira_cli.workspace import Workspace
+
+    assert main(["init", str(tmp_path / "ws")]) == 0
+    ws = Workspace.resolve(tmp_path / "ws")
+    state = LoopState(task_id="task_20261125_000000", task_path=str(tmp_path / "ws" / "tasks.md"))
+    assert fit("short", ws, state) == "short"
+    cut = fit("x" * 200_000, ws, state)
+    assert len(cut) <= MAX_BODY < 65_536
+    assert cut.endswith(
+        "(cut: the whole report is `Logs/completion_reports/task_20261125_000000.md` in the workspace)\n"
+    )
+
+
+def test_a_failing_gh_is_one_warning_and_never_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    monkeypatch.setenv("FAKE_FAIL", "pr create")
+    akira = workspace(tmp_path, GH)
+    code, out, err = start(akira)
+    assert code == 0, err
+    assert forge.verbs() == ["gh pr view", "gh pr create"]
+    lines = [line for line in (out + err).splitlines() if "pull request" in line and "gh" in line]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("akira: warning: no pull request: gh exited 1: HTTP 401: Bad credentials")
+    command = shlex.split(lines[0].split("; run: ", 1)[1])
+    assert command[:4] == ["cd", str(akira.root), "&&", "gh"] and "--body-file" in command
+    assert akira.state().status == "completed" and akira.state().git.pr_url is None  # type: ignore[union-attr]
+    assert git(tmp_path / "origin.git", "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")

@@ -15,6 +15,11 @@ RANGE_RE = re.compile(
     r"(?P<head>(?:\d+\.)*)(?P<first>\d+)[ \t]*(?:[–—]|-|\.\.|to)[ \t]*(?:(?P=head))?(?P<last>\d+)$"
 )
 EVERY = frozenset({"all", "*"})
+SPAN_RE = re.compile(r"(?P<first>\d+(?:\.\d+)+)[ \t]*(?:[–—]|-|\.\.|to)[ \t]*(?P<last>\d+(?:\.\d+)+)")
+ID_RE = re.compile(r"\d+(?:\.\d+)*[a-z]?", re.I)
+"""What a requirement id looks like (`3`, `1.2`, `4.1.2`, `2a`); anything else is prose."""
+NOTE_RE = re.compile(r"[ \t]*\([^)]*\)[ \t]*$")
+"""A note after an id: `3.4 (done)`."""
 
 
 def named_ids(step: Step, spec: Spec | None) -> list[str]:
@@ -107,14 +112,25 @@ def _cached_spec(task_path: Path, kiro: int, speckit: int) -> Spec | None:
 
 
 def _expand(raw: str, spec: Spec | None) -> list[str]:
-    """`2.1–2.4` -> 2.1 … 2.4 (a real Kiro habit); `FR-001` upper-cased; others as written."""
+    """`2.1–2.4` -> 2.1 … 2.4 and `15.1-18.7` -> every criterion from 15.1 to 18.7 in the spec
+    (real Kiro habits); `FR-001` upper-cased; `3.4 (done)` -> 3.4. Prose that is no id
+    (`All SSL requirements`) names nothing: only a bare `All` names every criterion."""
+    raw = NOTE_RE.sub("", raw).strip()
     if SPECKIT_MENTION_RE.fullmatch(raw.upper()):
         return [raw.upper()]
+    if raw.lower() in EVERY:
+        return [raw]
+    ends = SPAN_RE.fullmatch(raw)
+    if ends and spec is not None and ends["first"] in spec.criteria and ends["last"] in spec.criteria:
+        order = list(spec.criteria)
+        first, last = order.index(ends["first"]), order.index(ends["last"])
+        if first <= last:
+            return order[first : last + 1]
     found = RANGE_RE.match(raw)
     if found and int(found["first"]) <= int(found["last"]) <= int(found["first"]) + 100:
         head = found["head"]
         return [f"{head}{n}" for n in range(int(found["first"]), int(found["last"]) + 1)]
-    return [raw]
+    return [raw] if ID_RE.fullmatch(raw) else []
 
 
 def _read_lines(path: Path) -> list[str]:

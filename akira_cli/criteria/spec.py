@@ -21,7 +21,7 @@ REQUIREMENT_HEADING_RE = re.compile(
     re.I,
 )
 CRITERIA_HEADING_RE = re.compile(r"[ \t]*(?:#{2,6}[ \t]+)?(?:\*\*|__)?acceptance criteria\b", re.I)
-CRITERION_RE = re.compile(r"(?P<indent>[ \t]*)(?P<number>\d+)[.)][ \t]+(?P<text>\S.*)")
+CRITERION_RE = re.compile(r"(?P<indent>[ \t]*)(?:(?P<number>\d+)[.)]|[-*+])[ \t]+(?P<text>\S.*)")
 SPECKIT_RE = re.compile(
     r"[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<id>(?:FR|SC|NFR)-\d+[A-Za-z]?)(?:\*\*|__)?"
     r"[ \t]*[:.\-–—]?[ \t]*(?:\*\*|__)?[ \t]*(?P<text>.*)"
@@ -104,6 +104,8 @@ class _KiroReader:
         self.requirement = ""
         self.in_criteria = False
         self.criterion: str = ""
+        self.count = 0
+        self.level = 99
         self.indent = 0
         self.fenced = False
 
@@ -118,10 +120,13 @@ class _KiroReader:
 
     def _line(self, number: int, line: str) -> None:
         if heading := REQUIREMENT_HEADING_RE.match(line):
-            self.requirement, self.in_criteria, self.criterion = heading["id"], False, ""
+            self.requirement, self.in_criteria, self.criterion, self.count = heading["id"], False, "", 0
             self.spec.requirements[self.requirement] = _plain(heading["title"] or "")
         elif self.requirement and CRITERIA_HEADING_RE.match(line):
             self.in_criteria, self.criterion = True, ""
+            self.level = _level(line) or 99  # a bold "**Acceptance Criteria:**" line: no level
+        elif self.in_criteria and _level(line) > self.level:
+            self.criterion = ""  # a sub-heading among the criteria ("##### Unit tests")
         elif line.startswith("#"):
             self.in_criteria, self.criterion = False, ""
             if not line.startswith("####"):
@@ -137,7 +142,8 @@ class _KiroReader:
         found = CRITERION_RE.match(line)
         indent = len(line) - len(line.lstrip())
         if found and (not self.criterion or indent <= self.indent):
-            criterion_id = f"{self.requirement}.{found['number']}"
+            self.count += 1  # a bulleted criterion is numbered by its place, as Kiro counts
+            criterion_id = f"{self.requirement}.{found['number'] or self.count}"
             if criterion_id in self.spec.criteria:
                 first = self.spec.criteria[criterion_id].line
                 self.spec.warnings.append(
@@ -190,6 +196,13 @@ def _read_speckit(spec: Spec, text: str) -> None:
             spec.criteria[current] = Criterion(old.id, f"{old.text} {_plain(line.strip())}", old.line)
         else:
             current = ""
+
+
+def _level(line: str) -> int:
+    """A markdown heading's level (`#####` is 5), 0 for any other line."""
+    stripped = line.lstrip()
+    level = len(stripped) - len(stripped.lstrip("#"))
+    return level if 0 < level <= 6 and stripped[level : level + 1] in (" ", "\t") else 0
 
 
 def _plain(text: str) -> str:

@@ -60,21 +60,19 @@ def rows_for(spec: Spec, task: TaskFile, state: LoopState, done: list[CompletedS
 
 
 def _leaves(task: TaskFile, step: Step) -> list[Step]:
-    if not step.children:
-        return [step]
+    """The executed steps under a step (itself when it has none under it that must run: a
+    parent whose children are all optional stands for itself)."""
     found: list[Step] = []
     for child_id in step.children:
         child = task.get(child_id)
         if child is not None and not task.is_optional(child):
             found.extend(_leaves(task, child))
-    return found
+    return found or [step]
 
 
 def _evidence(step_id: str, ticked: bool, completed: CompletedStep | None, state: LoopState) -> Evidence:
     if completed is None:
-        return Evidence(
-            step_id, done=ticked, verified=False, review="ticked by a person" if ticked else NO_REVIEW
-        )
+        return Evidence(step_id, done=ticked, verified=False)  # ticked by a person, or open
     review = review_of(completed) or review_of(state.steps.get(step_id)) or NO_REVIEW
     return Evidence(
         step_id,

@@ -16,6 +16,8 @@ from akira_cli.reports import completion_report, completion_text
 from akira_cli.state.models import LoopState
 from akira_cli.workspace import Workspace
 
+MAX_BODY = 60_000
+
 if TYPE_CHECKING:
     from akira_cli.config import Config
     from akira_cli.git.steps import StepCommits
@@ -47,16 +49,17 @@ def hand_off(
     done = store.all_completed(state)
     stopped = None if stop.report == "completion" else stop.message
     known = record.pr_url
+    body_path = workspace.state_dir / "pull_requests" / f"{state.task_id}.md"
     requests = PullRequests(
         root=commits.run.root,
         settings=config.git,
         record=record,
-        body_path=workspace.state_dir / "pull_requests" / f"{state.task_id}.md",
+        body_path=body_path,
         warn=lambda message: _warn(bus, message),
     )
     request = Request(
-        title=title(state, {step.step_id for step in done}),
-        body=completion_text(workspace, state, [], done, stopped=stopped),
+        title=redact(title(state, {step.step_id for step in done})),
+        body=fit(redact(completion_text(workspace, state, [], done, stopped=stopped)), workspace, state),
         draft=config.git.pr == "draft" or stopped is not None,
         stopped=stopped is not None,
     )
@@ -66,6 +69,16 @@ def hand_off(
         if stopped is None and config.autonomous_loop.create_completion_report:
             completion_report(workspace, state, [], done)  # again, with the URL in it
     return url
+
+
+def fit(body: str, workspace: Workspace, state: LoopState) -> str:
+    """A body GitHub and GitLab accept (GitHub stops at 65,536 characters): a longer report is
+    cut, with where the whole of it is."""
+    if len(body) <= MAX_BODY:
+        return body
+    where = workspace.relative(workspace.reports / f"{state.task_id}.md")
+    note = f"\n\n… (cut: the whole report is `{where}` in the workspace)\n"
+    return body[: MAX_BODY - len(note)] + note
 
 
 def title(state: LoopState, done: set[str]) -> str:
