@@ -240,8 +240,15 @@ def fix_for(workspace: Workspace, state: LoopState, condition: str) -> str:
     return fixes.get(condition, f"Fix what the reason above names, then: `{resume}`")
 
 
-def escalation(workspace: Workspace, state: LoopState, stop: LoopStop, kept: list[str] | None = None) -> Path:
-    """`kept`: a parallel run's worktrees and step branches, kept for inspection (SPEC 13)."""
+def escalation(
+    workspace: Workspace,
+    state: LoopState,
+    stop: LoopStop,
+    kept: list[str] | None = None,
+    others: list[str] | None = None,
+) -> Path:
+    """`kept`: a parallel run's worktrees and step branches, kept for inspection (SPEC 13);
+    `others`: the other steps that failed in the same wave, each described after the first."""
     step = state.current_step
     record = state.steps.get(step.step_id) if step else None
     attempts = record.window() if record else []
@@ -275,9 +282,30 @@ def escalation(workspace: Workspace, state: LoopState, stop: LoopStop, kept: lis
             + b"\n"
             if kept
             else b""
-        ),
+        )
+        + other_failures(workspace, state, others or []).encode(),
     )
     return path
+
+
+def other_failures(workspace: Workspace, state: LoopState, ids: list[str]) -> str:
+    """The other steps that failed in the escalated step's wave: each with what it tried, how
+    it failed and what was learned, as the current step is described above."""
+    blocks = []
+    for step_id in ids:
+        record = state.steps.get(step_id)
+        if record is None:
+            continue
+        attempts = record.window()
+        approaches = [f"- {a.approach}: " + ", ".join(f"`{x}`" for x in a.actions) for a in attempts]
+        failures = [a.render() for a in attempts if a.outcome == "failure"]
+        blocks.append(
+            f"\n## Also failed in the same wave: step {step_id}\n**Description**: {record.description}\n\n"
+            f"### Attempted Approaches\n{_bullets(approaches)}\n\n"
+            f"### Recent Failures\n{_bullets(failures)}\n\n"
+            f"### Reflections\n{_bullets(reflection_lines(workspace, record.reflections))}\n"
+        )
+    return "".join(blocks)
 
 
 def reflection_lines(workspace: Workspace, ids: list[str]) -> list[str]:

@@ -38,6 +38,12 @@ def snapshot(root: Path) -> dict[str, bytes]:
             "- [ ] 1. a\n  - Run: `touch ran.txt`\n  - Exists: `ran.txt`\n- [y] 2. b\n- [xx] 3. c\n",
             ("tasks.md:4", "'[y]' is not a checkbox", "write '[ ]'"),
         ),
+        (
+            "- [ ] 3. a\n  - Run: `touch ran.txt`\n-[ ] 4. b\n  - Run: `touch four.txt`\n",
+            ("tasks.md:3", "'-[ ]' has no space after its list marker", "write '- [ ]'"),
+        ),
+        ("- [ ] 1. a\n*[x] 2. b\n", ("tasks.md:2", "'*[x]' has no space", "write '* [x]'")),
+        ("- [ ] 1. a\n+[ ] 2. b\n", ("tasks.md:2", "'+[ ]' has no space", "write '+ [ ]'")),
     ],
 )
 def test_bad_task_files(akira: Akira, content: str | None, needles: tuple[str, ...]) -> None:

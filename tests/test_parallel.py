@@ -202,10 +202,15 @@ def test_a_missing_command_in_a_worktree_names_the_fix_and_keeps_the_worktrees(
     repo: Akira, meet: tuple[Path, Path]
 ) -> None:
     repo.write_config("reflection:\n  max_iterations: 1\n")
+    helper = repo.root / "tools" / "helper"  # ignored, so a worktree lacks it
+    helper.parent.mkdir()
+    helper.write_text("#!/bin/sh\necho helped\n")
+    helper.chmod(0o755)
+    (repo.root / ".gitignore").write_text("tools/\n")
     tasks(
         repo,
         f"- [ ] 1. [P] A\n  - Run: `{at_once(meet, '1', 2)} && echo a > a.txt`\n  - Exists: `a.txt`\n"
-        f"- [ ] 2. [P] B\n  - Run: `{at_once(meet, '2', 2)} && no-such-tool-here`\n",
+        f"- [ ] 2. [P] B\n  - Run: `{at_once(meet, '2', 2)} && tools/helper`\n",
     )
     code, err = start(repo, "--parallel", "2")
     assert code == 4, err

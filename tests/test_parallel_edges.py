@@ -82,3 +82,51 @@ def test_linked_environments_ignored_with_a_trailing_slash_survive_a_slots_reuse
     assert (root / ".venv" / "bin" / "tool").is_file()  # the main tree's environment is untouched
     committed = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
     assert not any(name.split("/")[0] in (".venv", "venv", "node_modules") for name in committed)
+
+
+def test_the_worktree_hint_names_worktreeinclude_only_for_what_the_main_tree_has_and_ignores(
+    repo: Akira, tmp_path: Path
+) -> None:
+    root = repo.root
+    (root / ".gitignore").write_text(".env\n")
+    (root / ".env").write_text("TOKEN=1\n")  # the person's, ignored: a worktree lacks it
+    repo.write_config("reflection:\n  max_iterations: 1\n")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    meet = f"touch {gate}/$AKIRA_STEP_ID; for _ in $(seq 2400); do [ $(ls {gate} | wc -l) -ge 2 ] && break; sleep 0.05; done"
+    tasks(
+        repo,
+        f"- [ ] 1. [P] Use the module\n  - Run: `{meet}; python3 -c 'import not_written_yet'`\n"
+        f"- [ ] 2. [P] Read the env\n  - Run: `{meet}; cat .env > copy.txt`\n  - Exists: `copy.txt`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 4, err
+    steps = repo.state().steps
+    module, env = steps["1"].attempts[-1], steps["2"].attempts[-1]
+    assert "ModuleNotFoundError" in module.output_tail  # the step has not written it: no hint
+    assert "ran in a worktree" not in module.error and ".worktreeinclude" not in module.error
+    assert ".env: No such file or directory" in env.output_tail
+    [hint] = [line for line in env.error.splitlines() if ".worktreeinclude" in line]
+    assert "this step ran in a worktree" in hint and ".env is in the main work tree" in hint
+
+
+def test_an_escalation_describes_every_step_that_failed_in_the_wave(repo: Akira, tmp_path: Path) -> None:
+    repo.write_config("reflection:\n  max_iterations: 1\n")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    meet = f"touch {gate}/$AKIRA_STEP_ID; for _ in $(seq 2400); do [ $(ls {gate} | wc -l) -ge 3 ] && break; sleep 0.05; done"
+    tasks(
+        repo,
+        f"- [ ] 1. [P] Break left\n  - Run: `{meet}; echo left-broke; exit 3`\n"
+        f"- [ ] 2. [P] Pass\n  - Run: `{meet}; echo ok > ok.txt`\n  - Exists: `ok.txt`\n"
+        f"- [ ] 3. [P] Break right\n  - Run: `{meet}; echo right-broke; exit 5`\n",
+    )
+    code, err = start(repo, "--parallel", "3")
+    assert code == 4, err
+    text = (repo.root / "Needs_Action" / f"escalation_{repo.task_id()}.md").read_text()
+    assert "exited 3" in text and "exited 5" in text  # both failures, whichever stopped the loop
+    assert "**Step**: 1" in text or "**Step**: 3" in text
+    other = "3" if "**Step**: 1" in text else "1"
+    assert f"## Also failed in the same wave: step {other}" in text
+    assert "Break left" in text and "Break right" in text
+    assert "Also failed in the same wave: step 2" not in text  # it passed and landed

@@ -363,6 +363,10 @@ ERROR_CASES = [
     ("- [ ] 1. A\n- [] 2. B\n", 2, "'[]' is not a checkbox"),
     ("- [ ] 1. A\n  - [ x ] 1.1 B\n", 2, "'[ x ]' is not a checkbox"),
     ("- [ ] 1. A\n* [✓] 2. B\n", 2, "'[✓]' is not a checkbox"),
+    ("- [ ] 3. A\n  - Run: `true`\n-[ ] 4. B\n", 3, "'-[ ]' has no space after its list marker"),
+    ("- [ ] 1. A\n-[x] 2. B\n", 2, "'-[x]' has no space after its list marker"),
+    ("- [ ] 1. A\n  *[ ] 1.1 B\n", 2, "'*[ ]' has no space after its list marker"),
+    ("- [ ] 1. A\n\n+[ ] 2. B\n", 3, "'+[ ]' has no space after its list marker"),
 ]
 
 

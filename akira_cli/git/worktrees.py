@@ -22,10 +22,6 @@ from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 STEP_REFS = "refs/heads/akira-step"
 _REF_BAD = re.compile(r"[^A-Za-z0-9._-]")
 INCLUDE_FILE = ".worktreeinclude"
-ENV_HINT = (
-    "this step ran in a worktree, which holds tracked files only: name what its commands need "
-    f"in {INCLUDE_FILE} (copied) or git.worktree_link (linked)"
-)
 
 
 def ref_part(text: str) -> str:
@@ -36,14 +32,6 @@ def ref_part(text: str) -> str:
 
 def step_branch(task_id: str, step_id: str) -> str:
     return f"akira-step/{ref_part(task_id)}/{ref_part(step_id)}"
-
-
-def missing_environment(text: str) -> bool:
-    """Output that says a command or a module was not found (exit 127, Python, Node)."""
-    return any(
-        sign in text
-        for sign in ("exited 127", "command not found", "ModuleNotFoundError", "Cannot find module")
-    )
 
 
 class Slots:

@@ -261,7 +261,8 @@ class AutonomousLoop:
                 intervention_request(self.workspace, self.state, stop)
             elif stop.report == "escalation":
                 kept = self.waves.slots.listing() if self.waves is not None else []
-                escalation(self.workspace, self.state, stop, kept)
+                others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
+                escalation(self.workspace, self.state, stop, kept, others)
             self.hand_off(stop)
         finally:
             self.checkpoint()

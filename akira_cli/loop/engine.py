@@ -20,8 +20,8 @@ from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
+from akira_cli.git.hints import worktree_hint
 from akira_cli.git.steps import PROMPT_NOTE, StepCommits
-from akira_cli.git.worktrees import ENV_HINT, missing_environment
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
@@ -133,8 +133,12 @@ class StepEngine(Outcomes):
             self.reviewer.review(pending)
         if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
-        if attempt.outcome == "failure" and lane is not self.lane and missing_environment(attempt.error):
-            attempt.error = f"{attempt.error}\n{ENV_HINT}"
+        if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
+            said = f"{attempt.error}\n{attempt.output_tail}"
+            hint = worktree_hint(
+                self.commits.run, lane.path, lane.workdir, said, self.config.git.worktree_link
+            )
+            attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error
         pending.attempt = attempt
         return pending
 

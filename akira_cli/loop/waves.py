@@ -73,6 +73,8 @@ class Waves:
         self.lanes: dict[int, Lane] = {}
         self.base = ""
         """The task branch's tip when the running wave started: every step branch starts there."""
+        self.failed: list[str] = []
+        """The steps whose last attempt in the last wave failed (an escalation tells of each)."""
 
     # -- the scheduler ----------------------------------------------------------------------------
 
@@ -120,6 +122,7 @@ class Waves:
         stop: LoopStop | None = None
         stopped_at: Step | None = None
         limit: tuple[str, UsageLimit] | None = None
+        self.failed = []
         self.loop.bus.emit(EventType.WAVE_STARTED, steps=order[:50], parallel=len(free))
         self.slots.prune()
         with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool, self.killing():
@@ -150,6 +153,8 @@ class Waves:
                     free.append(pending.lane.slot)
                     self.forget(pending.step.id)
                     try:
+                        if pending.attempt is not None and pending.attempt.outcome == "failure":
+                            self.failed.append(pending.step.id)
                         reached = self.end(pending)
                         if reached is not None:  # a usage limit: the whole wave waits, then runs it
                             queue.insert(0, pending.step)
@@ -177,6 +182,7 @@ class Waves:
             if stopped_at is not None:  # the step the escalation is about
                 self.state.current_step = CurrentStep(step_id=stopped_at.id, description=stopped_at.title)
             raise stop
+        self.failed = []  # a later stop is not about this wave
 
     @contextlib.contextmanager
     def killing(self) -> Iterator[None]:
@@ -332,6 +338,10 @@ class Waves:
         self.loop.bus.emit(
             EventType.LEDGER, pending.step.id, action="collided", reason=why[:300], landed=landed[:20]
         )
+
+    def failed_with(self, current: CurrentStep | None) -> list[str]:
+        """The steps that failed in the last wave besides `current`, the one the stop is about."""
+        return [step_id for step_id in self.failed if current is None or step_id != current.step_id]
 
     def forget(self, step_id: str) -> None:
         self.state.current_steps = [step for step in self.state.current_steps if step.step_id != step_id]

@@ -29,6 +29,9 @@ LINE_RE = re.compile(
 BAD_BOX_RE = re.compile(r"\[(?P<inner>[ \t]*[^\]\s]{0,2}[ \t]*)\](?=[ \t]|$)")
 """What a list item opens with when its checkbox is mistyped: `[]`, `[ x ]`, `[y]`, `[xx]`, `[✓]`.
 A link (`[a](b)`), spec-kit's `[P]` and a number (`[1]`) are not boxes."""
+GLUED_BOX_RE = re.compile(r"(?P<marker>[-*+])\[(?P<box>[ xX~-])\]")
+"""A checkbox glued to its list marker (`-[ ] 4. Title`, `*[x]`): Markdown reads no list item,
+so it would be folded into the step above as text."""
 STEP_ID_RE = re.compile(
     rf"(?P<bold>\*\*)?(?i:task[ \t]+)?(?P<id>{STEP_ID})"
     r"(?:[.:)]|[ \t]+[-–—:])?(?(bold)\*\*)[.:]?(?=[ \t]|$)[ \t]*"
@@ -128,6 +131,12 @@ class _Parser:
             self._add_step(number, box_offset, width, box, optional is not None, rest)
         elif line[0] == "#":
             self._heading(line)
+        elif marker is None and (glued := GLUED_BOX_RE.match(rest)):
+            raise self.error(
+                number,
+                f"'{glued[0]}' has no space after its list marker, so it is no checkbox",
+                f"write '{glued['marker']} [{glued['box']}]'",
+            )
         else:
             self._body_line(number, width, marker is not None, rest.strip())
 
