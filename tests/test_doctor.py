@@ -264,16 +264,28 @@ def test_a_missing_executable_fails_and_exits_1(
 def test_agent_command_names_its_own_executable(
     akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    wrapper = akira.root / "bin" / "my-claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(machine.install("claude").read_text())
-    wrapper.chmod(0o755)
-    machine.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
-    akira.write_config('agent:\n  preset: claude\n  command: "./bin/my-claude -p --output-format json"\n')
+    own = akira.root / "bin" / "claude"
+    own.parent.mkdir()
+    own.write_text(machine.install("claude", prints={"version": "2.1.150 (Claude Code)\n"}).read_text())
+    own.chmod(0o755)
     (machine.bin / "claude").unlink()
+    machine.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    akira.write_config('agent:\n  command: "./bin/claude -p --output-format json --yolo"\n')
+    code, report = doctor(akira, capsys, "--agent", "command")
+    found = rows(report)
+    assert code == 1 and str(own) in found["agent"]["detail"] and report["agent"] == "claude"
+    assert "claude 2.1.150" in found["version"]["detail"] and rejected(found["flags"]) == ["--yolo"]
+    launcher = akira.root / "bin" / "npx"
+    launcher.write_text("#!/bin/sh\necho 10.9.2\n")
+    launcher.chmod(0o755)
+    akira.write_config('agent:\n  preset: claude\n  command: "./bin/npx @anthropic-ai/claude-code -p"\n')
     code, report = doctor(akira, capsys)
-    assert code == 0, report
-    assert str(akira.root / "bin" / "my-claude") in rows(report)["agent"]["detail"]
+    found = rows(report)
+    assert (
+        code == 0
+        and found["version"]["detail"] == "not checked: agent.command starts './bin/npx', not 'claude'"
+    )
+    assert found["flags"]["detail"].startswith("not checked") and found["auth"]["status"] == "ok"
 
 
 class Endpoint(http.server.BaseHTTPRequestHandler):
@@ -392,7 +404,7 @@ def test_the_sandbox_slot_takes_a_registered_probe(
     assert list(rows(report)).index("sandbox") == list(rows(report)).index("git") + 1
 
 
-CACHE = Path(os.environ.get("AKIRA_TEST_CLIS", Path.home() / ".cache" / "akira" / "test-clis"))
+CACHE = Path(os.environ.get("AKIRA_TEST_CLIS") or Path.home() / ".cache" / "akira" / "test-clis")
 
 
 def real_cli(cli: str) -> Path | None:

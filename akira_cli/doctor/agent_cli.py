@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.agents.executable import install_command, split_line
@@ -31,6 +32,12 @@ def shown(version: tuple[int, ...]) -> str:
 
 def pin_install(pin: Pin) -> str:
     return install_command(pin.installer, pin.package, pin.version)
+
+
+def own_executable(command: AgentCommand) -> bool:
+    """Whether the line starts the preset's CLI itself, not a launcher (`npx …`, a wrapper
+    script) whose `--version` and `--help` are its own."""
+    return command.preset is not None and Path(command.executable).name == command.preset.executable
 
 
 class AgentOnPath:
@@ -85,6 +92,8 @@ class AgentVersion:
         command = context.agent
         if command is None or context.executable is None or command.name not in PINS:
             return []
+        if not own_executable(command):
+            return [not_checked("version", command)]
         pin = PINS[command.name]
         answer = context.tool([context.executable, "--version"])
         found = version_of(answer.out) or version_of(answer.err)
@@ -119,8 +128,10 @@ class AgentFlags:
 
     def run(self, context: DoctorContext) -> list[Finding]:
         command = context.agent
-        if command is None or context.executable is None:
+        if command is None or context.executable is None or command.preset is None:
             return []
+        if not own_executable(command):
+            return [not_checked("flags", command)]
         lines = [command.words]
         settings = command.settings
         if command.preset is not None and settings.session == "continue":
@@ -160,6 +171,11 @@ class AgentFlags:
             f"{shlex.join(words)!r}",
             flag_fix(command, rejected, context.cli_version),
         )
+
+
+def not_checked(check: str, command: AgentCommand) -> Finding:
+    preset = command.preset.executable if command.preset is not None else command.name
+    return Finding(check, "ok", f"not checked: agent.command starts {command.executable!r}, not {preset!r}")
 
 
 def accepted_flags(help_text: str) -> set[str]:
