@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from akira_cli.agents.executable import install_command, split_line
 from akira_cli.agents.presets.versions import PINS, Pin
-from akira_cli.doctor import DoctorContext, Finding, register_check
+from akira_cli.doctor.base import DoctorContext, Finding, register_check
 
 if TYPE_CHECKING:
     from akira_cli.agents.executable import AgentCommand

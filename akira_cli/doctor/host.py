@@ -8,8 +8,8 @@ import shlex
 import shutil
 from pathlib import Path
 
-from akira_cli.doctor import DoctorContext, Finding, register_check
 from akira_cli.doctor.agent_cli import shown, version_of
+from akira_cli.doctor.base import DoctorContext, Finding, register_check
 
 OLDEST_GIT = (2, 23, 0)
 """`git switch`, which the completion report's merge command uses."""
