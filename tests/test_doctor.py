@@ -331,6 +331,11 @@ def test_the_llm_endpoint_is_reached_without_a_model_call(
     row = rows(report)["llm endpoint"]
     assert code == 1 and "HTTP 401: the key is refused" in row["detail"] and "OPENAI_API_KEY" in row["fix"]
     assert "sk-local" not in json.dumps(report)
+    machine.setenv("OPENAI_BASE_URL", url.replace("http://", "http://proxyuser:proxy-password-42@"))
+    code, report = doctor(akira, capsys, "--agent", "llm")
+    row = rows(report)["llm endpoint"]
+    assert code == 1 and "GET http://proxyuser:***@127.0.0.1:" in row["detail"]
+    assert "proxy-password-42" not in json.dumps(report)
 
 
 def test_an_unreachable_endpoint_fails_and_an_unused_one_is_not_asked(

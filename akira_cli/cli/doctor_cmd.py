@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from akira_cli import redaction
 from akira_cli.cli.common import ConfigOption, JsonOption, RootOption, workspace_and_config
 from akira_cli.cli.loop_cmd import AgentKind
 
@@ -32,7 +33,9 @@ def doctor(
 
     workspace, cfg = workspace_and_config(root, config, {"agent.kind": agent})
     context = context_for(workspace.root, cfg, cfg.agent.kind)
-    findings = run_checks(context)
+    key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
+    redaction.register_environment([key])
+    findings = [finding.redacted() for finding in run_checks(context)]
     failed = any(finding.status == "fail" for finding in findings)
     if as_json:
         report = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -30,6 +30,12 @@ class Finding:
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
+
+    def redacted(self) -> Finding:
+        """Secrets (a key in a CLI's message, a password in a URL) masked, as everywhere akira writes."""
+        from akira_cli.redaction import redact
+
+        return replace(self, detail=redact(self.detail), fix=redact(self.fix))
 
 
 @dataclass
