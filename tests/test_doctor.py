@@ -258,7 +258,12 @@ def test_a_missing_executable_fails_and_exits_1(
     assert "npm install -g @google/gemini-cli@0.61.0" in agent["fix"]
     assert "version" not in rows(report) and "flags" not in rows(report)
     table = akira.run("doctor", "--agent", "gemini", capsys=capsys)
-    assert table.code == 1 and "fail" in table.out and "would stop a run" in table.out
+    cells = " ".join(part.strip(" │") for part in table.out.splitlines())  # the table's cells, unwrapped
+    assert table.code == 1 and "fail" in table.out and "@google/gemini-cli@0.61.0" in cells.replace(" ", "")
+    assert (
+        f"would stop a run; fix them and run 'akira doctor --agent gemini --root {akira.root}' again"
+        in table.out
+    )
 
 
 def test_agent_command_names_its_own_executable(
