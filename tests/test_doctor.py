@@ -293,6 +293,15 @@ def test_agent_command_names_its_own_executable(
     assert found["flags"]["detail"].startswith("not checked") and found["auth"]["status"] == "ok"
 
 
+def test_shell_code_in_agent_command_is_a_warning(
+    akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    akira.write_config('agent:\n  command: "cd sub && claude -p"\n')
+    code, report = doctor(akira, capsys, "--agent", "command")
+    agent = rows(report)["agent"]
+    assert code == 0 and agent["status"] == "warn" and "is shell code" in agent["detail"]
+
+
 class Endpoint(http.server.BaseHTTPRequestHandler):
     status: ClassVar[int] = 200
     seen: ClassVar[list[str]] = []

@@ -57,6 +57,15 @@ class AgentOnPath:
         command = context.agent
         if command is None:
             return [self.no_cli(context)]
+        if not command.executable:
+            return [
+                Finding(
+                    "agent",
+                    "warn",
+                    f"agent.command {command.line!r} is shell code: which program it starts is not checked",
+                    "put the agent CLI first in agent.command (a wrapper script is fine)",
+                )
+            ]
         if context.executable is None:
             path = context.env.get("PATH", "")
             detail = f"{command.executable!r} is not on PATH ({path}); the run would start {command.line!r}"
