@@ -168,6 +168,7 @@ def test_a_missing_executable_fails_and_exits_1(
     table = akira.run("doctor", "--agent", "gemini", capsys=capsys)
     cells = " ".join(part.strip(" │") for part in table.out.splitlines())  # the table's cells, unwrapped
     assert table.code == 1 and "fail" in table.out and "@google/gemini-cli@0.61.0" in cells.replace(" ", "")
+    assert "\x1b[" not in table.out  # a pipe gets plain text
     assert (
         f"would stop a run; fix them and run 'akira doctor --agent gemini --root {akira.root}' again"
         in table.out
