@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from akira_cli.config import Config
 
 __all__ = ["CHECKS", "Check", "DoctorContext", "Finding", "context_for", "register_check", "run_checks"]
-_ = agent_cli, auth, host
+_ = auth, host
 
 
 def context_for(root: Path, config: Config, kind: str) -> DoctorContext:
@@ -28,6 +28,7 @@ def context_for(root: Path, config: Config, kind: str) -> DoctorContext:
     context.agent = agent_command(kind, config)
     if context.agent is not None:
         context.executable = locate(context.agent.executable, context.workdir)
+    context.prefetch(agent_cli.tool_calls(context))
     return context
 
 

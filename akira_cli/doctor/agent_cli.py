@@ -141,22 +141,11 @@ class AgentFlags:
             return []
         if not own_executable(command):
             return [not_checked("flags", command)]
-        lines = [command.words]
-        settings = command.settings
-        if command.preset is not None and settings.session == "continue":
-            lines.append(split_line(command.preset.command(settings, SESSION)))
-        findings = [self.check_line(context, command, words) for words in lines]
+        findings = [self.check_line(context, command, words) for words in command_lines(command)]
         return [f for f in findings if f is not None]
 
     def check_line(self, context: DoctorContext, command: AgentCommand, words: list[str]) -> Finding | None:
-        start = words.index(command.executable) if command.executable in words else 0
-        subcommand = []
-        for word in words[start + 1 :]:
-            if word.startswith("-"):
-                break
-            if word != SESSION:
-                subcommand.append(word)
-        used = [w.split("=", 1)[0] for w in words[start + 1 :] if LONG_FLAG_RE.fullmatch(w.split("=", 1)[0])]
+        subcommand, used = read_line(command, words)
         help_line = shlex.join([command.executable, *subcommand, "--help"])
         if not used:
             return None
@@ -170,9 +159,9 @@ class AgentFlags:
                 f"{', '.join(used)} are accepted",
                 f"run '{help_line}' and compare with agent.command",
             )
-        rejected = [flag for flag in dict.fromkeys(used) if flag not in known]
+        rejected = [flag for flag in used if flag not in known]
         if not rejected:
-            return Finding("flags", "ok", f"'{help_line}' lists {', '.join(dict.fromkeys(used))}")
+            return Finding("flags", "ok", f"'{help_line}' lists {', '.join(used)}")
         return Finding(
             "flags",
             "fail",
@@ -180,6 +169,42 @@ class AgentFlags:
             f"{shlex.join(words)!r}",
             flag_fix(command, rejected, context.cli_version),
         )
+
+
+def command_lines(command: AgentCommand) -> list[list[str]]:
+    """The words of each command line a run may start: a fresh attempt's, and with
+    `agent.session: continue` a resumed one's."""
+    lines = [command.words]
+    settings = command.settings
+    if command.preset is not None and settings.session == "continue":
+        lines.append(split_line(command.preset.command(settings, SESSION)))
+    return lines
+
+
+def read_line(command: AgentCommand, words: list[str]) -> tuple[list[str], list[str]]:
+    """A command line's subcommand words (`exec`, `exec resume`) and the long flags it passes."""
+    start = words.index(command.executable) if command.executable in words else 0
+    subcommand = []
+    for word in words[start + 1 :]:
+        if word.startswith("-"):
+            break
+        if word != SESSION:
+            subcommand.append(word)
+    used = [w.split("=", 1)[0] for w in words[start + 1 :] if LONG_FLAG_RE.fullmatch(w.split("=", 1)[0])]
+    return subcommand, list(dict.fromkeys(used))
+
+
+def tool_calls(context: DoctorContext) -> list[list[str]]:
+    """The agent CLI's `--version` and `--help` runs the checks will ask for."""
+    command, executable = context.agent, context.executable
+    if command is None or executable is None or not own_executable(command):
+        return []
+    calls = [[executable, "--version"]] if command.name in PINS else []
+    for words in command_lines(command):
+        subcommand, used = read_line(command, words)
+        if used:
+            calls.append([executable, *subcommand, "--help"])
+    return calls
 
 
 def not_checked(check: str, command: AgentCommand) -> Finding:

@@ -58,8 +58,26 @@ class DoctorContext:
     def home(self) -> Path:
         return Path(self.env.get("HOME") or Path.home())
 
+    answers: dict[tuple[str, ...], ToolOutput] = field(default_factory=dict, repr=False)
+    """What `prefetch` ran, by command line."""
+
+    def prefetch(self, argvs: list[list[str]]) -> None:
+        """Runs these programs side by side (a node CLI takes seconds to start, and its `--version`
+        and `--help` need two starts); `tool` then answers from what they said."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        todo = [argv for argv in dict.fromkeys(map(tuple, argvs)) if argv not in self.answers]
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            self.answers.update(zip(todo, pool.map(lambda argv: self.run(list(argv)), todo), strict=True))
+
     def tool(self, argv: list[str]) -> ToolOutput:
-        """Runs a program of this machine's (a CLI's `--version`, `--help`, `git --version`)."""
+        """A program of this machine's (a CLI's `--version`, `--help`, `git --version`): what it said."""
+        answer = self.answers.get(tuple(argv))
+        return answer if answer is not None else self.run(argv)
+
+    def run(self, argv: list[str]) -> ToolOutput:
         try:
             done = subprocess.run(
                 argv,
