@@ -139,3 +139,13 @@ def test_resume_without_the_agent_cli_is_refused_before_anything_moves(
     refused_in_one_line(result.err, "claude")
     assert disk(repo.root) == before
     assert repo.state(task_id).status == "needs_action"
+
+
+def test_shell_code_in_agent_command_is_run_not_refused(repo: Akira) -> None:
+    """`cd sub && agent ...` starts a program that only the shell can tell: no false refusal."""
+    repo.write_config('agent:\n  command: "cd . && echo made > made.txt"\n')
+    repo.write_task("feat", "- [ ] 1. Make it\n  - Exists: `made.txt`\n")
+    git(repo.root, "commit", "-q", "-am", "shell agent")
+    result = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "command")
+    assert result.code == 0, result.err
+    assert (repo.root / "made.txt").read_text() == "made\n"

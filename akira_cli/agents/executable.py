@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from akira_cli.tasks.model import Step
 
 ASSIGNMENT = "="
+SHELL_WORDS = frozenset(
+    {"cd", "export", "source", ".", "eval", "set", "unset", "if", "for", "while", "until", "case",
+     "{", "(", "!", "[", "[[", "test", "true", "false", ":", "exec", "command", "builtin", "time"}
+)  # fmt: skip
+"""A line starting so runs a shell program, not one executable that could be looked up."""
+SHELL_SYNTAX = ("$", "`", ";", "&", "|", "<", ">", "(", ")")
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,8 @@ def split_line(line: str) -> list[str]:
 
 
 def first_program(words: list[str]) -> str:
-    """The program a shell line starts: past `VAR=value` assignments and an `env` prefix."""
+    """The program a shell line starts: past `VAR=value` assignments and an `env` prefix; "" when
+    the line is shell code whose program cannot be told without running it (`cd x && claude`)."""
     rest = list(words)
     while rest and ASSIGNMENT in rest[0] and not rest[0].startswith(("-", "/", ".")):
         rest.pop(0)
@@ -83,7 +90,10 @@ def first_program(words: list[str]) -> str:
         rest.pop(0)
         while rest and (ASSIGNMENT in rest[0] or rest[0].startswith("-")):
             rest.pop(0)
-    return rest[0] if rest else ""
+    program = rest[0] if rest else ""
+    if program in SHELL_WORDS or any(mark in program for mark in SHELL_SYNTAX):
+        return ""
+    return program
 
 
 def locate(executable: str, workdir: Path) -> str | None:
@@ -131,7 +141,7 @@ def require_agent_executable(kind: str, steps: list[Step], config: Config, workd
         except AkiraError:
             continue  # no agent configured for the step: the run's own refusal says so
         command = agent_command(chosen, config)
-        if command is not None and locate(command.executable, workdir) is None:
+        if command is not None and command.executable and locate(command.executable, workdir) is None:
             raise AkiraError(missing_message(command))
         if command is not None:
             return  # one CLI per run: found once is found

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from akira_cli import redaction
 from akira_cli.cli.common import ConfigOption, JsonOption, RootOption, workspace_and_config
 from akira_cli.cli.loop_cmd import AgentKind
+from akira_cli.workspace import command_line
 
 if TYPE_CHECKING:
     from akira_cli.doctor import Finding
@@ -32,7 +34,9 @@ def doctor(
 
     workspace, cfg = workspace_and_config(root, config, {"agent.kind": agent})
     context = context_for(workspace.root, cfg, cfg.agent.kind)
-    findings = run_checks(context)
+    key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
+    redaction.register_environment([key])
+    findings = [finding.redacted() for finding in run_checks(context)]
     failed = any(finding.status == "fail" for finding in findings)
     if as_json:
         report = {
@@ -43,11 +47,12 @@ def doctor(
         }
         typer.echo(json.dumps(report, indent=2))
     else:
-        print_table(findings)
+        again = [*(["--agent", agent] if agent else []), *(["--config", str(config)] if config else [])]
+        print_table(findings, command_line(workspace, "doctor", *again))
     return 1 if failed else 0
 
 
-def print_table(findings: list[Finding]) -> None:
+def print_table(findings: list[Finding], again: str) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -64,7 +69,8 @@ def print_table(findings: list[Finding]) -> None:
     warnings = sum(f.status == "warn" for f in findings)
     if problems:
         what = "1 problem" if problems == 1 else f"{problems} problems"
-        console.print(f"{what} would stop a run; fix them and run 'akira doctor' again", highlight=False)
+        line = f"{what} would stop a run; fix them and run '{again}' again"
     else:
         what = "1 warning" if warnings == 1 else f"{warnings} warnings"
-        console.print(f"ready to run ({what})" if warnings else "ready to run", highlight=False)
+        line = f"ready to run ({what})" if warnings else "ready to run"
+    console.print(line, highlight=False, soft_wrap=True)  # a command in it must paste whole

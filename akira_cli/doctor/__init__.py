@@ -7,98 +7,17 @@ a name already taken replaces it (the sandbox's probe takes the `sandbox` slot t
 
 from __future__ import annotations
 
-import os
-import subprocess
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING
+
+from akira_cli.doctor import agent_cli, auth, host  # registration, in report order
+from akira_cli.doctor.base import CHECKS, Check, DoctorContext, Finding, register_check
 
 if TYPE_CHECKING:
-    from akira_cli.agents.executable import AgentCommand
     from akira_cli.config import Config
 
-Status = Literal["ok", "warn", "fail"]
-TOOL_TIMEOUT_SECONDS = 60.0
-"""A CLI's `--version` or `--help`: node CLIs start slowly on a busy machine, never hang."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One row of the report: `fail` would stop a run, `warn` may hurt one, `ok` is fine."""
-
-    check: str
-    status: Status
-    detail: str
-    fix: str = ""
-
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-
-@dataclass
-class DoctorContext:
-    """What the checks look at: the workspace's configuration and this machine."""
-
-    root: Path
-    config: Config
-    kind: str
-    """The agent kind a run would use (`--agent`, else agent.kind)."""
-    workdir: Path
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    agent: AgentCommand | None = None
-    executable: str | None = None
-    """Where the agent CLI's executable was found; None when it was not (or there is none)."""
-    cli_version: tuple[int, int, int] | None = None
-    """The agent CLI's version, once the version check has read it."""
-
-    @property
-    def home(self) -> Path:
-        return Path(self.env.get("HOME") or Path.home())
-
-    def tool(self, argv: list[str]) -> ToolOutput:
-        """Runs a program of this machine's (a CLI's `--version`, `--help`, `git --version`)."""
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=self.workdir,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=TOOL_TIMEOUT_SECONDS,
-            )
-        except subprocess.TimeoutExpired:
-            return ToolOutput(None, "", f"no answer within {TOOL_TIMEOUT_SECONDS:.0f} s")
-        except OSError as exc:
-            return ToolOutput(None, "", exc.strerror or str(exc))
-        return ToolOutput(done.returncode, done.stdout, done.stderr)
-
-
-@dataclass(frozen=True)
-class ToolOutput:
-    code: int | None
-    """None when the program did not run to its end (not startable, timed out)."""
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        return f"{self.out}\n{self.err}"
-
-
-class Check(Protocol):
-    name: str
-
-    def run(self, context: DoctorContext) -> list[Finding]: ...
-
-
-CHECKS: dict[str, Check] = {}
-
-
-def register_check(check: Check) -> Check:
-    CHECKS[check.name] = check
-    return check
+__all__ = ["CHECKS", "Check", "DoctorContext", "Finding", "context_for", "register_check", "run_checks"]
+_ = auth, host
 
 
 def context_for(root: Path, config: Config, kind: str) -> DoctorContext:
@@ -109,11 +28,9 @@ def context_for(root: Path, config: Config, kind: str) -> DoctorContext:
     context.agent = agent_command(kind, config)
     if context.agent is not None:
         context.executable = locate(context.agent.executable, context.workdir)
+    context.prefetch(agent_cli.tool_calls(context))
     return context
 
 
 def run_checks(context: DoctorContext) -> list[Finding]:
     return [finding for check in CHECKS.values() for finding in check.run(context)]
-
-
-from akira_cli.doctor import agent_cli, auth, host  # noqa: E402,F401  (registration, in report order)

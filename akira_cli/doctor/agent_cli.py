@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.agents.executable import install_command, split_line
 from akira_cli.agents.presets.versions import PINS, Pin
-from akira_cli.doctor import DoctorContext, Finding, register_check
+from akira_cli.doctor.base import DoctorContext, Finding, register_check
 
 if TYPE_CHECKING:
     from akira_cli.agents.executable import AgentCommand
@@ -33,6 +34,12 @@ def pin_install(pin: Pin) -> str:
     return install_command(pin.installer, pin.package, pin.version)
 
 
+def own_executable(command: AgentCommand) -> bool:
+    """Whether the line starts the preset's CLI itself, not a launcher (`npx …`, a wrapper
+    script) whose `--version` and `--help` are its own."""
+    return command.preset is not None and Path(command.executable).name == command.preset.executable
+
+
 class AgentOnPath:
     name = "agent"
 
@@ -50,6 +57,15 @@ class AgentOnPath:
         command = context.agent
         if command is None:
             return [self.no_cli(context)]
+        if not command.executable:
+            return [
+                Finding(
+                    "agent",
+                    "warn",
+                    f"agent.command {command.line!r} is shell code: which program it starts is not checked",
+                    "put the agent CLI first in agent.command (a wrapper script is fine)",
+                )
+            ]
         if context.executable is None:
             path = context.env.get("PATH", "")
             detail = f"{command.executable!r} is not on PATH ({path}); the run would start {command.line!r}"
@@ -85,6 +101,8 @@ class AgentVersion:
         command = context.agent
         if command is None or context.executable is None or command.name not in PINS:
             return []
+        if not own_executable(command):
+            return [not_checked("version", command)]
         pin = PINS[command.name]
         answer = context.tool([context.executable, "--version"])
         found = version_of(answer.out) or version_of(answer.err)
@@ -119,24 +137,15 @@ class AgentFlags:
 
     def run(self, context: DoctorContext) -> list[Finding]:
         command = context.agent
-        if command is None or context.executable is None:
+        if command is None or context.executable is None or command.preset is None:
             return []
-        lines = [command.words]
-        settings = command.settings
-        if command.preset is not None and settings.session == "continue":
-            lines.append(split_line(command.preset.command(settings, SESSION)))
-        findings = [self.check_line(context, command, words) for words in lines]
+        if not own_executable(command):
+            return [not_checked("flags", command)]
+        findings = [self.check_line(context, command, words) for words in command_lines(command)]
         return [f for f in findings if f is not None]
 
     def check_line(self, context: DoctorContext, command: AgentCommand, words: list[str]) -> Finding | None:
-        start = words.index(command.executable) if command.executable in words else 0
-        subcommand = []
-        for word in words[start + 1 :]:
-            if word.startswith("-"):
-                break
-            if word != SESSION:
-                subcommand.append(word)
-        used = [w.split("=", 1)[0] for w in words[start + 1 :] if LONG_FLAG_RE.fullmatch(w.split("=", 1)[0])]
+        subcommand, used = read_line(command, words)
         help_line = shlex.join([command.executable, *subcommand, "--help"])
         if not used:
             return None
@@ -150,9 +159,9 @@ class AgentFlags:
                 f"{', '.join(used)} are accepted",
                 f"run '{help_line}' and compare with agent.command",
             )
-        rejected = [flag for flag in dict.fromkeys(used) if flag not in known]
+        rejected = [flag for flag in used if flag not in known]
         if not rejected:
-            return Finding("flags", "ok", f"'{help_line}' lists {', '.join(dict.fromkeys(used))}")
+            return Finding("flags", "ok", f"'{help_line}' lists {', '.join(used)}")
         return Finding(
             "flags",
             "fail",
@@ -160,6 +169,47 @@ class AgentFlags:
             f"{shlex.join(words)!r}",
             flag_fix(command, rejected, context.cli_version),
         )
+
+
+def command_lines(command: AgentCommand) -> list[list[str]]:
+    """The words of each command line a run may start: a fresh attempt's, and with
+    `agent.session: continue` a resumed one's."""
+    lines = [command.words]
+    settings = command.settings
+    if command.preset is not None and settings.session == "continue":
+        lines.append(split_line(command.preset.command(settings, SESSION)))
+    return lines
+
+
+def read_line(command: AgentCommand, words: list[str]) -> tuple[list[str], list[str]]:
+    """A command line's subcommand words (`exec`, `exec resume`) and the long flags it passes."""
+    start = words.index(command.executable) if command.executable in words else 0
+    subcommand = []
+    for word in words[start + 1 :]:
+        if word.startswith("-"):
+            break
+        if word != SESSION:
+            subcommand.append(word)
+    used = [w.split("=", 1)[0] for w in words[start + 1 :] if LONG_FLAG_RE.fullmatch(w.split("=", 1)[0])]
+    return subcommand, list(dict.fromkeys(used))
+
+
+def tool_calls(context: DoctorContext) -> list[list[str]]:
+    """The agent CLI's `--version` and `--help` runs the checks will ask for."""
+    command, executable = context.agent, context.executable
+    if command is None or executable is None or not own_executable(command):
+        return []
+    calls = [[executable, "--version"]] if command.name in PINS else []
+    for words in command_lines(command):
+        subcommand, used = read_line(command, words)
+        if used:
+            calls.append([executable, *subcommand, "--help"])
+    return calls
+
+
+def not_checked(check: str, command: AgentCommand) -> Finding:
+    preset = command.preset.executable if command.preset is not None else command.name
+    return Finding(check, "ok", f"not checked: agent.command starts {command.executable!r}, not {preset!r}")
 
 
 def accepted_flags(help_text: str) -> set[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from akira_cli.doctor import DoctorContext, Finding, Status, register_check
+from akira_cli.doctor.base import DoctorContext, Finding, Status, register_check
 
 KEY_LINE_RE = re.compile(r"^\s*(?:export\s+)?(GEMINI_API_KEY|GOOGLE_API_KEY)\s*=\s*\S", re.M)
 AIDER_VARIABLES = (

@@ -8,8 +8,8 @@ import shlex
 import shutil
 from pathlib import Path
 
-from akira_cli.doctor import DoctorContext, Finding, register_check
 from akira_cli.doctor.agent_cli import shown, version_of
+from akira_cli.doctor.base import DoctorContext, Finding, register_check
 
 OLDEST_GIT = (2, 23, 0)
 """`git switch`, which the completion report's merge command uses."""
@@ -124,7 +124,10 @@ class LLMEndpoint:
         import urllib.error
         import urllib.request
 
+        from akira_cli.redaction import url_without_password
+
         url = f"{base_url.rstrip('/')}/models"
+        shown = url_without_password(url)
         key = context.config.llm.api_key
         request = urllib.request.Request(url, headers={"Accept": "application/json"})
         if key is not None:
@@ -134,16 +137,16 @@ class LLMEndpoint:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 body = response.read(1_000_000)
         except urllib.error.HTTPError as exc:
-            return self.refused(context, url, exc.code)
+            return self.refused(context, shown, exc.code)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", None) or exc
             return Finding(
                 self.name,
                 "fail",
-                f"GET {url} failed: {reason}",
+                f"GET {shown} failed: {reason}",
                 "start the server, or fix llm.base_url (or OPENAI_BASE_URL)",
             )
-        return self.listed(context, url, body)
+        return self.listed(context, shown, body)
 
     def refused(self, context: DoctorContext, url: str, code: int) -> Finding:
         if code in (401, 403):
