@@ -103,10 +103,21 @@ class Result:
     err: str
 
 
+def share_with_steps(root: Path, folder: Path) -> None:
+    """Lets the steps of the workspace at `root` write `folder` (`sandbox.allow_write`, SPEC 15):
+    tests whose steps meet at a gate or keep a ledger in the test's own folder, outside the
+    work tree, which the sandbox keeps them from otherwise (a private /tmp, a read-only root)."""
+    config = root / "config" / "autonomous_loop.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert "  allow_write: []" in text
+    config.write_text(text.replace("  allow_write: []", f"  allow_write: [{str(folder)!r}]", 1), encoding="utf-8")
+
+
 @pytest.fixture
 def akira(tmp_path: Path) -> Akira:
     root = tmp_path / "ws"
     assert main(["init", str(root)]) == 0
+    share_with_steps(root, tmp_path)
     return Akira(root)
 
 
