@@ -42,7 +42,7 @@ def repo(tmp_path: Path) -> Akira:
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")
     git(root, "config", "user.email", "person@example.com")
-    akira = Akira(root)
+    akira = Akira(root, tmp_path)
     akira.write_task("feat", STEPS)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")

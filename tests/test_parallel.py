@@ -216,7 +216,7 @@ def test_a_worktree_brings_worktreeinclude_files_and_links_environment_folders(
 def test_a_missing_command_in_a_worktree_names_the_fix_and_keeps_the_worktrees(
     repo: Akira, meet: tuple[Path, Path]
 ) -> None:
-    repo.write_config(f"reflection:\n  max_iterations: 1\nsandbox:\n  allow_write: ['{meet[1].parent}']\n")
+    repo.write_config("reflection:\n  max_iterations: 1\n")
     tasks(
         repo,
         f"- [ ] 1. [P] A\n  - Run: `{at_once(meet, '1', 2)} && echo a > a.txt`\n  - Exists: `a.txt`\n"
@@ -424,7 +424,7 @@ def test_a_move_to_needs_action_during_a_wave_pauses_once_the_running_steps_land
 
 
 def test_a_failed_attempt_in_a_worktree_keeps_its_patch(repo: Akira, meet: tuple[Path, Path]) -> None:
-    repo.write_config(f"reflection:\n  max_iterations: 1\nsandbox:\n  allow_write: ['{meet[1].parent}']\n")
+    repo.write_config("reflection:\n  max_iterations: 1\n")
     tasks(
         repo,
         f"- [ ] 1. [P] A\n  - Run: `{at_once(meet, '1', 2)} && echo a > a.txt`\n  - Exists: `a.txt`\n"
