@@ -37,8 +37,11 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 class Akira:
     """Runs akira in a workspace: in-process (`run`) or as a real subprocess (`spawn`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, shared: Path | None = None) -> None:
         self.root = root
+        self.shared = shared
+        """The test's folder the steps may write (`shared_section`), kept by `write_config`
+        unless the text has a `sandbox:` section of its own."""
 
     def write_task(self, feature: str, text: str) -> Path:
         path = self.root / "Specs" / feature / "tasks.md"
@@ -48,7 +51,14 @@ class Akira:
 
     def write_config(self, text: str) -> Path:
         path = self.root / "config" / "autonomous_loop.yaml"
-        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+        text = textwrap.dedent(text).lstrip()
+        if self.shared is not None and not any(line.startswith("sandbox:") for line in text.splitlines()):
+            text = (
+                text.rstrip("\n") + "\n" + shared_section(self.shared)
+                if text.strip()
+                else shared_section(self.shared)
+            )
+        path.write_text(text, encoding="utf-8")
         return path
 
     def run(self, *args: str, capsys: pytest.CaptureFixture[str] | None = None) -> Result:
@@ -103,11 +113,28 @@ class Result:
     err: str
 
 
+def shared_section(folder: Path) -> str:
+    """`sandbox:` keys for tests whose steps meet at a gate or keep a ledger in the test's own
+    folder, outside the work tree (a private /tmp and a read-only root keep them from it
+    otherwise, SPEC 15), and whose fake agent CLIs read FAKE_* variables."""
+    return f"sandbox:\n  allow_write: [{str(folder)!r}]\n  env: [FAKE_*]\n"
+
+
+def share_with_steps(root: Path, folder: Path) -> None:
+    """The workspace's config with `shared_section(folder)` in place of the template's keys."""
+    config = root / "config" / "autonomous_loop.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert "  allow_write: []" in text and "  env: []" in text
+    text = text.replace("  allow_write: []", f"  allow_write: [{str(folder)!r}]", 1)
+    config.write_text(text.replace("  env: []", "  env: [FAKE_*]", 1), encoding="utf-8")
+
+
 @pytest.fixture
 def akira(tmp_path: Path) -> Akira:
     root = tmp_path / "ws"
     assert main(["init", str(root)]) == 0
-    return Akira(root)
+    share_with_steps(root, tmp_path)
+    return Akira(root, tmp_path)
 
 
 # --- end workspaces ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Akira
+from conftest import Akira, share_with_steps
 
 from akira_cli.cli import main
 
@@ -38,10 +38,11 @@ def repo(tmp_path: Path) -> Akira:
     """An akira workspace that is a git repository with one commit, as a person has it."""
     root = tmp_path / "repo"
     assert main(["init", str(root)]) == 0
+    share_with_steps(root, tmp_path)
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")
     git(root, "config", "user.email", "person@example.com")
-    akira = Akira(root)
+    akira = Akira(root, tmp_path)
     akira.write_task("feat", STEPS)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")

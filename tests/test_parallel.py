@@ -36,6 +36,21 @@ exit 1
 """
 
 
+def sleepers(mark: str) -> list[int]:
+    """Live `sleep MARK` processes, by their command line: in the sandbox a step's `$$` is a pid of
+    its own PID namespace, not one this test can look up."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as handle:
+                    if handle.read() == f"sleep\0{mark}\0".encode() and alive(int(name)):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
 @pytest.fixture
 def meet(tmp_path: Path) -> tuple[Path, Path]:
     """The rendezvous script and its folder."""
@@ -228,10 +243,11 @@ def test_a_kill_9_mid_wave_then_resume_commits_each_step_once_and_leaves_no_work
     gate, hold = tmp_path / "gate", tmp_path / "hold"
     gate.mkdir()
     hold.write_text("")
+    mark = f"120.{os.getpid()}1"
     ledger = tmp_path / "runs.log"
     steps = "".join(
         f"- [ ] {n}. [P] Step {n}\n"
-        f"  - Run: `echo {n} >> {ledger}; if [ -f {hold} ]; then echo $$ > {gate}/{n}; sleep 120; fi; echo {n} > s{n}.txt`\n"
+        f"  - Run: `echo {n} >> {ledger}; if [ -f {hold} ]; then echo $$ > {gate}/{n}; sleep {mark}; fi; echo {n} > s{n}.txt`\n"
         f"  - Exists: `s{n}.txt`\n"
         for n in range(1, 5)
     )
@@ -249,8 +265,8 @@ def test_a_kill_9_mid_wave_then_resume_commits_each_step_once_and_leaves_no_work
     finally:
         process.kill()
         process.communicate(timeout=30)
-    groups = [int(path.read_text()) for path in gate.iterdir()]
-    repo.wait_for(lambda: not any(map(alive, groups)), timeout=30, what="the reaper killing every group")
+    # By their command line: in the sandbox, $$ is a pid of the step's own PID namespace.
+    repo.wait_for(lambda: sleepers(mark) == [], timeout=30, what="the reaper killing every group")
     hold.unlink()
     resumed = repo.cli("loop", "resume", "--task-id", repo.task_id(), timeout=120)
     assert resumed.code == 0, resumed.err
@@ -356,10 +372,11 @@ def test_the_step_branch_name_replaces_what_git_refuses() -> None:
 
 
 def test_stop_force_during_a_wave_kills_every_running_group(repo: Akira, tmp_path: Path) -> None:
+    mark = f"120.{os.getpid()}2"
     gate = tmp_path / "gate"
     gate.mkdir()
     steps = "".join(
-        f"- [ ] {n}. [P] Long {n}\n  - Run: `echo $$ > {gate}/{n}; sleep 120; echo {n} > l{n}.txt`\n"
+        f"- [ ] {n}. [P] Long {n}\n  - Run: `echo $$ > {gate}/{n}; sleep {mark}; echo {n} > l{n}.txt`\n"
         f"  - Exists: `l{n}.txt`\n"
         for n in (1, 2)
     )
@@ -367,14 +384,12 @@ def test_stop_force_during_a_wave_kills_every_running_group(repo: Akira, tmp_pat
     process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--no-wait")
     try:
         repo.wait_for(lambda: len(list(gate.iterdir())) == 2, timeout=60, what="two steps running")
-        groups = [int(path.read_text()) for path in gate.iterdir()]
+        assert len(sleepers(mark)) == 2
         assert repo.cli("loop", "stop", "--task-id", repo.task_id(), "--force").code == 0
         process.communicate(timeout=60)
     finally:
         process.kill()
-    repo.wait_for(
-        lambda: not any(Path(f"/proc/{pid}").exists() for pid in groups), timeout=30, what="groups gone"
-    )
+    repo.wait_for(lambda: sleepers(mark) == [], timeout=30, what="groups gone")
     assert repo.state().status != "running" and repo.state().completed_steps == []
 
 
