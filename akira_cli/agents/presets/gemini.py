@@ -50,7 +50,7 @@ class Gemini:
         report = CliReport()
         data = last_object(output, "response", "stats", "error", "session_id") or {}
         failure = last_object(stderr, "error")
-        if failure is not None and "error" not in data:
+        if failure is not None and "error" not in data and (exit_code != 0 or not data):  # not a retried one
             data = {
                 **data,
                 "error": failure["error"],
