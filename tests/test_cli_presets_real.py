@@ -37,6 +37,11 @@ def fake(akira: Akira, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type
     return script
 
 
+CODEX_0_169 = "codex exec --json --sandbox workspace-write --skip-git-repo-check -"
+"""The command line 0.169 takes, given as `agent.command`: a test of how codex's output is read
+then fails on the old code for that reason alone."""
+
+
 def two_steps(akira: Akira) -> Path:
     return akira.write_task(
         "cli", "- [ ] 1. First\n  - Exists: `step_1.txt`\n- [ ] 2. Second\n  - Exists: `step_2.txt`\n"
@@ -197,10 +202,23 @@ def test_codex_usage_limit_with_a_curly_apostrophe_is_a_wait(akira: Akira, fake)
     assert found is not None and found.reset_at == now.replace(hour=12, minute=35)
 
 
+def test_codex_reader_on_the_captures() -> None:
+    """Items 8-10 at the reader, with stdout and stderr merged as the old runner gave them."""
+    codex = PRESETS["codex"]
+    out, err, code = replay("codex", "recovered")
+    assert not codex.read(out + err, code).failed  # item 9
+    out, err, code = replay("codex", "ok")
+    assert codex.read(out + err, code).usage.calls == 2  # item 10: a file write, then the answer
+    out, err, code = replay("codex", "usage_limit")
+    assert limits.detect(out) is not None  # item 8: U+2019
+    assert "\u2019" in out
+
+
 @pytest.mark.timeout(120)
 def test_codex_recovered_reconnect_is_a_success(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """Item 9: `Reconnecting... 1/5`, then `turn.completed` and exit 0: one attempt, paid once."""
     fake("recovered+write")
+    akira.write_config(f"agent:\n  command: {CODEX_0_169}\n")
     assert start(akira, "codex").code == 0
     state = akira.state()
     assert state.total_failures == 0 and [a.outcome for a in state.steps["1"].attempts] == ["success"]
@@ -212,6 +230,7 @@ def test_codex_calls_per_model_request_and_cached_input_priced_as_cached(akira: 
     """Item 10: a file write and a final answer are 2 model requests; cached input is cheaper."""
     fake("ok+write")
     akira.write_config(
+        f"agent:\n  command: {CODEX_0_169}\n"
         "llm:\n  prices:\n    codex: {input_per_1m: 1.0, cached_input_per_1m: 0.1, output_per_1m: 10.0}\n"
     )
     assert start(akira, "codex").code == 0
@@ -231,8 +250,15 @@ def test_a_cached_price_prices_the_cached_part_of_the_input() -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("mode", "flag"), [(None, "auto_edit"), ("bypass", "yolo")])
-def test_gemini_gets_write_tools(akira: Akira, fake, mode: str | None, flag: str) -> None:  # type: ignore[no-untyped-def]
+def test_gemini_gets_write_tools(
+    akira: Akira,
+    fake,  # type: ignore[no-untyped-def]
+    mode: str | None,
+    flag: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Item 11: headless gemini offers no write tools without an approval mode."""
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")  # item 12 apart
     fake("ok+write")
     if mode:
         akira.write_config(f"agent:\n  permission_mode: {mode}\n")
@@ -247,6 +273,7 @@ def test_gemini_gets_write_tools(akira: Akira, fake, mode: str | None, flag: str
 def test_gemini_trusts_the_workspace_folder(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """Item 12: in a folder it does not trust gemini exits 55."""
     fake("ok+write")
+    akira.write_config("agent:\n  extra_args: [--approval-mode, auto_edit]\n")  # item 11 apart
     result = start(akira, "gemini")
     assert result.code == 0, result.err
     assert "--skip-trust" in fake.calls()[0]["argv"]  # type: ignore[operator]
@@ -257,6 +284,7 @@ def test_gemini_stdout_and_stderr_are_read_apart(akira: Akira, fake) -> None:  #
     """Item 13: a run that recovered from a 500 has stack traces and the error's JSON on
     stderr and its answer on stdout; the session id is read; calls from `api.totalRequests`."""
     fake("recovered+write")
+    akira.write_config("agent:\n  extra_args: [--approval-mode, auto_edit, --skip-trust]\n")  # 11, 12 apart
     assert start(akira, "gemini").code == 0
     state = akira.state()
     assert state.total_failures == 0

@@ -38,11 +38,11 @@ class Gemini:
 
     def command(self, settings: AgentSettings, session_id: str | None) -> str:
         base = settings.command or "gemini --output-format json"
-        words = [base]
-        if not any(flag in base for flag in ("--approval-mode", "--yolo", " -y")):
+        words, given = [base], " ".join([base, *settings.extra_args])
+        if not any(flag in given for flag in ("--approval-mode", "--yolo", " -y")):
             mode = "yolo" if settings.permission_mode == "bypass" else "auto_edit"
             words.append(f"--approval-mode {mode}")
-        if "--skip-trust" not in base:
+        if "--skip-trust" not in given:
             words.append("--skip-trust")
         return " ".join([*words, *settings.extra_args])
 
