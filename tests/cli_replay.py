@@ -5,7 +5,7 @@ script (`FAKE_SCRIPT`, a JSON list; the last case repeats), and replays that cas
 stdout, stderr and exit code, from `tests/data/clis/<cli>/<pinned version>/<case>.*` (real
 captures) or else `tests/data/cli_fakes/<cli>/<case>.*` (written from the outputs the issue
 and the CLIs' sources quote). A case `name+write` also writes `step_<AKIRA_STEP_ID>.txt`, as the
-model's tool call would have.
+model's tool call would have. `$RESET_IN_2S` in a capture becomes the epoch 2 seconds ahead.
 
 The fakes check their arguments the way the pinned CLIs do, and then replay the real refusal:
 codex 0.169 exits 2 on `--full-auto` (and on `--sandbox` after `exec resume`) and 1 outside a
@@ -27,7 +27,7 @@ DATA = Path(__file__).parent / "data"
 
 FAKE = """\
 #!{python}
-import fcntl, json, os, pathlib, sys
+import fcntl, json, os, pathlib, sys, time
 prompt = sys.stdin.read()
 cli, argv = {cli!r}, sys.argv[1:]
 with open(os.environ["FAKE_SCRIPT"], "r+") as held:  # parallel steps call at once
@@ -71,7 +71,8 @@ for folder in json.loads(os.environ["FAKE_CAPTURES"])[cli]:
         break
 else:
     sys.exit(f"fake {{cli}}: no capture for case {{case!r}}")
-sys.stdout.write(base.with_suffix(".stdout").read_text())
+reset = str(int(time.time()) + 2)  # a limit that resets in 2 seconds
+sys.stdout.write(base.with_suffix(".stdout").read_text().replace("$RESET_IN_2S", reset))
 sys.stdout.flush()
 sys.stderr.write(base.with_suffix(".stderr").read_text())
 sys.exit(int(base.with_suffix(".exit").read_text().strip()))
