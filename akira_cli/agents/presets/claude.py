@@ -74,14 +74,13 @@ class Claude:
                 status = status if isinstance(status, int) and not isinstance(status, bool) else None
                 report.fault = fault_text.classify(report.answer, status)
         denials = refused(data.get("permission_denials"))
-        if denials and not report.failed:
-            report.failed = True
-            report.error = (
-                f"the permission mode refused {len(denials)} tool call(s), so they changed nothing: "
-                f"{'; '.join(denials)} (agent.permission_mode sets claude's --permission-mode)"
+        if denials:  # a line of its own that names the error: the retry prompt and reflection pick it
+            said = (
+                f"error: claude's permission mode refused {'; '.join(denials)}, which changed nothing "
+                "(agent.permission_mode sets --permission-mode)"
             )
-        elif denials:
-            report.error += f" (refused tool calls: {'; '.join(denials)})"
+            report.error = f"{report.error}\n{said}".strip() if report.failed else said
+            report.failed = True
         return report
 
 

@@ -38,11 +38,11 @@ class Gemini:
 
     def command(self, settings: AgentSettings, session_id: str | None) -> str:
         base = settings.command or "gemini --output-format json"
-        words = [base]
-        if not any(flag in base for flag in ("--approval-mode", "--yolo", " -y")):
+        words, given = [base], " ".join([base, *settings.extra_args])
+        if not any(flag in given for flag in ("--approval-mode", "--yolo", " -y")):
             mode = "yolo" if settings.permission_mode == "bypass" else "auto_edit"
             words.append(f"--approval-mode {mode}")
-        if "--skip-trust" not in base:
+        if "--skip-trust" not in given:
             words.append("--skip-trust")
         return " ".join([*words, *settings.extra_args])
 
@@ -50,7 +50,7 @@ class Gemini:
         report = CliReport()
         data = last_object(output, "response", "stats", "error", "session_id") or {}
         failure = last_object(stderr, "error")
-        if failure is not None and "error" not in data:
+        if failure is not None and "error" not in data and (exit_code != 0 or not data):  # not a retried one
             data = {
                 **data,
                 "error": failure["error"],
