@@ -134,3 +134,46 @@ def test_cancelling_a_running_run_pauses_its_loop_at_the_next_step_boundary(
     assert worker.poll() is None  # the worker lives on, ready for the next run
     assert fleet.stop_gracefully(worker) == 0
     assert "Traceback" not in fleet.log("w"), fleet.log("w")
+
+
+@pytest.mark.timeout(300)
+def test_a_runs_branch_follows_git_branch_takes_the_next_free_name_and_survives_recovery(
+    fleet: LoggedFleet, origin: Path, tmp_path: Path
+) -> None:
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
+    config = origin / "config" / "autonomous_loop.yaml"
+    assert "branch: akira/{feature}" in config.read_text()
+    config.write_text(config.read_text().replace("branch: akira/{feature}", 'branch: "night/{feature}"'))
+    three = steps(ledger, 3)
+    gated_second = (
+        f"- [ ] 2. Step 2\n  - Run: `echo start 2 $$ >> {ledger}; while [ ! -e {gate} ]; do sleep 0.1; done; "
+        f"echo 2 > s2.txt; echo end 2 $$ >> {ledger}`\n  - Exists: `s2.txt`\n"
+    )
+    commit_task(
+        origin, "billing", three[: three.index("- [ ] 2.")] + gated_second + three[three.index("- [ ] 3.") :]
+    )
+    git(origin, "switch", "-q", "-c", "night/billing")  # an earlier run's branch, on the remote
+    git(origin, "push", "-q", "origin", "night/billing")
+    git(origin, "switch", "-q", "main")
+    taken = git(origin, "rev-parse", "night/billing")
+    push(origin)
+    bare = tmp_path / "origin.git"
+    run_id = fleet.add_repo(str(bare), "Specs/billing/tasks.md")
+    doomed = fleet.worker("doomed")
+    deadline = time.monotonic() + 90
+    while not any(line[:2] == ["start", "2"] for line in ledger_lines(ledger)):
+        assert time.monotonic() < deadline and doomed.poll() is None, fleet.log("doomed")
+        time.sleep(0.1)
+    assert fleet.status()[0]["branch"] == "night/billing-2"
+    assert branch_steps(bare, "night/billing-2") == Counter({"1": 1})  # step 1 pushed before step 2 began
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=30)
+    gate.write_text("")
+    fleet.worker("rescuer")
+    rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=180, what="the recovery")
+    assert rows[0]["branch"] == "night/billing-2" and rows[0]["worker"] == "rescuer"
+    assert rows[0]["run_id"] == run_id
+    assert branch_steps(bare, "night/billing-2") == Counter({"1": 1, "2": 1, "3": 1})
+    heads = git(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/night").split()
+    assert sorted(heads) == ["night/billing", "night/billing-2"]  # recovery made no -3
+    assert git(bare, "rev-parse", "night/billing") == taken  # the earlier branch untouched

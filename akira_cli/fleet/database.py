@@ -31,9 +31,13 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS akira_fleet_progress ("
     "run_id VARCHAR(64) PRIMARY KEY, status VARCHAR(32), worker VARCHAR(200), step VARCHAR(200), "
     "steps_done INTEGER, steps_total INTEGER, cost_usd DOUBLE PRECISION, message TEXT, "
-    "loop_seconds DOUBLE PRECISION, updated_at DOUBLE PRECISION)",
+    "loop_seconds DOUBLE PRECISION, updated_at DOUBLE PRECISION, branch VARCHAR(250))",
 )
-PROGRESS = ("status", "worker", "step", "steps_done", "steps_total", "cost_usd", "message", "loop_seconds")
+PROGRESS = (
+    "status", "worker", "step", "steps_done", "steps_total", "cost_usd", "message", "loop_seconds", "branch",
+)  # fmt: skip
+ADDED_COLUMNS = {"branch": "VARCHAR(250)"}
+"""Columns later versions added to akira_fleet_progress: added to a database made before them."""
 
 
 def require_dbos() -> None:
@@ -140,6 +144,11 @@ class Tables:
             with self.engine.begin() as conn:
                 for statement in TABLES:
                     conn.execute(sa.text(statement))
+            have = {column["name"] for column in sa.inspect(self.engine).get_columns("akira_fleet_progress")}
+            with self.engine.begin() as conn:
+                for column, kind in ADDED_COLUMNS.items():
+                    if column not in have:
+                        conn.execute(sa.text(f"ALTER TABLE akira_fleet_progress ADD COLUMN {column} {kind}"))
         except Exception as exc:
             raise unreachable(url, exc) from None
 
@@ -172,6 +181,27 @@ class Tables:
         """The run's progress: the keys given change, the others stay as they were."""
         given = {key: value for key, value in values.items() if key in PROGRESS}
         self._upsert("akira_fleet_progress", "run_id", {"run_id": run_id, **given, "updated_at": time.time()})
+
+    def branch(self, run_id: str) -> str | None:
+        """The task branch recorded for the run, if a worker chose one."""
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                self.sa.text("SELECT branch FROM akira_fleet_progress WHERE run_id = :run_id"),
+                {"run_id": run_id},
+            ).scalar()
+        return str(found) if found else None
+
+    def live_branches(self, but: str) -> list[str]:
+        """The branches recorded by the other runs still running (not pushed yet, maybe)."""
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                self.sa.text(
+                    "SELECT branch FROM akira_fleet_progress "
+                    "WHERE branch IS NOT NULL AND status = 'running' AND run_id != :run_id"
+                ),
+                {"run_id": but},
+            )
+            return [row[0] for row in rows]
 
     def progress(self) -> dict[str, dict[str, Any]]:
         with self.engine.begin() as conn:

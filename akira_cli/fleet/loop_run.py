@@ -52,6 +52,8 @@ class LoopRun:
     cancelled: Any
     """Called with the run id: True once the run was cancelled."""
     total: int | None = None
+    branch: str = ""
+    """The run's task branch: recorded, or chosen when the run is first taken."""
     done: int = 0
     cancel_seen: bool = False
     looked_at: float = 0.0
@@ -64,17 +66,23 @@ class LoopRun:
         clone = self.work_dir / f"{self.spec.run_id}-{self.worker}"
         shutil.rmtree(clone, ignore_errors=True)
         clone.parent.mkdir(parents=True, exist_ok=True)
-        resumed = self.branch_exists()
-        branch = self.spec.branch if resumed else self.spec.ref
-        done = git_out("clone", "-q", "--branch", branch, self.spec.repo, str(clone))
+        self.branch = self.tables.branch(self.spec.run_id) or self.spec.branch
+        resumed = bool(self.branch) and self.branch_exists()
+        done = git_out(
+            "clone", "-q", "--branch", self.branch if resumed else self.spec.ref, self.spec.repo, str(clone)
+        )
         if done.returncode != 0:
             return self.end("failed", f"git clone failed: {tail(done.stderr.strip(), 500)}")
         setup = self.setup(clone)
         if setup is not None:
             return self.end("needs_action", f"fleet.setup failed: {setup}")
         if resumed and not (clone / self.spec.task).exists() and self.finished(clone):
-            self.report("running", steps_done=self.ledger(clone))
+            self.done = self.ledger(clone)
+            self.report("running", steps_done=self.done)
             return self.end("completed", "")  # the loop had finished when its worker died
+        if not self.branch:
+            self.branch = self.choose_branch(clone)
+            self.report("running", branch=self.branch)  # before the first push: recovery finds it
         self.total = steps_total(clone / self.spec.task)
         self.done = self.ledger(clone) if resumed else 0
         if self.cancelled(self.spec.run_id):
@@ -87,6 +95,13 @@ class LoopRun:
         )
         return self.loop(clone, resumed)
 
+    def choose_branch(self, clone: Path) -> str:
+        from akira_cli.fleet import branch
+
+        template = branch.clone_config(clone, self.spec.task).git.branch
+        wanted = branch.wanted(template, self.spec.task, self.spec.run_id)
+        return branch.free(self.spec.repo, wanted, self.tables.live_branches(self.spec.run_id))
+
     def finished(self, clone: Path) -> bool:
         """Whether the run's branch ends with the loop's move to Done/ (its last commit)."""
         last = git_out("log", "-1", "--format=%s%n%(trailers:key=Akira-Step,valueonly)", cwd=clone)
@@ -94,16 +109,16 @@ class LoopRun:
         return bool(lines) and lines[0].endswith(": done") and len(lines) == 1
 
     def branch_exists(self) -> bool:
-        heads = git_out("ls-remote", "--heads", self.spec.repo, self.spec.branch)
+        heads = git_out("ls-remote", "--heads", self.spec.repo, f"refs/heads/{self.branch}")
         return bool(heads.stdout.strip())
 
     def setup(self, clone: Path) -> str | None:
         """`fleet.setup` from the clone's configuration; its output's last lines if it failed."""
-        from akira_cli.config import load_config
+        from akira_cli.fleet.branch import clone_config
         from akira_cli.sandbox.session import open_sandbox
 
         try:
-            config = load_config(clone, environ={"AKIRA_GIT_PUSH": "origin"})  # as the loop
+            config = clone_config(clone, self.spec.task)
         except Exception as exc:
             return f"the clone's configuration cannot be read: {exc}"
         command = config.fleet.setup
@@ -135,7 +150,7 @@ class LoopRun:
         env = {
             **os.environ,
             "AKIRA_GIT_PUSH": "origin",
-            "AKIRA_GIT_BRANCH": "" if resumed else self.spec.branch,
+            "AKIRA_GIT_BRANCH": "" if resumed else self.branch,
             "AKIRA_FLEET_RUN": self.spec.run_id,
         }
         env.pop("AKIRA_FLEET_DATABASE_URL", None)  # the loop's agents never see the queue's password

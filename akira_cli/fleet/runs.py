@@ -35,7 +35,9 @@ class RunSpec(BaseModel):
     repo: str
     task: str
     ref: str
-    branch: str
+    branch: str = ""
+    """Chosen by the worker that first takes the run (`fleet/branch.py`) and recorded with its
+    progress; runs added by older versions carry theirs here."""
     added_at: float
 
 
@@ -93,7 +95,6 @@ def new_run(task: Path, repo: str | None, ref: str | None) -> RunSpec:
         repo=repo_text,
         task=relative,
         ref=ref,
-        branch=f"akira/fleet-{run_id}",
         added_at=time.time(),
     )
 
@@ -182,7 +183,7 @@ def rows(url: str) -> list[dict[str, Any]]:
                 "task": spec.get("task"),
                 "repo": url_without_password(str(spec.get("repo", ""))),
                 "ref": spec.get("ref"),
-                "branch": spec.get("branch"),
+                "branch": seen.get("branch") or spec.get("branch") or None,
                 "status": status,
                 "worker": seen.get("worker") or (run.executor_id if status == "running" else None),
                 "step": seen.get("step"),
