@@ -130,3 +130,53 @@ def test_an_escalation_describes_every_step_that_failed_in_the_wave(repo: Akira,
     assert f"## Also failed in the same wave: step {other}" in text
     assert "Break left" in text and "Break right" in text
     assert "Also failed in the same wave: step 2" not in text  # it passed and landed
+
+
+def test_a_wave_step_that_changes_no_file_gets_its_own_tick_commit(repo: Akira, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    meet = f"touch {gate}/$AKIRA_STEP_ID; for _ in $(seq 2400); do [ $(ls {gate} | wc -l) -ge 2 ] && break; sleep 0.05; done"
+    tasks(
+        repo,
+        f"- [ ] 1. [P] Write\n  - Run: `{meet}; echo w > w.txt`\n  - Exists: `w.txt`\n"
+        f"- [ ] 2. [P] Only look\n  - Run: `{meet}`\n  - Verify: `test -f README.md || true`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 0, err
+    root = repo.root
+    assert git(root, "log", "--reverse", "--format=%s", "main..HEAD").splitlines() == [
+        "1 Write",
+        "2 Only look",
+        "feat: done",
+    ]
+    assert git(root, "show", "--name-only", "--format=", "HEAD~1") == "Specs/feat/tasks.md"
+    assert "- [x] 2. [P] Only look" in git(root, "show", "HEAD~1:Specs/feat/tasks.md")
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_the_worktree_hint_reads_commands_and_node_modules_from_the_output(tmp_path: Path) -> None:
+    from akira_cli.git.hints import candidates
+
+    slot, text = (
+        tmp_path / "slot",
+        (
+            "bash: line 1: eslint: command not found\n"
+            "Error: Cannot find module 'left-pad'\n"
+            "Error: Cannot find module './gen/api'\n"
+            f"cat: {tmp_path}/slot/sub/.env: No such file or directory\n"
+            "cat: /etc/elsewhere: No such file or directory\n"
+        ),
+    )
+    found = candidates(text, slot, slot / "sub")
+    assert found == [
+        "sub/.env",
+        "sub/node_modules/left-pad",
+        "node_modules/left-pad",  # Node looks upward
+        "sub/gen/api",
+        "sub/.venv/bin/eslint",
+        ".venv/bin/eslint",
+        "sub/venv/bin/eslint",
+        "venv/bin/eslint",
+        "sub/node_modules/.bin/eslint",
+        "node_modules/.bin/eslint",
+    ]

@@ -54,18 +54,21 @@ def candidates(text: str, slot: Path, workdir: Path) -> list[str]:
     here = Path(os.path.relpath(workdir, slot))
     found: list[str] = []
 
-    def add(name: str) -> None:
+    def add(name: str, upward: bool = False) -> None:
+        """`name` from where the commands ran; `upward`: from each folder above it too (where
+        Node looks for `node_modules`, and a project keeps its `.venv`)."""
         path = Path(name)
         if path.is_absolute():
             try:
-                path = path.relative_to(slot)
+                paths = [path.relative_to(slot)]
             except ValueError:
                 return  # outside the worktree: not what it lacks
         else:
-            path = here / path
-        normal = os.path.normpath(path.as_posix())
-        if not normal.startswith("..") and normal != "." and normal not in found:
-            found.append(normal)
+            paths = [folder / path for folder in ([here, *here.parents] if upward else [here])]
+        for each in paths:
+            normal = os.path.normpath(each.as_posix())
+            if not normal.startswith("..") and normal != "." and normal not in found:
+                found.append(normal)
 
     for pattern in MISSING:
         for match in pattern.finditer(text):
@@ -76,11 +79,14 @@ def candidates(text: str, slot: Path, workdir: Path) -> list[str]:
         add(f"{top}.py")
     for match in NODE_MODULE.finditer(text):
         name = match.group(1)
-        add(name if name.startswith((".", "/")) else f"node_modules/{name}")
+        if name.startswith((".", "/")):
+            add(name)
+        else:
+            add(f"node_modules/{name}", upward=True)
     for match in COMMAND.finditer(text):
         name = match.group(1)
         for folder in () if "/" in name else BIN_FOLDERS:
-            add(f"{folder}/{name}")
+            add(f"{folder}/{name}", upward=True)
         if "/" in name:
             add(name)
     return found[:20]
