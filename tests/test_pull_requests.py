@@ -314,12 +314,12 @@ def test_a_pull_request_without_push_is_refused_with_one_line(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.slow
 def test_a_fleet_run_opens_its_pull_request_the_same_way(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The worker's loop pushes to origin (the fleet sets git.push) and opens the pull request
     from the run's branch to the ref it cloned; `fleet status` shows its URL."""
-    pytest.importorskip("dbos", reason="the fleet needs the [fleet] extra (dbos)")
     from test_fleet import Fleet, commit_task
 
     forge = Forge(tmp_path, monkeypatch, ("gh",))
