@@ -73,56 +73,61 @@ def completion_text(
         for f in state.failed_steps
         if f.recovered
     ]
-    return (f"> **Stopped ({state.status})**: {stopped}\n\n" if stopped else "") + render(
-        "completion_report.md",
-        task_id=state.task_id,
-        completed_at=utcnow(),
-        task_path=state.task_path,
-        declared=(
-            f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
-            if open_steps
-            else ""
+    banner = f"> **Stopped ({state.status})**: {stopped}\n\n" if stopped else ""
+    parts = [
+        banner,
+        render(
+            "completion_report.md",
+            task_id=state.task_id,
+            completed_at=utcnow(),
+            task_path=state.task_path,
+            declared=(
+                f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
+                if open_steps
+                else ""
+            ),
+            open_steps=(
+                "\n## Steps still open (a person declared the task done)\n"
+                + _bullets([f"- {s}" for s in open_steps])
+                + "\n"
+                if open_steps
+                else ""
+            ),
+            duration=f"{state.metrics.total_duration_seconds:.1f}",
+            iteration=state.iteration,
+            total_steps=len(done),
+            completed_count=len(done),
+            verified=breakdown["verified"],
+            unverified=breakdown["unverified"],
+            by_person=breakdown["done_by_person"],
+            by_claim=breakdown["done_by_claim"],
+            failed_count=state.total_failures,
+            success_rate=f"{state.success_rate:.0%}",
+            first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",
+            completed_steps=_bullets(completed),
+            failed_steps=_bullets(recovered),
+            average_step_duration=f"{state.metrics.average_step_duration:.1f}",
+            total_successes=state.total_successes,
+            total_failures=state.total_failures,
+            reflections=state.metrics.reflections_generated,
+            tokens=state.usage.total_tokens,
+            cost=f"{state.usage.cost_usd:.4f}",
+            review_usage=usage_lines(state),
+            needs_a_look=needs_a_look(done),
+            sandbox=sandbox_line(state.sandboxed),
+            done_path=workspace.relative(Path(state.task_path)),
+            review=review(workspace, state),
+            status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
+            pull_request=f"**Pull request**: {state.git.pr_url}\n" if state.git and state.git.pr_url else "",
+            criteria=criteria_section(workspace, state, done),
+            closing=(
+                "This run stopped before its end; its task file is"
+                if stopped
+                else "Task successfully completed; its task file is"
+            ),
         ),
-        open_steps=(
-            "\n## Steps still open (a person declared the task done)\n"
-            + _bullets([f"- {s}" for s in open_steps])
-            + "\n"
-            if open_steps
-            else ""
-        ),
-        duration=f"{state.metrics.total_duration_seconds:.1f}",
-        iteration=state.iteration,
-        total_steps=len(done),
-        completed_count=len(done),
-        verified=breakdown["verified"],
-        unverified=breakdown["unverified"],
-        by_person=breakdown["done_by_person"],
-        by_claim=breakdown["done_by_claim"],
-        failed_count=state.total_failures,
-        success_rate=f"{state.success_rate:.0%}",
-        first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",
-        completed_steps=_bullets(completed),
-        failed_steps=_bullets(recovered),
-        average_step_duration=f"{state.metrics.average_step_duration:.1f}",
-        total_successes=state.total_successes,
-        total_failures=state.total_failures,
-        reflections=state.metrics.reflections_generated,
-        tokens=state.usage.total_tokens,
-        cost=f"{state.usage.cost_usd:.4f}",
-        review_usage=usage_lines(state),
-        needs_a_look=needs_a_look(done),
-        done_path=workspace.relative(Path(state.task_path)),
-        review=review(workspace, state),
-        sandbox=sandbox_line(state.sandboxed),
-        status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
-        pull_request=f"**Pull request**: {state.git.pr_url}\n" if state.git and state.git.pr_url else "",
-        criteria=criteria_section(workspace, state, done),
-        closing=(
-            "This run stopped before its end; its task file is"
-            if stopped
-            else "Task successfully completed; its task file is"
-        ),
-    )
+    ]
+    return "".join(parts)
 
 
 def criteria_section(workspace: Workspace, state: LoopState, done: list[CompletedStep]) -> str:

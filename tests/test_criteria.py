@@ -181,6 +181,8 @@ def test_the_criteria_table_on_a_kiro_spec(tmp_path: Path) -> None:
     first = data["criteria"][0]
     assert first["covered"] and first["steps"][0]["step_id"] == "1" and first["steps"][0]["verified"]
     assert first["steps"][0]["checks"] == ["Exists `a.txt`"] and first["steps"][0]["review"] == "—"
+    plain = akira.cli("loop", "progress", "--task-id", task_id)
+    assert plain.out.splitlines()[-1] == "criteria with evidence: 1/4; without: 1.2, 2.1, 3.1"
 
 
 def test_a_requirements_file_that_does_not_parse_is_a_warning_never_a_refusal(tmp_path: Path) -> None:

@@ -314,12 +314,12 @@ def test_a_pull_request_without_push_is_refused_with_one_line(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.slow
 def test_a_fleet_run_opens_its_pull_request_the_same_way(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The worker's loop pushes to origin (the fleet sets git.push) and opens the pull request
     from the run's branch to the ref it cloned; `fleet status` shows its URL."""
-    pytest.importorskip("dbos", reason="the fleet needs the [fleet] extra (dbos)")
     from test_fleet import Fleet, commit_task
 
     forge = Forge(tmp_path, monkeypatch, ("gh",))
@@ -391,3 +391,17 @@ def test_a_failing_gh_is_one_warning_and_never_fatal(tmp_path: Path, monkeypatch
     assert command[:4] == ["cd", str(akira.root), "&&", "gh"] and "--body-file" in command
     assert akira.state().status == "completed" and akira.state().git.pr_url is None  # type: ignore[union-attr]
     assert git(tmp_path / "origin.git", "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
+
+
+def test_a_body_that_cannot_be_saved_is_one_warning_never_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    akira = workspace(tmp_path, GH)
+    (akira.root / ".state").mkdir(exist_ok=True)
+    (akira.root / ".state" / "pull_requests").write_text("a file where the folder goes")
+    code, out, err = start(akira)
+    assert code == 0, err
+    lines = [line for line in (out + err).splitlines() if "no pull request" in line]
+    assert len(lines) == 1 and "pull_requests" in lines[0], lines
+    assert forge.calls() == [] and akira.state().status == "completed"

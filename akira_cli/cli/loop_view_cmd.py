@@ -142,6 +142,12 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
         commit = f" {step['commit']}" if step.get("commit") else ""
         commit += f" review: {step['review']}" if step.get("review") else ""
         typer.echo(f"  [{mark}] {step['id']} {step['title']} ({step['attempts']} attempt(s)){commit}")
+    criteria, missing = data["criteria"], data["not_covered"]
+    if isinstance(criteria, list) and criteria and isinstance(missing, list):
+        without = f"; without: {', '.join(missing)}" if missing else ""
+        typer.echo(f"criteria with evidence: {len(criteria) - len(missing)}/{len(criteria)}{without}")
+    if data["pull_request"]:
+        typer.echo(f"pull request: {data['pull_request']}")
     return 0
 
 

@@ -4,19 +4,23 @@ the completion report as its body."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.errors import LoopStop
 from akira_cli.events import EventBus, EventType
+from akira_cli.fileio import describe_os_error
 from akira_cli.git.pr import PullRequests, Request
 from akira_cli.redaction import redact
 from akira_cli.reports import completion_report, completion_text
+from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.workspace import Workspace
 
 MAX_BODY = 60_000
+AGAIN = "the next completion or stop opens or updates it (or open it by hand with gh or glab)"
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -45,6 +49,23 @@ def hand_off(
     record = state.git
     if record is None:
         return None
+    try:
+        return _hand_off(workspace, config, state, store, commits, bus, stop, record)
+    except (OSError, subprocess.SubprocessError) as exc:  # never fatal (SPEC 16): one warning
+        _warn(bus, f"no pull request: {describe_os_error(exc, AGAIN) if isinstance(exc, OSError) else exc}")
+        return None
+
+
+def _hand_off(
+    workspace: Workspace,
+    config: Config,
+    state: LoopState,
+    store: StateStore,
+    commits: StepCommits,
+    bus: EventBus,
+    stop: LoopStop,
+    record: GitRecord,
+) -> str | None:
     commits.push()  # a push that failed at the last commit is tried once more
     done = store.all_completed(state)
     stopped = None if stop.report == "completion" else stop.message
