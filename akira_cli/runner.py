@@ -63,6 +63,10 @@ class CommandWrapper(Protocol):
         """The same confinement for a parallel step's worktree slot."""
         ...
 
+    def looking(self, preset: str | None = None) -> CommandWrapper:
+        """The same confinement with the work tree read-only, for `preset`'s CLI (a reviewer)."""
+        ...
+
 
 _ENVIRON = threading.Lock()
 _DEVNULL: list[int] = []
@@ -129,19 +133,22 @@ class CommandRunner:
         stdin: str | None = None,
         env: dict[str, str] | None = None,
         split: bool = False,
+        wrapper: CommandWrapper | None = None,
     ) -> CommandResult:
         """`split` (with `stdin`): stderr is read apart from stdout, for an agent CLI that
-        writes its answer to one and its warnings and stack traces to the other."""
+        writes its answer to one and its warnings and stack traces to the other. `wrapper`: this
+        command's confinement instead of the runner's (a reviewer's read-only one)."""
         started = time.monotonic()
         own_env = None
         if self.private_env:
             with _ENVIRON:  # another thread may be putting a variable into it right now
                 own_env = {**os.environ, **(self.env or {}), **(env or {})}
         argv, executable = ["bash", "-c", command], self.bash
-        if self.wrapper is not None:
+        wrapper = wrapper or self.wrapper
+        if wrapper is not None:
             with _ENVIRON:
                 merged = own_env or {**os.environ, **(self.env or {}), **(env or {})}
-            argv, own_env = self.wrapper.wrap([self.bash, "-c", command], self.cwd, merged)
+            argv, own_env = wrapper.wrap([self.bash, "-c", command], self.cwd, merged)
             executable = argv[0]
         if own_env is None:
             inherit(self.env)

@@ -3,8 +3,8 @@ gives back what it answered, its usage, and whether it failed; the verdict is re
 answer (`verdict.read_verdict`).
 
 Every reviewer command runs through `run_read_only`: the one seam where the sandbox (SPEC 15)
-confines it to a read-only work tree. Until then the presets' own read-only modes hold it
-(claude's plan mode, codex's read-only sandbox, aider's dry run).
+confines it to a read-only work tree, on top of the presets' own read-only modes (claude's plan
+mode, codex's read-only sandbox, aider's dry run).
 """
 
 from __future__ import annotations
@@ -53,12 +53,18 @@ class ReviewerAgent(Protocol):
 
 
 def run_read_only(
-    runner: CommandRunner, command: str, timeout: float, *, stdin: str, env: dict[str, str], read_only: bool
+    runner: CommandRunner,
+    command: str,
+    timeout: float,
+    *,
+    stdin: str,
+    env: dict[str, str],
+    preset: str | None,
 ) -> CommandResult:
-    """The one place a reviewer's command runs. `read_only`: it may read the work tree, never
-    write it (the sandbox's bind, SPEC 15, goes here)."""
-    del read_only  # the sandbox helper's confinement plugs in here
-    return runner.run(command, timeout, stdin=stdin, env=env)
+    """The one place a reviewer's command runs: in a sandboxed run, in the same sandbox with the
+    work tree read-only (SPEC 15, 16), as `preset`'s CLI (its state folders and variables)."""
+    wrapper = runner.wrapper.looking(preset) if runner.wrapper is not None else None
+    return runner.run(command, timeout, stdin=stdin, env=env, wrapper=wrapper)
 
 
 class CommandReviewer:
@@ -97,8 +103,9 @@ class CommandReviewer:
             "AKIRA_REVIEW": "1",
             "AKIRA_PROMPT_FILE": str(prompt_file),
         }
+        preset = self.preset.name if self.preset is not None else None
         result = run_read_only(
-            runner, command, self.settings.timeout_seconds, stdin=prompt, env=env, read_only=True
+            runner, command, self.settings.timeout_seconds, stdin=prompt, env=env, preset=preset
         )
         if not result.ok:
             return Answer(failure=f"{result.describe()}: {tail(result.output, 300).strip()}".strip())

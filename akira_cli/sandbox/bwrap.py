@@ -85,9 +85,14 @@ class Sandbox:
         )
         return replace(self, tree=tree, workspace=inner, origin=self.origin or self.tree)
 
-    def looking(self) -> Sandbox:
-        """A read-only sandbox: the work tree and `.git` cannot be written (a reviewer's)."""
-        return replace(self, read_only=True)
+    def looking(self, preset: str | None = None) -> Sandbox:
+        """A read-only sandbox: the work tree and `.git` cannot be written (a reviewer's). With
+        `preset`, its CLI's state folders, variables and executable are the ones let in."""
+        if preset is None or preset == self.preset:
+            return replace(self, read_only=True)
+        wanted = policy.PRESET_EXECUTABLES.get(preset, ())
+        tools = tuple(policy.tool_paths(os.environ.get("PATH", ""), self.home, wanted))
+        return replace(self, read_only=True, preset=preset, tools=tools)
 
     def flags(self) -> list[str]:
         home = str(self.home)

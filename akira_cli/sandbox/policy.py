@@ -53,10 +53,18 @@ PRESET_HOSTS: dict[str, tuple[str, ...]] = {
 
 PRESET_ENV: dict[str, tuple[str, ...]] = {
     "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_*"),
-    "codex": ("OPENAI_API_KEY", "CODEX_HOME"),
+    "codex": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"),
     "gemini": ("GEMINI_API_KEY", "GOOGLE_*"),
     "aider": ("AIDER_*", "OPENAI_API_KEY", "OPENAI_API_BASE", "ANTHROPIC_API_KEY"),
 }
+
+PRESET_BASE_URLS: dict[str, tuple[str, ...]] = {
+    "claude": ("ANTHROPIC_BASE_URL",),
+    "codex": ("OPENAI_BASE_URL",),
+    "gemini": ("GOOGLE_GEMINI_BASE_URL",),
+    "aider": ("OPENAI_API_BASE", "ANTHROPIC_BASE_URL"),
+}
+"""Where a person points a preset's CLI at a gateway: that gateway is the preset's API host."""
 
 BASE_ENV = ("PATH", "LANG", "LC_*", "TERM", "TZ", "AKIRA_*")
 PROXY_NAMES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
@@ -138,10 +146,17 @@ def url_rule(url: str | None) -> HostRule | None:
     return HostRule(parts.hostname.lower(), port)
 
 
-def host_rules(preset: str | None, base_url: str | None, allow: Iterable[str]) -> tuple[HostRule, ...]:
+def host_rules(
+    preset: str | None,
+    base_url: str | None,
+    allow: Iterable[str],
+    environ: Mapping[str, str] = os.environ,
+) -> tuple[HostRule, ...]:
+    """The proxy's rules: the preset's API hosts, or the gateway its base-URL variable names,
+    the host of `llm.base_url`, and `sandbox.allow_hosts`."""
     rules = [HostRule(host, 443) for host in PRESET_HOSTS.get(preset or "", ())]
-    if (rule := url_rule(base_url)) is not None:
-        rules.append(rule)
+    urls = [base_url, *(environ.get(name) for name in PRESET_BASE_URLS.get(preset or "", ()))]
+    rules += [rule for url in urls if (rule := url_rule(url)) is not None]
     rules += [HostRule.parse(entry) for entry in allow]
     return tuple(rules)
 

@@ -84,6 +84,9 @@ def open_sandbox(
     from akira_cli.sandbox.proxy import Proxy
 
     rules = policy.host_rules(preset_of(config, kind), config.llm.base_url, config.sandbox.allow_hosts)
+    reviewer = (config.review.agent or "").strip()
+    if reviewer in policy.PRESET_HOSTS and reviewer != preset_of(config, kind):  # SPEC 16: its API too
+        rules += policy.host_rules(reviewer, None, ())
     proxy = Proxy(rules, on_denied).start()
     try:
         yield build_sandbox(
