@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from akira_cli.llm.client import LLMClient
     from akira_cli.review.gate import RequirementTexts, StepReview
     from akira_cli.state.models import LoopState
+    from akira_cli.tasks.model import Step, TaskFile
     from akira_cli.workspace import Workspace
 
 
@@ -40,7 +41,7 @@ def step_reviewer(
         return None
     from akira_cli.review.agent import CommandReviewer, LLMReviewer, ReviewerAgent
     from akira_cli.review.diff import StepDiffs
-    from akira_cli.review.gate import StepReview, requirement_ids
+    from akira_cli.review.gate import StepReview
 
     name = (settings.agent or "").strip()
     agent: ReviewerAgent
@@ -65,7 +66,7 @@ def step_reviewer(
         agent,
         StepDiffs(commits, state.git.base if state.git is not None else None),
         config.reflection.max_iterations if retry else 1,
-        requirement_texts or requirement_ids,
+        requirement_texts or criteria_or_ids,
         config.llm.prices,
     )
 
@@ -77,3 +78,12 @@ def review_client(config: Config, bus: EventBus) -> LLMClient:
 
     llm = config.llm.model_copy(update={"model": config.review.model or config.llm.model})
     return LLMClient(llm, limits=config.resource_limits, bus=bus)
+
+
+def criteria_or_ids(step: Step, task: TaskFile) -> list[str]:
+    """The texts of the criteria the step names (SPEC 16), read from the spec's requirements.md
+    or spec.md; the ids alone when the feature has no criteria file."""
+    from akira_cli.criteria.refs import requirement_texts
+    from akira_cli.review.gate import requirement_ids
+
+    return requirement_texts(step, task) or requirement_ids(step, task)
