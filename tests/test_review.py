@@ -195,7 +195,7 @@ def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night:
     report = night.report()
     look = report.split("## Needs a person's look", 1)[1].split("##", 1)[0]
     assert "- 1: Write the greeting: disputed" in look and "- 2: Write the farewell: disputed" in look
-    assert "it lacks the name" in look
+    assert "disputed, the reviewer still asks: greeting.txt: it lacks the name" in look
     status = json.loads(night.akira.cli("loop", "status", "--task-id", state.task_id, "--json").out)
     assert status["reviews"] == {"disputed": 2}
     progress = json.loads(night.akira.cli("loop", "progress", "--task-id", state.task_id, "--json").out)

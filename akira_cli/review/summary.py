@@ -28,7 +28,7 @@ def needs_a_look(done: list[CompletedStep]) -> str:
     review. '' when there are none."""
     lines = []
     for step in done:
-        first = step.review_note.strip().splitlines()[0][:200] if step.review_note.strip() else ""
+        first = step.review_note.strip().splitlines()[0].lstrip("- ")[:200] if step.review_note.strip() else ""
         if step.review == "disputed":
             lines.append(f"- {step.step_id}: {step.description}: disputed, the reviewer still asks: {first}")
         elif step.review == "none":
