@@ -205,3 +205,28 @@ def test_an_llm_reviewer_without_an_endpoint_is_one_line_before_any_step(night: 
     lines = [line for line in done.err.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and "review.agent: llm needs an LLM endpoint" in lines[0], done.err
     assert not (night.tmp / "agent.jsonl").exists()  # no step ran
+
+
+def test_a_reviewer_command_that_does_not_parse_is_one_line(night: Night) -> None:
+    night.setup('  agent: "bash -c \'unclosed"\n')
+    done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
+    assert done.code == 1 and "review.agent" in done.err and "not a command line" in done.err, done.err
+    assert "Traceback" not in done.err and len(done.err.strip().splitlines()) == 1
+
+
+def test_a_failing_reviewer_cli_still_counts_what_it_used(night: Night) -> None:
+    claude = night.tmp / "bin" / "claude"
+    claude.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        "sys.stdin.read()\n"
+        "print(json.dumps({'type': 'result', 'subtype': 'error_during_execution', 'is_error': True,\n"
+        "    'result': 'API Error: 500', 'num_turns': 1, 'total_cost_usd': 0.02,\n"
+        "    'usage': {'input_tokens': 300, 'output_tokens': 10}}))\n"
+        "sys.exit(1)\n"
+    )
+    night.setup("  agent: claude\n")
+    assert night.start()[0] == 0
+    state = night.akira.state()
+    assert [s.review for s in state.completed_steps] == ["none", "none"]
+    assert state.review_usage.cost_usd == pytest.approx(0.04) and state.usage.cost_usd == pytest.approx(0.04)
