@@ -230,3 +230,15 @@ def test_a_failing_reviewer_cli_still_counts_what_it_used(night: Night) -> None:
     state = night.akira.state()
     assert [s.review for s in state.completed_steps] == ["none", "none"]
     assert state.review_usage.cost_usd == pytest.approx(0.04) and state.usage.cost_usd == pytest.approx(0.04)
+
+
+def test_a_rejection_on_the_last_allowed_attempt_completes_the_step_disputed(night: Night) -> None:
+    night.setup("  agent: claude\n  max_rounds: 3\n", extra="reflection:\n  max_iterations: 2\n")
+    night.verdicts("changes")
+    code, err = night.start()
+    assert code == 0, err  # never needs_action for a reviewer's opinion alone
+    state = night.akira.state()
+    assert [(s.step_id, s.attempts, s.review) for s in state.completed_steps] == [
+        ("1", 2, "disputed"),
+        ("2", 2, "disputed"),
+    ]
