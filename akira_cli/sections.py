@@ -236,6 +236,18 @@ class ReviewSettings(Section):
     timeout_seconds: float = Field(600, gt=0)
     """The reviewer's time; past it the step is `none` (not reviewed), with a warning."""
 
+    @field_validator("agent")
+    @classmethod
+    def _command_line(cls, value: str | None) -> str | None:
+        import shlex
+
+        if value is not None:
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"not a command line ({exc}); quote it as a shell would") from None
+        return value
+
     @field_validator("when", mode="before")
     @classmethod
     def _step_ids(cls, value: Any) -> Any:

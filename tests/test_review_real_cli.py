@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from review_night import Night
 from test_git_runs import trailers
-from test_review import Night
 
 from akira_cli.agents.presets.versions import PINS
 

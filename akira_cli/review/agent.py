@@ -107,11 +107,12 @@ class CommandReviewer:
         result = run_read_only(
             runner, command, self.settings.timeout_seconds, stdin=prompt, env=env, preset=preset
         )
-        if not result.ok:
-            return Answer(failure=f"{result.describe()}: {tail(result.output, 300).strip()}".strip())
-        if self.preset is None:
+        report = self.preset.read(result.output, result.exit_code) if self.preset is not None else None
+        if not result.ok:  # what it used before failing still counts
+            failure = f"{result.describe()}: {tail(result.output, 300).strip()}".strip()
+            return Answer(failure=failure, usage=report.usage if report is not None else Usage())
+        if report is None:
             return Answer(text=result.output)
-        report = self.preset.read(result.output, result.exit_code)
         if report.failed or report.limit is not None:
             why = report.limit.message if report.limit is not None else report.error
             return Answer(failure=f"{self.name} reported a failure: {tail(why, 300)}", usage=report.usage)

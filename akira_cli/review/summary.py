@@ -19,8 +19,13 @@ def step_note(step: CompletedStep) -> str:
     reviewer's summary ('' when no reviewer looked)."""
     if not step.review:
         return ""
-    summary = step.review_note.strip().splitlines()[0].lstrip("- ")[:160] if step.review_note.strip() else ""
+    summary = first_line(step.review_note, 160)
     return f"; {SHOWN[step.review]}" + (f" ({summary})" if summary and step.review == "approved" else "")
+
+
+def first_line(text: str, limit: int) -> str:
+    lines = text.strip().splitlines()
+    return lines[0].lstrip("- ").strip()[:limit] if lines else ""
 
 
 def needs_a_look(done: list[CompletedStep]) -> str:
@@ -28,7 +33,7 @@ def needs_a_look(done: list[CompletedStep]) -> str:
     review. '' when there are none."""
     lines = []
     for step in done:
-        first = step.review_note.strip().splitlines()[0][:200] if step.review_note.strip() else ""
+        first = first_line(step.review_note, 200)
         if step.review == "disputed":
             lines.append(f"- {step.step_id}: {step.description}: disputed, the reviewer still asks: {first}")
         elif step.review == "none":
