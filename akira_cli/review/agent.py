@@ -60,11 +60,12 @@ def run_read_only(
     stdin: str,
     env: dict[str, str],
     preset: str | None,
+    split: bool = False,
 ) -> CommandResult:
     """The one place a reviewer's command runs: in a sandboxed run, in the same sandbox with the
     work tree read-only (SPEC 15, 16), as `preset`'s CLI (its state folders and variables)."""
     wrapper = runner.wrapper.looking(preset) if runner.wrapper is not None else None
-    return runner.run(command, timeout, stdin=stdin, env=env, wrapper=wrapper)
+    return runner.run(command, timeout, stdin=stdin, env=env, wrapper=wrapper, split=split)
 
 
 class CommandReviewer:
@@ -104,10 +105,14 @@ class CommandReviewer:
             "AKIRA_PROMPT_FILE": str(prompt_file),
         }
         preset = self.preset.name if self.preset is not None else None
-        result = run_read_only(
-            runner, command, self.settings.timeout_seconds, stdin=prompt, env=env, preset=preset
+        split = bool(self.preset is not None and self.preset.split_stderr)  # as the agent reads it
+        timeout = self.settings.timeout_seconds
+        result = run_read_only(runner, command, timeout, stdin=prompt, env=env, preset=preset, split=split)
+        report = (
+            self.preset.read(result.output, result.exit_code, result.stderr)
+            if self.preset is not None
+            else None
         )
-        report = self.preset.read(result.output, result.exit_code) if self.preset is not None else None
         if not result.ok:  # what it used before failing still counts
             failure = f"{result.describe()}: {tail(result.output, 300).strip()}".strip()
             return Answer(failure=failure, usage=report.usage if report is not None else Usage())
