@@ -26,12 +26,13 @@ class LoggedFleet(Fleet):
     def __init__(self, url: str, tmp_path: Path) -> None:
         super().__init__(url, tmp_path)
         self.logs: dict[str, Path] = {}
+        self.work = tmp_path / "work"
 
     def worker(self, name: str, timeout: float = 3, concurrency: int = 1) -> subprocess.Popen[str]:
         log = self.tmp / f"worker-{name}.log"
         self.logs[name] = log
         command = [sys.executable, "-m", "akira_cli", "fleet", "worker", "--name", name]
-        command += ["--database-url", self.url, "--work-dir", str(self.tmp / "work")]
+        command += ["--database-url", self.url, "--work-dir", str(self.work)]
         command += ["--worker-timeout", str(timeout), "--concurrency", str(concurrency)]
         with log.open("w") as out:
             process = subprocess.Popen(command, stdout=out, stderr=out, text=True, cwd=self.tmp)
@@ -177,3 +178,55 @@ def test_a_runs_branch_follows_git_branch_takes_the_next_free_name_and_survives_
     heads = git(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/night").split()
     assert sorted(heads) == ["night/billing", "night/billing-2"]  # recovery made no -3
     assert git(bare, "rev-parse", "night/billing") == taken  # the earlier branch untouched
+    rescued = fleet.log("rescuer").splitlines()
+    assert "akira: fleet worker rescuer recovers the runs of worker doomed, silent for 3s" in rescued
+    assert any(
+        line.startswith(f"akira: fleet worker rescuer recovers {run_id} (")
+        and line.endswith("from its branch night/billing-2")
+        for line in rescued
+    ), rescued
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_logs_its_runs_counts_queued_steps_and_keeps_only_a_failed_runs_clone(
+    fleet: LoggedFleet, origin: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    fleet.work = tmp_path / "my work"  # a path a shell must see quoted
+    commit_task(origin, "good", steps(ledger, 2))
+    commit_task(origin, "bad", "- [ ] 1. Never\n  - Run: `echo no > never.txt`\n  - Exists: `absent.txt`\n")
+    push(origin)
+    bare = tmp_path / "origin.git"
+    good = fleet.add_repo(str(bare), "Specs/good/tasks.md")
+    bad = fleet.add_repo(str(bare), "Specs/bad/tasks.md")
+    queued = {row["run_id"]: row for row in fleet.status()}
+    assert (queued[good]["status"], queued[good]["steps_done"], queued[good]["steps_total"]) == (
+        "queued",
+        0,
+        2,
+    )
+    assert queued[bad]["steps_total"] == 1
+    assert "0/2" in fleet.cli("status").stdout
+    worker = fleet.worker("w")
+    ended = fleet.wait(
+        lambda rows: {row["status"] for row in rows} == {"completed", "needs_action"},
+        timeout=240,
+        what="both",
+    )
+    by_id = {row["run_id"]: row for row in ended}
+    assert by_id[good]["status"] == "completed" and by_id[bad]["status"] == "needs_action"
+    fleet.wait_log("w", bad, "needs_action")
+    log = fleet.wait_log("w", good, "completed")
+    kept = fleet.work / f"{bad}-w"
+    assert sorted(path.name for path in fleet.work.iterdir()) == [kept.name]  # the finished one's is gone
+    assert (kept / "Specs" / "bad" / "tasks.md").is_file()
+    lines = log.splitlines()
+    assert f"akira: fleet worker w took {good} (Specs/good/tasks.md in {bare} at main)" in lines
+    assert f"akira: fleet worker w took {bad} (Specs/bad/tasks.md in {bare} at main)" in lines
+    assert f"akira: {good} completed after 2/2 steps on branch akira/good" in lines
+    failed = next(line for line in lines if line.startswith(f"akira: {bad} needs_action"))
+    assert f"needs_action after 0/1 steps (its clone is kept in '{kept}'): " in failed, failed
+    assert fleet.stop_gracefully(worker) == 0
+    assert (
+        fleet.log("w").splitlines()[-1] == "akira: fleet worker w stopped"
+    )  # no runs of its own to hand back

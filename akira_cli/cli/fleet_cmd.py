@@ -136,7 +136,7 @@ def status(
             status_text,
             row["worker"] or "-",
             row["step"] or "-",
-            f"{row['steps_done']}/{row['steps_total']}",
+            f"{row['steps_done']}/{row['steps_total']}" if row["steps_total"] else "-",
             f"${row['cost_usd']:.4f}",
             age(row["_age"]),
         )

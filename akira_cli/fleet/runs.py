@@ -99,6 +99,27 @@ def new_run(task: Path, repo: str | None, ref: str | None) -> RunSpec:
     )
 
 
+def count_steps(spec: RunSpec) -> int | None:
+    """The task's steps at the run's ref (as a worker will count them), when the repository is a
+    local path; None for a URL, whose steps the worker counts once it has cloned it."""
+    from akira_cli.tasks.parser import parse_task_text
+
+    if not Path(spec.repo).is_dir():
+        return None
+    shown = subprocess.run(
+        ["git", "show", f"{spec.ref}:{spec.task}"], cwd=spec.repo, env=git_env(), capture_output=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    try:
+        return (
+            len(parse_task_text(shown.stdout, Path(spec.task)).leaves(False))
+            if shown.returncode == 0
+            else None
+        )
+    except Exception:
+        return None  # the loop refuses a task file it cannot read, with its own line
+
+
 def live_key(spec: RunSpec) -> str:
     return hashlib.sha1(f"{spec.repo}\0{spec.task}".encode()).hexdigest()[:24]
 
@@ -137,6 +158,13 @@ def add(url: str, spec: RunSpec, priority: int) -> str:
             ) from None
     finally:
         client.destroy()
+    total = count_steps(spec)
+    if total is not None:  # a queued run shows 0/N, not 0/0
+        tables = Tables(url)
+        try:
+            tables.report(spec.run_id, steps_total=total)
+        finally:
+            tables.close()
     return spec.run_id
 
 
