@@ -18,7 +18,7 @@ from akira_cli.cli import (
     loop_view_cmd,
     reason_cmd,
 )
-from akira_cli.cli.common import exits
+from akira_cli.cli.common import PlainUsage, exits
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import describe_os_error
 
@@ -58,7 +58,7 @@ app.command("init")(exits(init_cmd.init))
 app.add_typer(loop_cmd.app, name="loop")  # loop_view_cmd adds the reading commands to it
 _ = loop_view_cmd, loop_control_cmd  # imported for their commands
 app.add_typer(config_cmd.app, name="config")
-app.command("reason")(exits(reason_cmd.reason))
+app.command("reason", cls=PlainUsage)(exits(reason_cmd.reason))
 app.add_typer(fleet_cmd.app, name="fleet")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _notes(rows: list[dict[str, Any]], corrupt: list[str]) -> list[str]:
     systemic = sorted({sig for row in rows for sig in row["systemic_issues"]})
     if systemic:
         notes.append(f"Systemic issues (same error in several tasks): {', '.join(systemic)}")
-    notes += [f"corrupt state file (not shown): {path}" for path in corrupt]
+    notes += [f"corrupt state file (not shown): {shlex.quote(str(path))}" for path in corrupt]
     if not rows and not corrupt:
         notes.append("no loops yet; start one with 'akira loop start --task PATH'")
     return notes
