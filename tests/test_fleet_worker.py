@@ -230,3 +230,30 @@ def test_a_worker_logs_its_runs_counts_queued_steps_and_keeps_only_a_failed_runs
     assert (
         fleet.log("w").splitlines()[-1] == "akira: fleet worker w stopped"
     )  # no runs of its own to hand back
+
+
+def test_fleet_add_of_an_uncommitted_task_names_git_commands_that_paste(
+    fleet: LoggedFleet, tmp_path: Path
+) -> None:
+    root = tmp_path / "my repo"
+    assert main(["init", str(root)]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    task = root / "Specs" / "new feat" / "tasks.md"
+    task.parent.mkdir(parents=True)
+    task.write_text("- [ ] 1. One\n  - Run: `true`\n")
+    refused = fleet.cli("add", "--task", str(task))
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "'Specs/new feat/tasks.md' is not in" in refused.stderr, refused.stderr
+    command = refused.stderr.split("commit the task file there (", 1)[1].split("), or give --ref", 1)[0]
+    assert command.startswith(f"git -C '{root}' add 'Specs/new feat/tasks.md' && git -C '{root}' commit")
+    pasted = subprocess.run(
+        ["bash", "-c", command.replace(" commit", " commit -q -m tasks")], cwd=tmp_path, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert pasted.returncode == 0, pasted.stderr
+    run_id = fleet.add(task)
+    assert [(row["run_id"], row["steps_total"]) for row in fleet.status()] == [(run_id, 1)]

@@ -94,6 +94,7 @@ def test_help_texts_say_what_each_command_takes(tmp_path: Path) -> None:
     cancel = help_text(tmp_path, "fleet", "cancel")
     assert "Usage: akira fleet cancel [OPTIONS] RUN_ID" in cancel and "{" not in cancel, cancel
     assert "Usage: akira reason [OPTIONS] TEXT" in help_text(tmp_path, "reason")
+    assert "Usage: akira init [OPTIONS] [DIR]" in help_text(tmp_path, "init")  # as SPEC 3 writes them
     timeout = option_help(help_text(tmp_path, "fleet", "worker"), "--worker-timeout")
     assert "(default: fleet.worker_timeout_seconds, 60)" in timeout, timeout
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from typing import Annotated
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"akira: error: {redaction.redact(describe_os_error(exc))}", file=sys.stderr)
         return 1
     except Exception as exc:  # our bug: one line here, the traceback in a file for the report
-        where = save_traceback()
+        where = shlex.quote(str(save_traceback()))
         print(
             f"akira: internal error: {type(exc).__name__}: {redaction.redact(str(exc))[:300]}; "
             f"the state on disk is intact, 'akira loop resume' continues; details in {where}",

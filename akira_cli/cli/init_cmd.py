@@ -42,7 +42,9 @@ def project_checks(folder: Path) -> list[str]:
 def init(
     directory: Annotated[
         Path | None,
-        typer.Argument(help="Folder to set up, created if missing (default: --root, else the cwd)."),
+        typer.Argument(
+            metavar="DIR", help="Folder to set up, created if missing (default: --root, else the cwd)."
+        ),
     ] = None,
     root: Annotated[
         str | None, typer.Option("--root", help="Folder to set up when DIR is not given (default: the cwd).")
