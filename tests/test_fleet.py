@@ -273,6 +273,10 @@ def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     assert first.wait(timeout=40) == 0 and time.monotonic() - asked < 30
     ends = [line[1] for line in ledger_lines(ledger) if line[0] == "end"]
     assert ends == ["1"]  # the running step finished; the next one never started
+    assert first.stderr is not None
+    said = first.stderr.read().splitlines()
+    assert f"akira: {run_id} paused after 1/3 steps; it goes back to the queue" in said, said
+    assert said[-1] == "akira: fleet worker leaving stopped; its 1 run goes back to the queue", said
     fleet.worker("staying", timeout=60)
     rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=120, what="the run handed back")
     assert rows[0]["worker"] == "staying" and rows[0]["run_id"] == run_id

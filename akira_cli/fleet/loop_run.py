@@ -196,6 +196,10 @@ class LoopRun:
             return self.end("cancelled", "cancelled")
         if self.stopping.is_set() and process.returncode in (2, 3, -signal.SIGTERM):
             shutil.rmtree(clone, ignore_errors=True)  # its steps are pushed; the next worker clones anew
+            say(
+                f"{self.spec.run_id} paused after {self.done}/{self.total or '?'} steps; "
+                "it goes back to the queue"
+            )
             return {"status": "handed_back"}
         status = EXIT_STATUS.get(process.returncode or 0, "failed")
         return self.end(status, "" if status == "completed" else tail("".join(stderr).strip(), 500))
