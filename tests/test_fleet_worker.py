@@ -257,3 +257,33 @@ def test_fleet_add_of_an_uncommitted_task_names_git_commands_that_paste(
     assert pasted.returncode == 0, pasted.stderr
     run_id = fleet.add(task)
     assert [(row["run_id"], row["steps_total"]) for row in fleet.status()] == [(run_id, 1)]
+
+
+def test_a_fleet_database_made_before_the_branch_column_gets_it(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    from akira_cli.fleet.database import Tables
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # the table as the version before it made it
+        conn.execute(
+            sa.text(
+                "CREATE TABLE akira_fleet_progress (run_id VARCHAR(64) PRIMARY KEY, status VARCHAR(32), "
+                "worker VARCHAR(200), step VARCHAR(200), steps_done INTEGER, steps_total INTEGER, "
+                "cost_usd DOUBLE PRECISION, message TEXT, loop_seconds DOUBLE PRECISION, updated_at DOUBLE PRECISION)"
+            )
+        )
+        conn.execute(
+            sa.text("INSERT INTO akira_fleet_progress (run_id, status) VALUES ('run-old', 'running')")
+        )
+    engine.dispose()
+    tables = Tables(url)
+    try:
+        assert tables.branch("run-old") is None
+        tables.report("run-old", status="running", branch="akira/feat")
+        assert tables.branch("run-old") == "akira/feat"
+        assert tables.live_branches(but="run-new") == ["akira/feat"]
+        assert tables.progress()["run-old"]["status"] == "running"
+    finally:
+        tables.close()
