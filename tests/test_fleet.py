@@ -273,6 +273,10 @@ def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     assert first.wait(timeout=40) == 0 and time.monotonic() - asked < 30
     ends = [line[1] for line in ledger_lines(ledger) if line[0] == "end"]
     assert ends == ["1"]  # the running step finished; the next one never started
+    assert first.stderr is not None
+    said = first.stderr.read().splitlines()
+    assert f"akira: {run_id} paused after 1/3 steps; it goes back to the queue" in said, said
+    assert said[-1] == "akira: fleet worker leaving stopped; its 1 run goes back to the queue", said
     fleet.worker("staying", timeout=60)
     rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=120, what="the run handed back")
     assert rows[0]["worker"] == "staying" and rows[0]["run_id"] == run_id
@@ -395,8 +399,8 @@ def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     out, err = worker.communicate(timeout=30)
     assert worker.returncode == 0 and time.monotonic() - asked < 30
     assert out == "" and err.strip().splitlines() == [
-        "akira: fleet worker idle stopped; its runs go back to the queue"
-    ]  # nothing between: it waited quietly
+        "akira: fleet worker idle stopped"
+    ]  # nothing between: it waited quietly, and it had no runs to hand back
 
 
 def test_a_run_recovered_after_its_loop_finished_is_completed_not_run_again(

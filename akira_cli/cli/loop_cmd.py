@@ -18,6 +18,7 @@ from akira_cli.cli.common import (
     ConfigOption,
     RootOption,
     TaskIdOption,
+    TaskRootOption,
     exits,
     find_path,
     load_task,
@@ -109,7 +110,7 @@ def start(
             help="How many [P] steps of a wave run at once, each in a git worktree (needs git).",
         ),
     ] = None,
-    root: RootOption = None,
+    root: TaskRootOption = None,
     sandbox: SandboxFlag = None,
 ) -> int:
     """Start a loop on a task file."""
