@@ -388,3 +388,26 @@ def test_the_presets_say_which_cli_version_they_follow() -> None:
         assert PINS[name].version in (sys.modules[type(preset).__module__].__doc__ or ""), name
     settings = AgentSettings()
     assert "--full-auto" not in PRESETS["codex"].command(settings, "th-1")
+
+
+@pytest.mark.timeout(120)
+def test_a_provider_fault_in_a_parallel_wave_is_waited_out_on_its_step(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=akira.root, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    task = akira.write_task(
+        "cli", "- [ ] 1. [P] First\n  - Exists: `step_1.txt`\n- [ ] 2. [P] Second\n  - Exists: `step_2.txt`\n"
+    )
+    git("add", "-A")
+    git("-c", "user.name=P", "-c", "user.email=p@e", "commit", "-q", "-m", "base")
+    fake("api_529", "ok+write")
+    result = akira.cli(
+        "loop", "start", "--agent", "claude", "--task", str(task), "--parallel", "2", timeout=90
+    )
+    assert result.code == 0, result.err
+    state = akira.state()
+    assert state.total_failures == 0 and len(state.completed_steps) == 2 and not state.reflections
+    assert len(provider_waits(akira)) == 1
