@@ -100,9 +100,7 @@ class Gemini:
             )
             return _error(429, message, details)
         if fault.status == 429:
-            details = [
-                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0s"}
-            ]
+            details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0s"}]
             return _error(429, "Resource has been exhausted (e.g. check quota).", details)
         messages = {401: "API key not valid. Please pass a valid API key.", 503: "The model is overloaded."}
         return _error(fault.status, messages.get(fault.status, "Internal error encountered."), [])
