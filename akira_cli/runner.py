@@ -29,6 +29,8 @@ class CommandResult:
     duration: float
     timed_out: bool = False
     interrupted: bool = False
+    stderr: str = ""
+    """Only with `run(..., split=True)`: then `output` is stdout alone."""
 
     @property
     def ok(self) -> bool:
@@ -110,7 +112,10 @@ class CommandRunner:
         *,
         stdin: str | None = None,
         env: dict[str, str] | None = None,
+        split: bool = False,
     ) -> CommandResult:
+        """`split` (with `stdin`): stderr is read apart from stdout, for an agent CLI that
+        writes its answer to one and its warnings and stack traces to the other."""
         started = time.monotonic()
         own_env = None
         if self.private_env:
@@ -132,7 +137,7 @@ class CommandRunner:
                 env=own_env,
                 stdin=subprocess.PIPE if stdin is not None else _devnull(),
                 stdout=subprocess.PIPE if stdin is not None else write_fd,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.PIPE if split and stdin is not None else subprocess.STDOUT,
                 start_new_session=True,
             )
         except BaseException:
@@ -143,6 +148,7 @@ class CommandRunner:
             if stdin is None:
                 os.close(write_fd)  # the child has its copy; the reader sees the end with it
         self.commands += 1
+        err = b""
         with self._lock:
             self._current = process
             if self.killed:  # a forced stop came while the command was starting
@@ -155,7 +161,7 @@ class CommandRunner:
             if stdin is None:
                 out, timed_out = self._collect(process, out_fd, timeout)
             else:
-                out, timed_out = self._communicate(process, stdin.encode(), timeout)
+                out, err, timed_out = self._communicate(process, stdin.encode(), timeout)
         except BaseException:
             self._kill_group(process)  # nobody would wait for it any more
             raise
@@ -169,7 +175,13 @@ class CommandRunner:
         text = tail(out.decode("utf-8", "replace"), OUTPUT_LIMIT)
         interrupted = self.killed and not timed_out and process.returncode != 0
         return CommandResult(
-            command, process.returncode, text, time.monotonic() - started, timed_out, interrupted
+            command,
+            process.returncode,
+            text,
+            time.monotonic() - started,
+            timed_out,
+            interrupted,
+            tail(err.decode("utf-8", "replace"), OUTPUT_LIMIT),
         )
 
     def sync_pending(self) -> None:
@@ -223,15 +235,15 @@ class CommandRunner:
 
     def _communicate(
         self, process: subprocess.Popen[bytes], data: bytes, timeout: float
-    ) -> tuple[bytes, bool]:
+    ) -> tuple[bytes, bytes, bool]:
         """With input to feed (agent prompts): the standard library's way, not a hot path."""
         try:
-            out, _ = process.communicate(data, timeout)
-            return out, False
+            out, err = process.communicate(data, timeout)
+            return out, err or b"", False
         except subprocess.TimeoutExpired:
             self._kill_group(process)
-            out, _ = process.communicate()
-            return out, True
+            out, err = process.communicate()
+            return out, err or b"", True
 
     @staticmethod
     def _kill_group(process: subprocess.Popen[bytes]) -> None:

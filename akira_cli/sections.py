@@ -73,21 +73,33 @@ class AgentSettings(Section):
     preset: Literal["claude", "codex", "gemini", "aider"] | None = None
     """An agent CLI akira knows: its flags, its output, its usage and cost (implies `command`)."""
     permission_mode: str | None = None
-    """claude: --permission-mode (default acceptEdits); gemini: `bypass` adds --yolo."""
+    """claude: --permission-mode (default acceptEdits); gemini: `bypass` means --approval-mode
+    yolo (else auto_edit); codex: `bypass` runs without codex's sandbox (else workspace-write)."""
     extra_args: list[str] = Field(default_factory=list)
     """Flags added to the preset's command line."""
     session: Literal["fresh", "continue"] = "fresh"
     """fresh: a new conversation per attempt; continue: resume the step's last one (claude, codex)."""
     max_limit_wait_seconds: float = Field(21600, ge=0)
     """The longest wait for an agent CLI's usage limit to reset before asking a person."""
+    max_transient_wait_seconds: float = Field(1800, ge=0)
+    """The longest an agent CLI's failing provider (429, 5xx, 529, overloaded) is waited out,
+    with backoff, before asking a person."""
 
 
 class ModelPrice(Section):
     input_per_1m: float = Field(0.0, ge=0)
     output_per_1m: float = Field(0.0, ge=0)
+    cached_input_per_1m: float | None = Field(None, ge=0)
+    """The price of cached input tokens; unset, they cost what other input does."""
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input_per_1m + completion_tokens * self.output_per_1m) / 1_000_000
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+        """`prompt_tokens` include the `cached_tokens`, which are priced apart when a cached
+        price is given."""
+        cached = min(cached_tokens, prompt_tokens) if self.cached_input_per_1m is not None else 0
+        fresh = (prompt_tokens - cached) * self.input_per_1m
+        return (
+            fresh + cached * (self.cached_input_per_1m or 0.0) + completion_tokens * self.output_per_1m
+        ) / 1_000_000
 
 
 class LLMSettings(Section):

@@ -1,96 +1,46 @@
-"""Agent CLI presets (SPEC 7) against fake CLIs put first on PATH: real subprocesses that print
-exactly the documented formats (Claude Code headless JSON, `codex exec --json` events, Gemini
-CLI JSON, aider's cost lines), their failures and their usage-limit messages."""
+"""Agent CLI presets (SPEC 7) against fake CLIs put first on PATH: real subprocesses that replay
+what the real CLIs printed (tests/cli_replay.py: Claude Code 2.1.197's JSON result, codex 0.169's
+`exec --json` events, gemini 0.61's JSON, aider 0.86's cost lines), their failures and their
+usage-limit messages."""
 
 from __future__ import annotations
 
 import json
-import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_replay import install
 from conftest import Akira
 
 from akira_cli.agents.presets import limits
 from akira_cli.events import EventType
 
-FAKE = """\
-#!{python}
-import fcntl, json, os, pathlib, sys, time
-prompt = sys.stdin.read()
-script = pathlib.Path(os.environ["FAKE_SCRIPT"])
-with open(script, "r+") as held:  # parallel steps call at once: one takes each mode
-    fcntl.flock(held, fcntl.LOCK_EX)
-    modes = json.loads(held.read())
-    mode = modes.pop(0) if len(modes) > 1 else modes[0]
-    held.seek(0)
-    held.truncate()
-    held.write(json.dumps(modes))
-step = os.environ.get("AKIRA_STEP_ID", "x")
-with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps({{"cli": "{name}", "argv": sys.argv[1:], "mode": mode, "step": step,
-        "prompt": prompt[:60]}}) + "\\n")
-if mode in ("work", "error"):
-    pathlib.Path(f"step_{{step}}.txt").write_text("done")
-{body}
-"""
-CLAUDE = """\
-if mode == "limit":
-    print("Claude AI usage limit reached|" + str(int(time.time()) + 2)); sys.exit(1)
-if mode == "limit_far":
-    print("You've hit your limit · resets 3am (UTC)"); sys.exit(1)
-print(json.dumps({"type": "result", "subtype": "success" if mode != "error" else "error_during_execution",
-    "is_error": mode == "error", "result": "Refusing: tests are red" if mode == "error" else "Done.",
-    "session_id": "sess-" + step, "num_turns": 3, "total_cost_usd": 0.3,
-    "usage": {"input_tokens": 100, "output_tokens": 50, "cache_read_input_tokens": 1000,
-              "cache_creation_input_tokens": 200}}))
-"""
-CODEX = """\
-print(json.dumps({"type": "thread.started", "thread_id": "th-" + step}))
-print(json.dumps({"type": "turn.started"}))
-if mode == "error":
-    print(json.dumps({"type": "turn.failed", "error": {"message": "stream disconnected"}})); sys.exit(0)
-if mode == "limit":
-    print(json.dumps({"type": "error", "message": "You've hit your usage limit. Try again in 2 seconds."}))
-    sys.exit(1)
-print(json.dumps({"type": "item.completed", "item": {"id": "i1", "type": "agent_message", "text": "Done."}}))
-print(json.dumps({"type": "turn.completed", "usage": {"input_tokens": 2000, "cached_input_tokens": 1500,
-    "output_tokens": 300}}))
-"""
-GEMINI = """\
-out = {"response": "Done.", "stats": {"models": {"gemini-2.5-pro": {"tokens": {"prompt": 400, "candidates": 80,
-    "total": 480, "cached": 100}}}}}
-if mode == "error":
-    out = {"error": {"type": "ApiError", "message": "quota project not set", "code": 1}}
-print(json.dumps(out))
-"""
-AIDER = """\
-print("Applied edit to step file")
-print("Tokens: 2.5k sent, 1.2k cache hit, 512 received. Cost: $0.02 message, $0.05 session.")
-"""
-BODIES = {"claude": CLAUDE, "codex": CODEX, "gemini": GEMINI, "aider": AIDER}
+MODES = {
+    "work": "ok+write",
+    "lazy": "ok",
+    "error": "error+write",
+    "limit": "limit_soon",
+    "limit_far": "limit_far",
+}
+"""This file's modes, as cases of the replaying fakes (tests/cli_replay.py)."""
 
 
 @pytest.fixture
 def fake_cli(akira: Akira, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in BODIES.items():
-        path = bin_dir / name
-        path.write_text(FAKE.format(python=sys.executable, name=name, body=body))
-        path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
-    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "calls.jsonl"))
+    for name, value in install(tmp_path / "bin").items():
+        monkeypatch.setenv(name, value)
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    modes = {case: mode for mode, case in MODES.items()}
 
-    def script(*modes: str) -> list[dict[str, object]]:
+    def script(*given: str) -> list[dict[str, object]]:
         path = tmp_path / "script.json"
-        path.write_text(json.dumps(list(modes)))
+        path.write_text(json.dumps([MODES[mode] for mode in given]))
         monkeypatch.setenv("FAKE_SCRIPT", str(path))
-        log = tmp_path / "calls.jsonl"
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return [{**call, "mode": modes[call["case"]]} for call in calls]
 
     return script
 
@@ -237,7 +187,11 @@ def test_limit_messages_and_reset_times() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cli", "resume"), [("claude", ["--resume", "sess-1"]), ("codex", ["resume", "th-1"])]
+    ("cli", "resume"),
+    [
+        ("claude", ["--resume", "5b8f0c1e-2d3a-4b5c-8d9e-0f1a2b3c4d5e"]),  # the captures' session ids
+        ("codex", ["resume", "019a6f2e-7c41-7d30-9b1e-3f5c2a8d4e61"]),
+    ],
 )
 def test_session_continue_resumes_the_step_and_sends_only_what_is_new(
     akira: Akira,

@@ -11,7 +11,7 @@ from akira_cli.errors import AkiraError
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
-    from akira_cli.agents.presets import UsageLimit
+    from akira_cli.agents.presets import ProviderFault, UsageLimit
     from akira_cli.config import Config
     from akira_cli.events import EventBus
     from akira_cli.llm.client import LLMClient
@@ -52,6 +52,8 @@ class AgentResult:
     session_id: str | None = None
     limit: UsageLimit | None = None
     """The agent CLI's plan limit is reached: not a failure, waited out."""
+    fault: ProviderFault | None = None
+    """The model provider failed (429/5xx/529: waited out with backoff; a bad key: a person)."""
 
 
 class Agent(Protocol):

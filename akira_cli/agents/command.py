@@ -12,6 +12,7 @@ from pathlib import Path
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
 from akira_cli.agents.presets import PRESETS, CliReport, Preset
+from akira_cli.agents.session_totals import SessionTotals
 from akira_cli.config import AgentSettings
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import name_path
@@ -40,6 +41,7 @@ class CommandAgent:
         self.preset = preset
         self.settings = settings
         self.name = preset.name if preset is not None else "command"
+        self.totals = SessionTotals(prompts.parent / "sessions")
 
     def run(self, request: AgentRequest) -> AgentResult:
         prompt_file = self.prompts / f"{request.task_id}_{request.step.id}_{request.attempt}.md"
@@ -58,9 +60,14 @@ class CommandAgent:
             "AKIRA_ATTEMPT": str(request.attempt),
             "AKIRA_PROMPT_FILE": str(prompt_file),
         }
-        result = self.runner.run(command, request.timeout, stdin=request.prompt, env=env)
-        if self.preset is not None and not result.interrupted:
-            return self.conclude(self.preset.read(result.output, result.exit_code), result, command)
+        split = bool(preset is not None and preset.split_stderr)
+        result = self.runner.run(command, request.timeout, stdin=request.prompt, env=env, split=split)
+        if preset is not None and not result.interrupted:
+            report = preset.read(result.output, result.exit_code, result.stderr)
+            kept = settings is not None and settings.session == "continue"
+            if report.running_total and report.session_id and kept:  # resumable: count the growth
+                report.usage = self.totals.growth(preset.name, report.session_id, report.usage)
+            return self.conclude(report, result, command)
         # Only the exit codes say "transient": an agent's chatter may well mention 429 or a lock.
         transient = not result.timed_out and result.exit_code in self.transient_codes
         error = "" if result.ok else f"{result.describe()}\n{tail(result.output, 2000)}".strip()
@@ -79,23 +86,34 @@ class CommandAgent:
         """A preset's reading: a failure the CLI reports is a failure even with exit 0; a usage
         limit is not a failure at all (it is waited out, see `UsageLimit`)."""
         ok = result.ok and not report.failed and report.limit is None
+        name = self.preset.name if self.preset else "agent"
+        if report.fault is not None and report.fault.auth:
+            hint = getattr(self.preset, "key_hint", "check the agent CLI's API key or login")
+            report.fault.message = (
+                f"{name}'s model provider refused the key: the API key is wrong or missing "
+                f"({report.fault.message[:160]}); {hint}, then resume"
+            )
+        output = f"{result.output}\n{result.stderr}".strip() if result.stderr else result.output
         if report.limit is not None:
             error = f"usage limit: {report.limit.message}"
         elif report.failed:
             error = f"{self.preset.name if self.preset else 'agent'} reported a failure: {report.error}"
         else:
-            error = "" if result.ok else f"{result.describe()}\n{tail(result.output, 2000)}".strip()
+            error = "" if result.ok else f"{result.describe()}\n{tail(output, 2000)}".strip()
+        if not result.ok and report.failed:  # a non-zero exit fails whatever the output says
+            error = f"{error} ({result.describe()})"
         return AgentResult(
             ok=ok,
             approach=f"{self.preset.name if self.preset else 'command'} agent",
             actions=[command],
-            output=result.output,
+            output=output,
             error=error.strip(),
             transient=not result.timed_out and result.exit_code in self.transient_codes,
             usage=report.usage,
-            response=tail(report.answer or result.output, 4000),
+            response=tail(report.answer or output, 4000),
             session_id=report.session_id,
             limit=report.limit,
+            fault=report.fault,
         )
 
 

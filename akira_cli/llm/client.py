@@ -277,7 +277,7 @@ class LLMClient(Retrying):
         price = self.settings.prices.get(model)
         if price is None:
             return 0.0
-        return price.cost(usage.prompt_tokens, usage.completion_tokens)
+        return price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
 
     def _check_budget(self) -> None:
         budget, used = self.budget, self.usage

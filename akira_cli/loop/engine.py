@@ -25,6 +25,7 @@ from akira_cli.git.worktrees import ENV_HINT, missing_environment
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
+from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
 from akira_cli.prompts import reinjection_reason
@@ -195,7 +196,9 @@ class StepEngine(Outcomes):
         price = self.config.llm.prices.get(key)
         if usage.cost_usd or price is None:
             return usage
-        return usage.model_copy(update={"cost_usd": price.cost(usage.prompt_tokens, usage.completion_tokens)})
+        return usage.model_copy(
+            update={"cost_usd": price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)}
+        )
 
     @property
     def control(self) -> ControlPlane:
@@ -238,8 +241,17 @@ class StepEngine(Outcomes):
         `waits`: a usage limit is waited out here (else the caller does it)."""
         limit = self.config.autonomous_loop.max_step_retries
         retries = 0
+        faults = FaultWaiter(self.bus, self.config.agent.max_transient_wait_seconds, self.pause)
         while True:
             result = agent.run(request)
+            if result.fault is not None and result.limit is None and not result.interrupted:
+                try:
+                    faults.wait_out(request.step.id, result.fault)
+                except LoopStop:
+                    if waits:
+                        self.state.iteration -= 1  # a provider fault spends no iteration
+                    raise
+                continue
             if result.limit is not None and not result.interrupted and waits:
                 try:
                     self.limits.wait_out(request.step.id, result.limit)

@@ -28,6 +28,16 @@ class UsageLimit:
 
 
 @dataclass
+class ProviderFault:
+    """The model provider failed, not the agent (SPEC 7): an overloaded or failing API (429,
+    5xx, 529) is waited out with backoff; a refused key (`auth`: 401, 403) asks a person."""
+
+    message: str
+    status: int | None = None
+    auth: bool = False
+
+
+@dataclass
 class CliReport:
     """What a preset read from one run of its CLI."""
 
@@ -37,17 +47,24 @@ class CliReport:
     usage: Usage = field(default_factory=Usage)
     session_id: str | None = None
     limit: UsageLimit | None = None
+    fault: ProviderFault | None = None
+    running_total: bool = False
+    """`usage` is the conversation's total so far (codex's `exec resume`), not this run's."""
 
 
 class Preset(Protocol):
     name: str
     executable: str
+    split_stderr: bool
+    """The CLI writes its answer to stdout and its noise to stderr: read them apart."""
 
     def command(self, settings: AgentSettings, session_id: str | None) -> str:
         """The shell command line; the prompt goes on stdin (or `{prompt_file}`)."""
         ...
 
-    def read(self, output: str, exit_code: int | None) -> CliReport: ...
+    def read(self, output: str, exit_code: int | None, stderr: str = "") -> CliReport:
+        """`output` is stdout (with stderr merged in unless `split_stderr`)."""
+        ...
 
 
 PRESETS: dict[str, Preset] = {}

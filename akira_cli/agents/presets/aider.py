@@ -1,8 +1,17 @@
 """aider: `aider --yes-always --no-pretty --message-file {prompt_file}`.
 
-Reads its plain-text summary lines (aider 0.8x): `Tokens: 2.3k sent, 512 received. Cost: $0.01
-message, $0.05 session.` (`k` and `M` suffixes, and cache figures in between, are read too).
-The tokens and the per-message cost of every such line are added up.
+Follows aider-chat 0.86.2, which prints plain text: after each model reply a summary line
+`Tokens: 2.3k sent, 1.2k cache hit, 512 received. Cost: $0.01 message, $0.05 session.` (`k` and
+`M` suffixes; `cache write`/`cache hit` figures in between; no `Cost:` when the model has no
+price). The tokens and the per-message cost of every such line are added up, one call each.
+
+aider exits 0 even when the model's API failed: it retries 429/5xx itself for about a minute,
+then prints the provider's error (`litellm.RateLimitError: …`, `litellm.AuthenticationError: …`,
+with its own hint such as "The API provider is not able to authenticate you. Check your API
+key.") and stops. An API error after the last reply is therefore a failed attempt and a
+provider fault (transient or a bad key). An edit its edit format could not apply (`The LLM did
+not conform to the edit format.`, a SEARCH block that matched nothing) is a failed attempt
+whatever the edit format (`diff`, `whole`, `udiff`, …). A non-zero exit always fails.
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ from __future__ import annotations
 import re
 
 from akira_cli.agents.presets import CliReport, register_preset
+from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
 from akira_cli.config import AgentSettings
 from akira_cli.usage import Usage
@@ -18,6 +28,10 @@ TOKENS_RE = re.compile(
     r"Tokens:\s*(?P<sent>[\d.,]+)(?P<sk>[kKmM]?)\s*sent,"
     r"(?:[^.]*?(?P<cached>[\d.,]+)(?P<ck>[kKmM]?)\s*cache hit,)?[^.]*?"
     r"(?P<received>[\d.,]+)(?P<rk>[kKmM]?)\s*received\.(?:\s*Cost:\s*\$(?P<cost>[\d.,]+)\s*message)?"
+)
+API_ERROR_RE = re.compile(r"^.*(?:litellm\.\w+Error|The API provider .*|\w+Error: .*Exception).*$", re.M)
+EDIT_FAILED_RE = re.compile(
+    r"^.*(?:did not conform to the edit format|SearchReplaceNoExactMatch|Failed to apply edit).*$", re.M
 )
 
 
@@ -31,14 +45,19 @@ def _count(value: str | None, suffix: str | None) -> int:
 class Aider:
     name = "aider"
     executable = "aider"
+    split_stderr = False
+    key_hint = "set the provider's key aider uses (OPENAI_API_KEY, ANTHROPIC_API_KEY, or --api-key)"
 
     def command(self, settings: AgentSettings, session_id: str | None) -> str:
         base = settings.command or "aider --yes-always --no-pretty --message-file {prompt_file}"
         return " ".join([base, *settings.extra_args])
 
-    def read(self, output: str, exit_code: int | None) -> CliReport:
-        report = CliReport(answer=output[-4000:], limit=limit_text.detect(output))
-        for match in TOKENS_RE.finditer(output):
+    def read(self, output: str, exit_code: int | None, stderr: str = "") -> CliReport:
+        text = f"{output}\n{stderr}" if stderr else output
+        report = CliReport(answer=text[-4000:])
+        last_reply = -1
+        for match in TOKENS_RE.finditer(text):
+            last_reply = match.end()
             report.usage.add(
                 Usage(
                     prompt_tokens=_count(match["sent"], match["sk"]),
@@ -48,8 +67,21 @@ class Aider:
                     cost_usd=float((match["cost"] or "0").replace(",", "")),
                 )
             )
-        report.failed = exit_code != 0
-        report.error = output[-1000:] if report.failed else ""
+        api_errors = [m for m in API_ERROR_RE.finditer(text) if m.start() > last_reply]
+        edit_failed = EDIT_FAILED_RE.search(text)
+        if api_errors:
+            said = "\n".join(m.group(0).strip() for m in api_errors[-3:])
+            report.failed, report.error = True, said
+            report.limit = limit_text.detect(said)
+            report.fault = None if report.limit else fault_text.classify(said)
+        elif edit_failed:
+            report.failed, report.error = (
+                True,
+                f"aider could not apply the model's edit: {edit_failed.group(0).strip()}",
+            )
+        elif exit_code != 0:
+            report.failed, report.error = True, text[-1000:]
+            report.limit = limit_text.detect(text)
         return report
 
 

@@ -45,3 +45,21 @@ def one_call(counts: dict[str, Any], prompt: str, completion: str, cached: str) 
         cached_tokens=number(counts.get(cached)),
         calls=1,
     )
+
+
+def last_object(text: str, *keys: str) -> dict[str, Any] | None:
+    """The last JSON object in `text` that has one of `keys`, even pretty-printed over many lines
+    and after stack traces (Gemini CLI's errors on stderr)."""
+    decoder = json.JSONDecoder()
+    found = None
+    at = text.find("{")
+    while at >= 0:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except ValueError:
+            at = text.find("{", at + 1)
+            continue
+        if isinstance(value, dict) and any(key in value for key in keys):
+            found = value
+        at = text.find("{", end)
+    return found

@@ -2,8 +2,12 @@
 
 Forms read (as the CLIs print them, on stdout or stderr, plain or inside their JSON):
 - Claude Code: `Claude AI usage limit reached|1760000000` (an epoch), and
-  `You've hit your limit · resets 5pm` with or without a zone such as `(Europe/Berlin)`;
-- Codex: `You've hit your usage limit ... try again at 3:45 PM` or `... try again in 2 hours 5 minutes`;
+  `You've hit your limit · resets 5pm` with or without a zone such as `(Europe/Berlin)`; the plan
+  limits of Claude Code 2.1.197, inside its JSON `result`: `You've hit your session limit ·
+  resets 12:42pm (UTC)`, `… weekly limit …`, `… Opus limit …`;
+- Codex 0.169: `You’ve hit your usage limit … try again at 12:35 PM.` (a U+2019 apostrophe) or
+  `… try again in 2 hours 5 minutes`;
+- any apostrophe, `'` or `’`;
 - any HTTP 429 quota text (`quota exceeded`, `rate limit ... quota`).
 A clock time without a zone is the machine's local time; one already past today means tomorrow.
 """
@@ -17,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from akira_cli.agents.presets import UsageLimit
 
 LIMIT_RE = re.compile(
-    r"usage limit reached|you'?ve hit your (?:usage )?limit|you have hit your (?:usage )?limit"
+    r"usage limit reached|you[\u2019']?ve hit your (?:[\w-]+ )?limit|you have hit your (?:[\w-]+ )?limit"
     r"|quota (?:exceeded|exhausted)|exceeded your (?:current )?quota|resource_exhausted",
     re.I,
 )

@@ -1,0 +1,64 @@
+"""Provider faults are not failures (SPEC 7, issue 29 #8): an agent CLI whose model provider is
+overloaded or failing (429, 5xx, 529) is run again after a capped exponential backoff, each
+wait logged as a `transient_retry` event. No iteration, failure or reflection is spent; a stop
+hook ends the wait; past `agent.max_transient_wait_seconds` in a row a person is asked. A
+refused key (401, 403) is never retried: one line saying so, and `needs_action`."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from akira_cli.agents.presets import ProviderFault
+from akira_cli.errors import NeedsPerson, StopRequested
+from akira_cli.events import EventBus, EventType
+
+FIRST_WAIT = 1.0
+"""The first wait, doubling each time up to `LONGEST_WAIT`."""
+LONGEST_WAIT = 300.0
+
+
+def fault_wait(tries: int) -> float:
+    """Exponential backoff with jitter: a random wait in [delay/2, delay]."""
+    delay: float = min(LONGEST_WAIT, FIRST_WAIT * 2.0**tries)
+    return delay / 2 + random.random() * delay / 2
+
+
+@dataclass
+class FaultWaiter:
+    """One attempt's waits: made afresh for each attempt, so `waited` counts one outage."""
+
+    bus: EventBus
+    cap_seconds: float
+    pause: Callable[[float], bool]
+    """Waits up to N seconds; True as soon as a stop is wanted."""
+    waited: float = 0.0
+    tries: int = 0
+
+    def wait_out(self, step_id: str, fault: ProviderFault) -> None:
+        """Waits before the agent runs again; raises to ask a person or to honour a stop hook."""
+        if fault.auth:
+            raise NeedsPerson(fault.message)
+        wait = fault_wait(self.tries)
+        if self.waited + wait > self.cap_seconds:
+            raise NeedsPerson(
+                f"the agent's model provider kept failing for {self.waited:.0f}s ({fault.message[:160]}); "
+                f"gave up at agent.max_transient_wait_seconds ({self.cap_seconds:.0f}s): resume when "
+                "the provider is back, or raise that setting"
+            )
+        self.tries += 1
+        self.bus.emit(
+            EventType.TRANSIENT_RETRY,
+            step_id,
+            mechanism="provider_backoff",
+            retry=self.tries,
+            wait_seconds=round(wait, 3),
+            status=fault.status,
+            error=fault.message[:300],
+        )
+        if self.pause(wait):
+            raise StopRequested(
+                f"a stop hook ended the wait for the agent's model provider ({fault.message[:160]})"
+            )
+        self.waited += wait
