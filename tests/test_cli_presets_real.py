@@ -326,15 +326,25 @@ def test_gemini_exit_code_is_the_http_status_mod_256(akira: Akira, fake) -> None
 
 def test_aider_reads_its_lines() -> None:
     aider = PRESETS["aider"]
-    out, err, code = replay("aider", "ok")
+    out, err, code = replay("aider", "ok")  # diff edit format, a Tokens line, exit 0
     report = aider.read(out, code, err)
-    assert not report.failed and report.usage.calls == 1 and report.usage.cost_usd == pytest.approx(0.02)
+    assert not report.failed and report.usage.calls == 1 and report.usage.cost_usd == pytest.approx(0.0063)
+    assert (report.usage.prompt_tokens, report.usage.completion_tokens) == (2400, 32)
+    out, err, code = replay("aider", "cache_hit")
+    usage = aider.read(out, code, err).usage
+    assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (2500, 1200, 512)
     out, err, code = replay("aider", "edit_format")
     report = aider.read(out, code, err)
     assert report.failed and "edit format" in report.error and report.usage.prompt_tokens == 1100
     out, err, code = replay("aider", "bad_key")
     report = aider.read(out, code, err)  # aider exits 0 after an API error
     assert code == 0 and report.failed and report.fault is not None and report.fault.auth
+    out, err, code = replay("aider", "usage_limit")  # `You exceeded your \ncurrent quota`, wrapped
+    report = aider.read(out, code, err)
+    assert code == 0 and report.failed and report.limit is not None and report.fault is None
+    out, err, code = replay("aider", "rate_limited")
+    report = aider.read(out, code, err)
+    assert report.failed and report.limit is None and report.fault is not None and not report.fault.auth
 
 
 @pytest.mark.timeout(120)
@@ -344,7 +354,7 @@ def test_aider_rate_limit_it_gave_up_on_is_waited_out(akira: Akira, fake) -> Non
     assert start(akira, "aider", task).code == 0
     state = akira.state()
     assert state.total_failures == 0 and len(provider_waits(akira)) == 1
-    assert state.usage.prompt_tokens == 2500
+    assert state.usage.prompt_tokens == 2400
 
 
 # -- issue 29 #8: every preset, the cap, the stop hook ----------------------------------------
