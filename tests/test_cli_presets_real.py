@@ -433,3 +433,16 @@ def test_a_provider_fault_in_a_parallel_wave_is_waited_out_on_its_step(akira: Ak
     state = akira.state()
     assert state.total_failures == 0 and len(state.completed_steps) == 2 and not state.reflections
     assert len(provider_waits(akira)) == 1
+
+
+def test_gemini_tells_a_daily_quota_from_a_rate_limit() -> None:
+    """Both are 429 (exit 173) with RESOURCE_EXHAUSTED in their stack traces: the error's own
+    message says which (`exhausted your daily quota` waits for the reset, `Resource has been
+    exhausted` is a provider fault)."""
+    gemini = PRESETS["gemini"]
+    out, err, code = replay("gemini", "usage_limit")
+    quota = gemini.read(out, code, err)
+    assert code == 173 and quota.limit is not None and quota.fault is None
+    out, err, code = replay("gemini", "rate_limited")
+    rate = gemini.read(out, code, err)
+    assert code == 173 and rate.limit is None and rate.fault is not None and rate.fault.status == 429
