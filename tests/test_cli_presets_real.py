@@ -446,3 +446,17 @@ def test_gemini_tells_a_daily_quota_from_a_rate_limit() -> None:
     out, err, code = replay("gemini", "rate_limited")
     rate = gemini.read(out, code, err)
     assert code == 173 and rate.limit is None and rate.fault is not None and rate.fault.status == 429
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("cli", "hint"), [("codex", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY"), ("aider", "OPENAI_API_KEY")]
+)
+def test_every_preset_says_the_key_is_wrong_once(akira: Akira, fake, cli: str, hint: str) -> None:  # type: ignore[no-untyped-def]
+    """codex's 401 after its five reconnects, gemini's 400 API_KEY_INVALID (exit 144), aider's
+    AuthenticationError with exit 0: one line, needs_action, the CLI run once."""
+    fake("bad_key")
+    result = start(akira, cli)
+    assert result.code == 4 and "the API key is wrong or missing" in result.err and hint in result.err
+    assert akira.state().status == "needs_action" and akira.state().total_failures == 0
+    assert len(fake.calls()) == 1
