@@ -1,29 +1,19 @@
-"""The real agent CLIs for the tests: installed once per machine (`install.py`), skipped with one
-visible line when this machine lacks npm or a Python venv."""
+"""The real agent CLIs for the tests (`skips.py`), the `run` fixture of the end-to-end cases
+(`e2e.py`), and the summary line of what was skipped or installed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from conftest import Akira
 
+from realcli.cases import Case
 from realcli.clis import CLIS, RealCli
-from realcli.install import ensure, install_seconds, missing_tool
-
-MISSING: set[str] = set()
-"""The skip lines of this session, printed again in the terminal summary."""
-INSTALLED: dict[str, float | None] = {}
-
-
-def real(name: str) -> RealCli:
-    """The pinned CLI, installed (once per machine), or a skip that says what to install."""
-    cli = CLIS[name]
-    if reason := missing_tool(cli):
-        MISSING.add(reason)
-        pytest.skip(reason)
-    if name not in INSTALLED:
-        INSTALLED[name] = ensure(cli)
-    return cli
+from realcli.e2e import Run, Runner
+from realcli.install import install_seconds
+from realcli.skips import INSTALLED, MISSING, real
 
 
 @pytest.fixture
@@ -31,9 +21,27 @@ def real_cli(request: pytest.FixtureRequest) -> Iterator[RealCli]:
     yield real(str(request.param))
 
 
+@pytest.fixture
+def run(akira: Akira, tmp_path: Path) -> Runner:
+    def make(cli: RealCli, case: Case) -> Run:
+        return Run(akira, cli, case, tmp_path / "home")
+
+    return make
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """An `EndToEnd` subclass runs every case for each CLI it names."""
+    if "real_cli" in metafunc.fixturenames and metafunc.cls is not None:
+        metafunc.parametrize("real_cli", list(getattr(metafunc.cls, "names", ())), indirect=True)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for reason in sorted(MISSING):
-        terminalreporter.write_line(f"SKIPPED {reason}", yellow=True)
+    chars = str(terminalreporter.config.option.reportchars or "")
+    if not ("s" in chars or "a" in chars or "A" in chars):  # else pytest lists the module's skip line
+        for reason, names in sorted(MISSING.items()):
+            terminalreporter.write_line(
+                f"SKIPPED real {', '.join(sorted(names))} not tested: {reason}", yellow=True
+            )
     fresh = {name: seconds for name, seconds in INSTALLED.items() if seconds is not None}
     if fresh:
         done = ", ".join(f"{name} {seconds} s" for name, seconds in fresh.items())

@@ -35,17 +35,11 @@ def missing_tool(cli: RealCli) -> str | None:
     """What this machine lacks to install `cli`, as the one line the skip prints; else None."""
     if cli.pin.installer == "npm":
         if shutil.which("npm") is None or shutil.which("node") is None:
-            return (
-                f"real {cli.name} {cli.pin.version} not tested: no npm on PATH "
-                f"(install Node.js 20+ with npm, e.g. `apt-get install nodejs npm`)"
-            )
+            return "no npm on PATH: install Node.js 20+ with npm (e.g. `apt-get install nodejs npm`)"
         return None
     probe = subprocess.run([sys.executable, "-c", "import ensurepip, venv"], capture_output=True)
     if probe.returncode != 0:
-        return (
-            f"real {cli.name} {cli.pin.version} not tested: this Python cannot make a venv "
-            f"(install python3-venv, e.g. `apt-get install python3-venv`)"
-        )
+        return "this Python cannot make a venv: install python3-venv (e.g. `apt-get install python3-venv`)"
     return None
 
 
@@ -116,7 +110,7 @@ def main() -> None:
     for name in sys.argv[1:] or list(CLIS):
         cli = CLIS[name]
         if reason := missing_tool(cli):
-            print(reason)
+            print(f"{name} {cli.pin.version} not installed: {reason}")
             continue
         seconds = ensure(cli)
         print(
