@@ -64,7 +64,7 @@ class Claude:
         said_failed = data.get("is_error") is True or str(data.get("subtype", "")).startswith("error")
         # a successful answer may talk about limits; only a failed one can be stopped by one
         report.limit = (
-            (report.limit or limit_text.detect(report.answer)) if said_failed or exit_code else None
+            (limit_text.detect(report.answer) or report.limit) if said_failed or exit_code else None
         )
         if said_failed or exit_code != 0:
             report.failed = True
