@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from akira_cli.agents.presets import CliReport, register_preset
 from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
+from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.config import AgentSettings
 from akira_cli.usage import Usage
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from akira_cli.agents.presets import ProviderFault
+from akira_cli.agents.presets.base import ProviderFault
 
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504, 529})
 AUTH_STATUS = frozenset({401, 403})
