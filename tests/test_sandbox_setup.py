@@ -118,6 +118,7 @@ def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
         f"  - Exists: `f{n}.txt`\n"
         for n in (1, 2)
     )
+    repo.write_config("sandbox:\n  mode: on\n")  # nothing shared: the main tree is off limits
     repo.write_task("feat", steps)
     git(main, "add", "-A")
     git(main, "commit", "-q", "-m", "the tasks")
