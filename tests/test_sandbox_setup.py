@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Akira
@@ -191,3 +192,34 @@ def test_the_probe_runs_the_real_bwrap_it_found() -> None:
     assert found.bwrap is None or Path(found.bwrap).name == "bwrap"
     if found.ok:
         assert subprocess.run([found.bwrap or "", "--version"], capture_output=True).returncode == 0
+
+
+@needs_bwrap
+def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
+    akira: Akira, fake_openai: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The llm agent's `run_command`, a `Verify:` and a project check: none sees a token of
+    akira's environment or writes outside the work tree (the first two would on old code)."""
+    from test_llm_agent import HEALTH, Model, call, run_step
+
+    token = "ghp_LLMTOKEN0123456789abcdef"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    escape = "echo $GITHUB_TOKEN > {name}.leak; echo x > {tmp}/{name}.out"
+    model = Model(
+        [
+            call(
+                "run_command", command=escape.format(name="tool", tmp=tmp_path), timeout=30
+            ),
+            call("write_file", path="health.py", content=HEALTH),
+            call("finish", summary="done"),
+        ]
+    )
+    verify = escape.format(name="verify", tmp=tmp_path)
+    step = f'- [ ] 1. Add a health check\n  - Verify: `{verify}; python3 -c "import health"`\n'
+    check = escape.format(name="check", tmp=tmp_path)
+    extra = f"sandbox:\n  mode: on\nchecks:\n  - run: '{check}; true'\n    name: project\n"
+    assert run_step(akira, fake_openai, model, step, extra) == 0
+    assert akira.state().sandboxed is True
+    for name in ("tool", "verify", "check"):
+        assert (akira.root / f"{name}.leak").read_text() == "\n", name  # ran, and saw no token
+        assert not (tmp_path / f"{name}.out").exists(), name
