@@ -207,9 +207,7 @@ def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
     escape = "echo $GITHUB_TOKEN > {name}.leak; echo x > {tmp}/{name}.out"
     model = Model(
         [
-            call(
-                "run_command", command=escape.format(name="tool", tmp=tmp_path), timeout=30
-            ),
+            call("run_command", command=escape.format(name="tool", tmp=tmp_path), timeout=30),
             call("write_file", path="health.py", content=HEALTH),
             call("finish", summary="done"),
         ]
@@ -223,3 +221,29 @@ def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
     for name in ("tool", "verify", "check"):
         assert (akira.root / f"{name}.leak").read_text() == "\n", name  # ran, and saw no token
         assert not (tmp_path / f"{name}.out").exists(), name
+
+
+@needs_bwrap
+def test_secrets_stay_hidden_under_an_allowed_path_and_the_home_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, tree = tmp_path / "home", tmp_path / "tree"
+    for path, text in ((".ssh/id_rsa", "KEY-IN-SSH"), (".netrc", "NETRC-PW"), ("notes.txt", "readable")):
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text(text)
+    (home / "private").mkdir()
+    (home / "private" / "deny.txt").write_text("DENIED-TEXT")
+    tree.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    config = Config()
+    config.sandbox.mode, config.sandbox.network = "on", "none"
+    runner = CommandRunner(tree)
+    runner.wrapper = build_sandbox(config, tree, tree, lambda: None)
+    look = "cat ~/notes.txt ~/.ssh/id_rsa ~/.netrc ~/private/deny.txt; ls -a ~"
+    private = runner.run(look, 60).output
+    assert "readable" not in private and "KEY-IN-SSH" not in private  # a private, empty home
+    config.sandbox.allow_read, config.sandbox.deny = ["~"], ["~/private/deny.txt"]
+    runner.wrapper = build_sandbox(config, tree, tree, lambda: None)
+    allowed = runner.run(look, 60).output
+    assert "readable" in allowed  # the allowed home is there...
+    assert "KEY-IN-SSH" not in allowed and "NETRC-PW" not in allowed and "DENIED-TEXT" not in allowed
