@@ -247,3 +247,25 @@ def test_secrets_stay_hidden_under_an_allowed_path_and_the_home_is_private(
     allowed = runner.run(look, 60).output
     assert "readable" in allowed  # the allowed home is there...
     assert "KEY-IN-SSH" not in allowed and "NETRC-PW" not in allowed and "DENIED-TEXT" not in allowed
+
+
+@needs_bwrap
+def test_resume_keeps_the_starts_choice_unless_told_otherwise(akira: Akira) -> None:
+    akira.write_config("autonomous_loop:\n  failure_threshold: 1\n")
+    akira.write_task(
+        "feat",
+        "- [ ] 1. Wait for go\n  - Run: `test -f go.txt`\n- [ ] 2. Again\n  - Run: `test -f go2.txt`\n",
+    )
+    start = akira.cli(
+        "loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--no-sandbox", "--no-wait"
+    )
+    assert start.code == 4 and akira.state().sandboxed is False
+    (akira.root / "go.txt").write_text("")
+    resumed = akira.cli("loop", "resume", "--task-id", akira.task_id(), "--no-wait", "--reset-failures")
+    assert resumed.code == 4 and akira.state().sandboxed is False  # --no-sandbox was kept
+    (akira.root / "go2.txt").write_text("")
+    resumed = akira.cli(
+        "loop", "resume", "--task-id", akira.task_id(), "--no-wait", "--reset-failures", "--sandbox"
+    )
+    assert resumed.code == 0, resumed.err
+    assert akira.state().sandboxed is True and akira.state().sandbox_flag is True
