@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Akira
@@ -118,6 +119,7 @@ def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
         f"  - Exists: `f{n}.txt`\n"
         for n in (1, 2)
     )
+    repo.write_config("sandbox:\n  mode: on\n")  # nothing shared: the main tree is off limits
     repo.write_task("feat", steps)
     git(main, "add", "-A")
     git(main, "commit", "-q", "-m", "the tasks")
@@ -190,3 +192,80 @@ def test_the_probe_runs_the_real_bwrap_it_found() -> None:
     assert found.bwrap is None or Path(found.bwrap).name == "bwrap"
     if found.ok:
         assert subprocess.run([found.bwrap or "", "--version"], capture_output=True).returncode == 0
+
+
+@needs_bwrap
+def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
+    akira: Akira, fake_openai: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The llm agent's `run_command`, a `Verify:` and a project check: none sees a token of
+    akira's environment or writes outside the work tree (the first two would on old code)."""
+    from test_llm_agent import HEALTH, Model, call, run_step
+
+    token = "ghp_LLMTOKEN0123456789abcdef"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    escape = "echo $GITHUB_TOKEN > {name}.leak; echo x > {tmp}/{name}.out"
+    model = Model(
+        [
+            call("run_command", command=escape.format(name="tool", tmp=tmp_path), timeout=30),
+            call("write_file", path="health.py", content=HEALTH),
+            call("finish", summary="done"),
+        ]
+    )
+    verify = escape.format(name="verify", tmp=tmp_path)
+    step = f'- [ ] 1. Add a health check\n  - Verify: `{verify}; python3 -c "import health"`\n'
+    check = escape.format(name="check", tmp=tmp_path)
+    extra = f"sandbox:\n  mode: on\nchecks:\n  - run: '{check}; true'\n    name: project\n"
+    assert run_step(akira, fake_openai, model, step, extra) == 0
+    assert akira.state().sandboxed is True
+    for name in ("tool", "verify", "check"):
+        assert (akira.root / f"{name}.leak").read_text() == "\n", name  # ran, and saw no token
+        assert not (tmp_path / f"{name}.out").exists(), name
+
+
+@needs_bwrap
+def test_secrets_stay_hidden_under_an_allowed_path_and_the_home_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, tree = tmp_path / "home", tmp_path / "tree"
+    for path, text in ((".ssh/id_rsa", "KEY-IN-SSH"), (".netrc", "NETRC-PW"), ("notes.txt", "readable")):
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text(text)
+    (home / "private").mkdir()
+    (home / "private" / "deny.txt").write_text("DENIED-TEXT")
+    tree.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    config = Config()
+    config.sandbox.mode, config.sandbox.network = "on", "none"
+    runner = CommandRunner(tree)
+    runner.wrapper = build_sandbox(config, tree, tree, lambda: None)
+    look = "cat ~/notes.txt ~/.ssh/id_rsa ~/.netrc ~/private/deny.txt; ls -a ~"
+    private = runner.run(look, 60).output
+    assert "readable" not in private and "KEY-IN-SSH" not in private  # a private, empty home
+    config.sandbox.allow_read, config.sandbox.deny = ["~"], ["~/private/deny.txt"]
+    runner.wrapper = build_sandbox(config, tree, tree, lambda: None)
+    allowed = runner.run(look, 60).output
+    assert "readable" in allowed  # the allowed home is there...
+    assert "KEY-IN-SSH" not in allowed and "NETRC-PW" not in allowed and "DENIED-TEXT" not in allowed
+
+
+@needs_bwrap
+def test_resume_keeps_the_starts_choice_unless_told_otherwise(akira: Akira) -> None:
+    akira.write_config("autonomous_loop:\n  failure_threshold: 1\n")
+    akira.write_task(
+        "feat",
+        "- [ ] 1. Wait for go\n  - Run: `test -f go.txt`\n- [ ] 2. Again\n  - Run: `test -f go2.txt`\n",
+    )
+    start = akira.cli(
+        "loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--no-sandbox", "--no-wait"
+    )
+    assert start.code == 4 and akira.state().sandboxed is False
+    (akira.root / "go.txt").write_text("")
+    resumed = akira.cli("loop", "resume", "--task-id", akira.task_id(), "--no-wait", "--reset-failures")
+    assert resumed.code == 4 and akira.state().sandboxed is False  # --no-sandbox was kept
+    (akira.root / "go2.txt").write_text("")
+    resumed = akira.cli(
+        "loop", "resume", "--task-id", akira.task_id(), "--no-wait", "--reset-failures", "--sandbox"
+    )
+    assert resumed.code == 0, resumed.err
+    assert akira.state().sandboxed is True and akira.state().sandbox_flag is True

@@ -188,7 +188,8 @@ def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> lis
         where = shutil.which(name, path=environ_path)
         if where is not None:
             found.append(Path(os.path.realpath(where)).parent)
-    found += [Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent]
+    found += [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent]
+    found.append(Path(__file__).resolve().parent)  # forward.py, from an editable install in the home too
     kept = sorted(
         {path for path in found if path.is_relative_to(home) and path != home}, key=lambda p: len(p.parts)
     )
