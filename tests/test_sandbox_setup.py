@@ -6,6 +6,7 @@ step's slot cannot write the main work tree; the reviewer's read-only sandbox.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,27 @@ def test_resume_keeps_the_starts_choice_unless_told_otherwise(akira: Akira) -> N
     )
     assert resumed.code == 0, resumed.err
     assert akira.state().sandboxed is True and akira.state().sandbox_flag is True
+
+
+@needs_bwrap
+def test_tools_in_the_hidden_tmp_are_bound_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox's /tmp is private, yet a tool on PATH under /tmp (a fresh `mktemp -d` venv, as
+    the README's first command makes one, or a CI checkout) still runs inside, read-only."""
+    from akira_cli.cli import main
+    from akira_cli.sandbox.policy import tool_paths
+
+    assert str(tmp_path).startswith("/tmp/")
+    root = tmp_path / "ws"
+    assert main(["init", str(root)]) == 0
+    akira = Akira(root)  # nothing of the test's folder is shared with the steps
+    tools = tmp_path / "tools" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "maketool").write_text('#!/bin/sh\necho made > made.txt\ntouch "$0.written" 2>/dev/null || true\n')
+    (tools / "maketool").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    assert tools.parent in tool_paths(os.environ["PATH"], Path.home(), ())  # `<prefix>/bin` brings its prefix
+    akira.write_task("feat", "- [ ] 1. Use the tool\n  - Run: `maketool`\n  - Exists: `made.txt`\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script")
+    assert done.code == 0, done.err
+    assert akira.state().sandboxed is True and (root / "made.txt").read_text() == "made\n"
+    assert not (tools / "maketool.written").exists()  # bound back read-only
