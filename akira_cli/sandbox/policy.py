@@ -154,7 +154,7 @@ def allowed(rules: Iterable[HostRule], host: str, port: int) -> bool:
 def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> list[Path]:
     """What must stay readable under the hidden home for a step's tools to run: PATH folders in
     it (a `<prefix>/bin` brings its prefix: `~/.pyenv/versions/3.12`, `~/.nvm/versions/node/v22`),
-    this Python's own prefix, and where the agent CLI's executable really lies."""
+    this Python's own prefix, where the agent CLI's executable really lies, and git's settings."""
     import shutil
     import sys
 
@@ -173,10 +173,12 @@ def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> lis
         where = shutil.which(name, path=environ_path)
         if where is not None:
             found.append(Path(os.path.realpath(where)).parent)
+    found += [home / ".gitconfig", home / ".config" / "git"]  # who commits (credentials stay hidden)
     found += [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent]
     found.append(Path(__file__).resolve().parent)  # forward.py, from an editable install in the home too
     kept = sorted(
-        {path for path in found if path.is_relative_to(home) and path != home}, key=lambda p: len(p.parts)
+        {path for path in found if path.is_relative_to(home) and path != home and path.exists()},
+        key=lambda p: len(p.parts),
     )
     outer: list[Path] = []
     for path in kept:  # a folder inside one already bound needs no mount of its own
