@@ -41,6 +41,13 @@ def bare_loop(steps: int, cwd: Path, argv: list[str], env: dict[str, str]) -> fl
     return time.perf_counter() - started
 
 
+def workspace(parent: Path, name: str, steps: int, network: str) -> Path:
+    root = fresh_workspace(parent, name, steps)
+    config = root / "config" / "autonomous_loop.yaml"
+    config.write_text(config.read_text().replace("network: allow", f"network: {network}", 1))
+    return root
+
+
 def saves_alone(steps: int, cwd: Path) -> float:
     """SPEC 11's durable save (temp file, fsync, rename, fsync of the folder) without a command:
     what the bare loop pays per step besides the start (akira's save is one fdatasync)."""
@@ -56,6 +63,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=1, help="pairs of runs; medians shown")
+    parser.add_argument("--network", choices=["allow", "none"], default="allow", help="sandbox.network")
     args = parser.parse_args()
     steps = args.steps
 
@@ -72,13 +80,14 @@ def main() -> int:
     with temp_dir("akira-bench-sandbox-") as parent:
         shape = fresh_workspace(parent, "shape", 1)
         config = Config()
+        config.sandbox.network = args.network
         with open_sandbox(config, shape, shape, lambda: None, lambda _: None) as sandbox:
             assert sandbox is not None
             argv, env = sandbox.wrap(["bash", "-c", "true"], shape, dict(os.environ))
             unproxied, _ = dataclasses.replace(sandbox, proxy=None).wrap(["bash", "-c", "true"], shape, env)
             for k in range(args.repeat):
                 bare.append(bare_loop(steps, shape, argv, env))
-                akira.append(run_in_process(fresh_workspace(parent, f"akira{k}", steps), steps))
+                akira.append(run_in_process(workspace(parent, f"akira{k}", steps, args.network), steps))
                 flags_only.append(bare_loop(steps, shape, unproxied, env))
                 plain.append(bare_loop(steps, shape, ["bash", "-c", "true"], env))
                 saves.append(saves_alone(steps, shape))
@@ -87,7 +96,10 @@ def main() -> int:
         med = median(values)
         print(f"  {label:<52} {med:7.3f} s  {1000 * med / steps:6.2f} ms/step")
 
-    print(f"sandbox cost: {steps} steps of `- Run: \\`true\\``, {args.repeat} pair(s), bwrap {found.bwrap}")
+    print(
+        f"sandbox cost: {steps} steps of `- Run: \\`true\\``, network: {args.network}, {args.repeat} pair(s)"
+    )
+    print(f"bwrap {found.bwrap}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s)")
     line("bare loop: same bwrap command line + durable save", bare)
     line("akira loop start, sandboxed (in-process)", akira)
