@@ -302,7 +302,8 @@ def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
 ) -> None:
     def write(messages: list[dict[str, Any]]) -> Reply:
         retry = "Previous attempts of this step" in messages[1]["content"]
-        content = HEALTH if retry else "def status() -> int:\n    return 500\n"
+        # Not HEALTH's size: Python would take a .pyc written within the same second as current.
+        content = HEALTH if retry else "def status() -> int:\n    return 5000\n"
         return tool_call("write_file", {"path": "health.py", "content": content})
 
     model = Model([write, call("finish", summary="wrote health.py")])

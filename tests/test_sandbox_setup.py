@@ -285,7 +285,9 @@ def test_tools_in_the_hidden_tmp_are_bound_back(tmp_path: Path, monkeypatch: pyt
     akira = Akira(root)  # nothing of the test's folder is shared with the steps
     tools = tmp_path / "tools" / "bin"
     tools.mkdir(parents=True)
-    (tools / "maketool").write_text('#!/bin/sh\necho made > made.txt\ntouch "$0.written" 2>/dev/null || true\n')
+    (tools / "maketool").write_text(
+        '#!/bin/sh\necho made > made.txt\ntouch "$0.written" 2>/dev/null || true\n'
+    )
     (tools / "maketool").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
     assert tools.parent in tool_paths(os.environ["PATH"], Path.home(), ())  # `<prefix>/bin` brings its prefix
@@ -294,3 +296,36 @@ def test_tools_in_the_hidden_tmp_are_bound_back(tmp_path: Path, monkeypatch: pyt
     assert done.code == 0, done.err
     assert akira.state().sandboxed is True and (root / "made.txt").read_text() == "made\n"
     assert not (tools / "maketool.written").exists()  # bound back read-only
+
+
+class Reports:
+    """Where a run's progress goes (the fleet's tables): kept in a list."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, object]]] = []
+
+    def report(self, run_id: str, **values: object) -> None:
+        self.seen.append((run_id, values))
+
+
+@needs_bwrap
+def test_fleet_setup_runs_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from akira_cli.fleet.loop_run import LoopRun
+    from akira_cli.fleet.runs import RunSpec
+
+    clone = tmp_path / "clone"
+    (clone / "config").mkdir(parents=True)
+    setup = f"echo $GITHUB_TOKEN > token.txt; echo x > {tmp_path}/outside.txt; echo built > built.txt"
+    (clone / "config" / "autonomous_loop.yaml").write_text(
+        f"fleet:\n  setup: '{setup}'\nsandbox:\n  mode: on\n"
+    )
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_FLEETTOKEN0123456789abcdef")
+    spec = RunSpec(
+        run_id="r1", repo=str(tmp_path), task="Specs/f/tasks.md", ref="main", branch="b", added_at=0.0
+    )
+    run = LoopRun(spec, "w", tmp_path, Reports(), threading.Event(), lambda _: False)  # type: ignore[arg-type]
+    assert run.setup(clone) is None
+    assert (clone / "built.txt").read_text() == "built\n"  # it ran, in the clone
+    assert (clone / "token.txt").read_text() == "\n" and not (tmp_path / "outside.txt").exists()

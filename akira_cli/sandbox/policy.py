@@ -170,7 +170,7 @@ def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> lis
     """What must stay readable under the hidden home and the private /tmp for a step's tools to
     run: PATH folders there (a `<prefix>/bin` brings its prefix: `~/.pyenv/versions/3.12`,
     `~/.nvm/versions/node/v22`), this Python's own prefix (a venv in /tmp, as `mktemp -d` makes
-    it), akira's forwarder, and where the agent CLI's executable really lies."""
+    it), akira's forwarder, where the agent CLI's executable really lies, and git's settings."""
     import shutil
     import sys
 
@@ -189,10 +189,12 @@ def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> lis
         where = shutil.which(name, path=environ_path)
         if where is not None:
             found.append(Path(os.path.realpath(where)).parent)
+    found += [home / ".gitconfig", home / ".config" / "git"]  # who commits (credentials stay hidden)
     found += [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent]
     found.append(Path(__file__).resolve().parent)  # forward.py, from an editable install in the home too
     kept = sorted(
-        {path for path in found if hidden(path, home) and path not in (home, TMP)}, key=lambda p: len(p.parts)
+        {path for path in found if hidden(path, home) and path not in (home, TMP) and path.exists()},
+        key=lambda p: len(p.parts),
     )
     outer: list[Path] = []
     for path in kept:  # a folder inside one already bound needs no mount of its own
