@@ -173,9 +173,9 @@ class LoopRun:
             last = self.progress(clone, last)
             if asked is None and (self.stopping.is_set() or self.was_cancelled()):
                 asked = time.monotonic()
+                self.pause(clone)  # the stop hook is written before the worker says so
                 if self.cancel_seen:
                     say(f"{self.spec.run_id} was cancelled; its loop stops at its next step")
-                self.pause(clone)
             if asked is not None and time.monotonic() - asked > PAUSE_WAIT:
                 process.send_signal(signal.SIGTERM)  # the step in flight is lost, no more
                 asked = float("inf")
