@@ -183,14 +183,14 @@ def test_codex_resume_counts_only_what_the_turn_added(akira: Akira, fake) -> Non
     akira.write_config("agent:\n  session: continue\n")
     assert start(akira, "codex").code == 0
     usage = akira.state().usage
-    # lazy: 2000 in (0 cached) / 300 out; the resume's total 5000/3500/700 adds 3000/3500/400;
-    # step 2's fresh thread: 2000/1500/300.
-    assert (usage.prompt_tokens, usage.completion_tokens) == (2000 + 3000 + 2000, 300 + 400 + 300)
+    # lazy (the real capture): 2400 in / 80 out; the resume's total 5000/700 adds 2600/620;
+    # step 2's fresh thread (the real capture again): 2400/80.
+    assert (usage.prompt_tokens, usage.completion_tokens) == (2400 + 2600 + 2400, 80 + 620 + 80)
 
 
 @pytest.mark.timeout(120)
 def test_codex_usage_limit_with_a_curly_apostrophe_is_a_wait(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 8: `You’ve hit your usage limit … try again at 12:35 PM.` (U+2019)."""
+    """Item 8: `You’ve hit your usage limit … try again at 8:03 PM.` (U+2019, codex 0.169's capture)."""
     fake("usage_limit")
     akira.write_config("agent:\n  max_limit_wait_seconds: 1\n")
     result = start(akira, "codex")
@@ -199,7 +199,7 @@ def test_codex_usage_limit_with_a_curly_apostrophe_is_a_wait(akira: Akira, fake)
     assert state.total_failures == 0 and state.iteration == 0
     now = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
     found = limits.detect(replay("codex", "usage_limit")[0], now)
-    assert found is not None and found.reset_at == now.replace(hour=12, minute=35)
+    assert found is not None and found.reset_at == now.replace(hour=20, minute=3)
 
 
 def test_codex_reader_on_the_captures() -> None:
@@ -235,8 +235,9 @@ def test_codex_calls_per_model_request_and_cached_input_priced_as_cached(akira: 
     )
     assert start(akira, "codex").code == 0
     usage = akira.state().usage
-    assert usage.calls == 4 and usage.cached_tokens == 3000
-    assert usage.cost_usd == pytest.approx(2 * (500 * 1.0 + 1500 * 0.1 + 300 * 10.0) / 1e6)
+    # codex 0.169's real capture, per run: 2400 in of which 1600 cached, 80 out
+    assert usage.calls == 4 and usage.cached_tokens == 2 * 1600
+    assert usage.cost_usd == pytest.approx(2 * (800 * 1.0 + 1600 * 0.1 + 80 * 10.0) / 1e6)
 
 
 def test_a_cached_price_prices_the_cached_part_of_the_input() -> None:
@@ -288,14 +289,13 @@ def test_gemini_stdout_and_stderr_are_read_apart(akira: Akira, fake) -> None:  #
     assert start(akira, "gemini").code == 0
     state = akira.state()
     assert state.total_failures == 0
-    assert (state.usage.prompt_tokens, state.usage.completion_tokens, state.usage.cached_tokens) == (
-        800,
-        160,
-        200,
-    )
-    assert state.usage.calls == 6
-    assert state.steps["1"].session_id == "8ee570d5-329e-4002-a229-1bce7c2e2d40"
-    assert state.context.last_response.strip() == "Done."
+    # gemini 0.61's real capture, per run: two models, prompts 1500 + 3000 (600 + 1200 cached),
+    # candidates 40 + 80, requests 1 + 3 (one of them the 500)
+    usage = state.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) == (9000, 240, 3600)
+    assert state.usage.calls == 8
+    assert state.steps["1"].session_id == "1c085cd7-0bf5-4da0-b0b2-a39e46df1aa3"
+    assert state.context.last_response.strip() == "Done: wrote hello.txt."
 
 
 @pytest.mark.timeout(120)
