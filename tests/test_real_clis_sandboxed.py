@@ -78,3 +78,50 @@ def test_a_real_cli_works_a_step_in_the_sandbox_through_the_proxy(tmp_path: Path
     state = json.loads(next((root / ".state").rglob("autonomous_loop_*.json")).read_text())
     assert state["sandboxed"] is True and state["status"] == "completed"
     assert (home / STATE[name]).exists()  # the CLI's own state, bound in from the home, kept
+
+
+@pytest.mark.timeout(300)
+def test_codex_with_its_codex_home_outside_the_home_keeps_its_state(tmp_path: Path) -> None:
+    """`CODEX_HOME` names codex's state folder wherever a person keeps it: bound in writable, as
+    `~/.codex` is, so its sessions are written and kept."""
+    cli = CLIS["codex"]
+    if not cli.executable.exists():
+        pytest.skip(f"codex {cli.pin.version} is not installed: python tests/realcli/install.py codex")
+    root, home, elsewhere = tmp_path / "ws", tmp_path / "home", tmp_path / "state" / "codex"
+    done = subprocess.run([sys.executable, "-m", "akira_cli", "init", str(root)], capture_output=True)
+    assert done.returncode == 0
+    task = root / "Specs" / "greet" / "tasks.md"
+    task.parent.mkdir(parents=True, exist_ok=True)
+    task.write_text(f"- [ ] 1. Create hello.txt with a short greeting\n{CHECK['codex']}")
+    with ScriptedServer(cli.dialect(), Script(root)) as server:
+        env = cli.environment(home, server.url, root)
+        elsewhere.parent.mkdir(parents=True)
+        (home / ".codex").rename(elsewhere)
+        env["CODEX_HOME"] = str(elsewhere)
+        env["PATH"] = f"{env['PATH']}{os.pathsep}{Path(sys.executable).parent}"
+        (root / "config" / "autonomous_loop.yaml").write_text(
+            f"agent:\n  preset: codex\n  command_timeout_seconds: 240\n"
+            f"sandbox:\n  mode: on\n{EXTRA['codex'].format(port=server.port)}"
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "akira_cli", "loop", "start", "--task", str(task), "--agent", "codex"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=280,
+        )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert (root / "hello.txt").read_text() == Script(root).content
+    assert list((elsewhere / "sessions").rglob("*.jsonl")), "codex kept no session in CODEX_HOME"
+
+
+def test_a_moved_state_folder_is_bound_but_never_the_root_or_the_home(tmp_path: Path) -> None:
+    from akira_cli.sandbox.policy import state_paths
+
+    home, moved = tmp_path / "home", tmp_path / "claude-config"
+    home.mkdir()
+    found = state_paths("claude", home, {"CLAUDE_CONFIG_DIR": str(moved)})
+    assert moved in found and moved.is_dir()  # made, so what the CLI writes there is kept
+    for wrong in ("/", str(home), str(tmp_path), "relative/path"):
+        assert state_paths("codex", home, {"CODEX_HOME": wrong}) == [home / ".codex"], wrong
