@@ -21,7 +21,7 @@ REVIEWER = """\
 #!{python}
 import fcntl, json, os, sys, time
 prompt = sys.stdin.read()
-with open(os.environ["REVIEW_SCRIPT"], "r+") as held:  # one mode per call, the last one sticks
+with open(os.environ["FAKE_REVIEW_SCRIPT"], "r+") as held:  # one mode per call, the last one sticks
     fcntl.flock(held, fcntl.LOCK_EX)
     script = json.loads(held.read())  # a list, or a list per step (parallel steps)
     modes = script.get(os.environ["AKIRA_STEP_ID"], ["approve"]) if isinstance(script, dict) else script
@@ -29,7 +29,7 @@ with open(os.environ["REVIEW_SCRIPT"], "r+") as held:  # one mode per call, the 
     held.seek(0)
     held.truncate()
     held.write(json.dumps(script))
-with open(os.environ["REVIEW_LOG"], "a") as log:
+with open(os.environ["FAKE_REVIEW_LOG"], "a") as log:
     log.write(json.dumps({{"argv": sys.argv[1:], "mode": mode, "prompt": prompt}}) + "\\n")
 if mode == "crash":
     sys.stderr.write("API Error: Connection error.\\n")
@@ -55,7 +55,7 @@ AGENT = """\
 import json, os, pathlib, sys
 prompt = sys.stdin.read()
 step, attempt = os.environ["AKIRA_STEP_ID"], os.environ["AKIRA_ATTEMPT"]
-with open(os.environ["AGENT_LOG"], "a") as log:
+with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps({{"step": step, "attempt": attempt, "prompt": prompt}}) + "\\n")
 pathlib.Path(f"step_{{step}}.txt").write_text(f"attempt {{attempt}}\\n")
 """
@@ -74,7 +74,7 @@ class Night:
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, repository: bool = True) -> None:
         root = tmp_path / "repo"
         assert main(["init", str(root)]) == 0
-        self.akira = Akira(root)
+        self.akira = Akira(root, tmp_path)  # the fakes, their logs and script lie in tmp_path (SPEC 15)
         self.root, self.tmp = root, tmp_path
         self.origin = tmp_path / "origin.git"
         if repository:
@@ -90,9 +90,9 @@ class Night:
             path.write_text(body.format(python=sys.executable))
             path.chmod(path.stat().st_mode | stat.S_IEXEC)
         monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-        monkeypatch.setenv("REVIEW_LOG", str(tmp_path / "reviews.jsonl"))
-        monkeypatch.setenv("AGENT_LOG", str(tmp_path / "agent.jsonl"))
-        monkeypatch.setenv("REVIEW_SCRIPT", str(tmp_path / "script.json"))
+        monkeypatch.setenv("FAKE_REVIEW_LOG", str(tmp_path / "reviews.jsonl"))
+        monkeypatch.setenv("FAKE_AGENT_LOG", str(tmp_path / "agent.jsonl"))
+        monkeypatch.setenv("FAKE_REVIEW_SCRIPT", str(tmp_path / "script.json"))
 
     def setup(self, review: str, steps: str = STEPS, extra: str = "") -> None:
         self.akira.write_config(

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import share_with_steps
 
 from akira_cli.cli import main
 from tests.test_fleet import Fleet, branch_steps, commit_task, git, ledger_lines, steps
@@ -74,6 +75,7 @@ def origin(tmp_path: Path) -> Path:
     """A person's repository (an akira workspace) with a bare origin the workers clone."""
     root = tmp_path / "repo"
     assert main(["init", str(root)]) == 0
+    share_with_steps(root, tmp_path)  # the steps' ledger and gate lie in the test's folder (SPEC 15)
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")
     git(root, "config", "user.email", "person@example.com")

@@ -57,6 +57,8 @@ def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:
     (root / "config").mkdir()
     (root / "config" / "autonomous_loop.yaml").write_text(
         f"agent:\n  command: bash {tmp_path / 'agent.sh'}\n{config}"
+        # the agent script lies beside the repository, outside the work tree: let the steps read it
+        f"sandbox:\n  allow_read: [{str(tmp_path / 'agent.sh')!r}]\n"
     )
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")

@@ -334,7 +334,7 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     task = commit_task(origin, "feat", textwrap.dedent(TASKS).lstrip())
     fleet = Fleet(f"sqlite:///{tmp_path / 'fleet.sqlite'}", tmp_path)
     try:
-        run_id = fleet.add(task)
+        fleet.add(task)
         fleet.worker("w1")
         rows = fleet.wait(lambda rows: rows[0]["status"] in ("completed", "failed", "needs_action"))
     finally:
@@ -344,10 +344,8 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     assert forge.verbs() == ["gh pr view", "gh pr create"]
     argv = forge.calls()[1]["argv"]
     assert isinstance(argv, list)
-    assert (
-        argv[:6] == ["pr", "create", "--base", "main", "--head", f"akira/fleet-{run_id}"]
-        and "--draft" in argv
-    )
+    assert rows[0]["branch"] == "akira/feat"  # a fleet run's branch is a local run's (issue 29 #12)
+    assert argv[:6] == ["pr", "create", "--base", "main", "--head", "akira/feat"] and "--draft" in argv
 
 
 def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,7 +42,7 @@ def test_a_codex_reviewer_reads_its_agent_message(night: Night) -> None:
         f"#!{sys.executable}\n"
         "import json, os, sys\n"
         "sys.stdin.read()\n"
-        "open(os.environ['REVIEW_LOG'], 'a').write(json.dumps({'argv': sys.argv[1:], 'prompt': ''}) + '\\n')\n"
+        "open(os.environ['FAKE_REVIEW_LOG'], 'a').write(json.dumps({'argv': sys.argv[1:], 'prompt': ''}) + '\\n')\n"
         "verdict = 'changes' if os.environ['AKIRA_ATTEMPT'] == '1' else 'approve'\n"
         "answer = json.dumps({'verdict': verdict, 'reasons': ['step_' + os.environ['AKIRA_STEP_ID']]})\n"
         "for event in ({'type': 'thread.started', 'thread_id': '0199-a'}, {'type': 'turn.started'},\n"

@@ -122,6 +122,9 @@ def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
     )
     repo.write_config("sandbox:\n  mode: on\n")  # nothing shared: the main tree is off limits
     repo.write_task("feat", steps)
+    # the test's folder, the main tree's parent, is in sandbox.allow_write (the repo fixture shares
+    # it): a slot's sandbox keeps the main tree read-only all the same
+    assert f"allow_write: [{str(main.parent)!r}]" in (main / "config" / "autonomous_loop.yaml").read_text()
     git(main, "add", "-A")
     git(main, "commit", "-q", "-m", "the tasks")
     done = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--agent", "script")

@@ -117,6 +117,8 @@ class Sandbox:
             path = policy.expand(entry, self.home)
             out += ["--bind-try", str(path), str(path)]
             shown.append(path)
+        if self.origin is not None and self.origin != self.tree:  # a slot: the main tree read-only,
+            out += ["--ro-bind", str(self.origin), str(self.origin)]  # even under an allow_write
         tree = str(self.tree)
         out += ["--ro-bind" if self.read_only else "--bind", tree, tree]
         out += self._plane()

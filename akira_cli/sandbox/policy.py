@@ -37,6 +37,12 @@ PRESET_STATE: dict[str, tuple[str, ...]] = {
 }
 """Each agent CLI's own state, bound in writable from the real home."""
 
+PRESET_STATE_ENV: dict[str, tuple[str, ...]] = {
+    "claude": ("CLAUDE_CONFIG_DIR",),
+    "codex": ("CODEX_HOME",),
+}
+"""Where a person moves an agent CLI's state folder: bound in writable as its home folder is."""
+
 PRESET_EXECUTABLES: dict[str, tuple[str, ...]] = {
     "claude": ("claude",),
     "codex": ("codex",),
@@ -90,10 +96,13 @@ def expand(path: str, home: Path) -> Path:
     return home / path[2:] if path.startswith("~/") else (home if path == "~" else Path(path))
 
 
-def state_paths(preset: str | None, home: Path) -> list[Path]:
-    """The preset's state folders and files that exist in the real home (globs expanded)."""
+def state_paths(preset: str | None, home: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:
+    """The preset's state folders and files that exist in the real home (globs expanded), and
+    the folders its variables move them to (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`)."""
     found: list[Path] = []
-    for entry in PRESET_STATE.get(preset or "", ()):
+    moved = [environ.get(name, "") for name in PRESET_STATE_ENV.get(preset or "", ())]
+    moved = [m for m in moved if os.path.isabs(m) and not home.is_relative_to(m)]  # never / or ~
+    for entry in (*PRESET_STATE.get(preset or "", ()), *moved):
         path = expand(entry, home)
         if "*" in path.name:
             found += sorted(p for p in path.parent.glob(path.name) if p.exists())

@@ -1,0 +1,127 @@
+"""The pinned real agent CLIs (~/.cache/akira/test-clis) run a step of `akira loop start` inside
+the sandbox (SPEC 15, on by default), each pointed at its scripted model server on 127.0.0.1 as a
+person points it at a gateway (tests/realcli/clis.py). The server is reached through the run's
+proxy: claude's and gemini's base-URL variables let their gateway in by themselves; codex's
+`config.toml` and aider's `.aider.conf.yml` name theirs in a file, so the config names it in
+`sandbox.allow_hosts` (and codex's `env_key` in `sandbox.env`), as a person would write it. The
+CLI's own state folder is written inside and kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from realcli.clis import CLIS
+
+from akira_cli.sandbox.probe import probe
+from akira_cli.sections import SandboxSettings
+from akira_cli.testing.scripted import Script, ScriptedServer
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)"),
+]
+
+EXTRA = {
+    "claude": "",
+    "gemini": "",
+    "codex": '  allow_hosts: ["127.0.0.1:{port}"]\n  env: [GATEWAY_API_KEY]\n',
+    "aider": '  allow_hosts: ["127.0.0.1:{port}"]\n  env: [LITELLM_LOCAL_MODEL_COST_MAP]\n',
+}
+"""What a person adds under `sandbox:` for a gateway named in the CLI's own config file."""
+CHECK = {name: "  - Exists: `hello.txt`\n" for name in ("claude", "codex", "gemini")} | {
+    "aider": "  - Verify: `grep -q 'Done: wrote hello.txt' .aider.chat.history.md`\n"
+}
+"""The step's check. The scripted server answers aider 0.86 with text, never an edit (its
+captures have none either): its check is the model's answer in the chat history it keeps."""
+STATE = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini", "aider": ".aider.conf.yml"}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", list(CLIS))
+def test_a_real_cli_works_a_step_in_the_sandbox_through_the_proxy(tmp_path: Path, name: str) -> None:
+    cli = CLIS[name]
+    if not cli.executable.exists():
+        pytest.skip(f"{name} {cli.pin.version} is not installed: python tests/realcli/install.py {name}")
+    root, home = tmp_path / "ws", tmp_path / "home"
+    assert (
+        subprocess.run([sys.executable, "-m", "akira_cli", "init", str(root)], capture_output=True).returncode
+        == 0
+    )
+    task = root / "Specs" / "greet" / "tasks.md"
+    task.parent.mkdir(parents=True, exist_ok=True)
+    task.write_text(f"- [ ] 1. Create hello.txt with a short greeting\n{CHECK[name]}")
+    with ScriptedServer(cli.dialect(), Script(root)) as server:
+        env = cli.environment(home, server.url, root)
+        env["PATH"] = f"{env['PATH']}{os.pathsep}{Path(sys.executable).parent}"
+        (root / "config" / "autonomous_loop.yaml").write_text(
+            f"agent:\n  preset: {name}\n  command_timeout_seconds: 240\n"
+            f"sandbox:\n  mode: on\n{EXTRA[name].format(port=server.port)}"
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "akira_cli", "loop", "start", "--task", str(task), "--agent", name],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=280,
+        )
+        main = server.main_requests()
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert main, "the CLI never reached its model server"
+    if name != "aider":
+        assert (root / "hello.txt").read_text() == Script(root).content
+    state = json.loads(next((root / ".state").rglob("autonomous_loop_*.json")).read_text())
+    assert state["sandboxed"] is True and state["status"] == "completed"
+    assert (home / STATE[name]).exists()  # the CLI's own state, bound in from the home, kept
+
+
+@pytest.mark.timeout(300)
+def test_codex_with_its_codex_home_outside_the_home_keeps_its_state(tmp_path: Path) -> None:
+    """`CODEX_HOME` names codex's state folder wherever a person keeps it: bound in writable, as
+    `~/.codex` is, so its sessions are written and kept."""
+    cli = CLIS["codex"]
+    if not cli.executable.exists():
+        pytest.skip(f"codex {cli.pin.version} is not installed: python tests/realcli/install.py codex")
+    root, home, elsewhere = tmp_path / "ws", tmp_path / "home", tmp_path / "state" / "codex"
+    done = subprocess.run([sys.executable, "-m", "akira_cli", "init", str(root)], capture_output=True)
+    assert done.returncode == 0
+    task = root / "Specs" / "greet" / "tasks.md"
+    task.parent.mkdir(parents=True, exist_ok=True)
+    task.write_text(f"- [ ] 1. Create hello.txt with a short greeting\n{CHECK['codex']}")
+    with ScriptedServer(cli.dialect(), Script(root)) as server:
+        env = cli.environment(home, server.url, root)
+        elsewhere.parent.mkdir(parents=True)
+        (home / ".codex").rename(elsewhere)
+        env["CODEX_HOME"] = str(elsewhere)
+        env["PATH"] = f"{env['PATH']}{os.pathsep}{Path(sys.executable).parent}"
+        (root / "config" / "autonomous_loop.yaml").write_text(
+            f"agent:\n  preset: codex\n  command_timeout_seconds: 240\n"
+            f"sandbox:\n  mode: on\n{EXTRA['codex'].format(port=server.port)}"
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "akira_cli", "loop", "start", "--task", str(task), "--agent", "codex"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=280,
+        )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert (root / "hello.txt").read_text() == Script(root).content
+    assert list((elsewhere / "sessions").rglob("*.jsonl")), "codex kept no session in CODEX_HOME"
+
+
+def test_a_moved_state_folder_is_bound_but_never_the_root_or_the_home(tmp_path: Path) -> None:
+    from akira_cli.sandbox.policy import state_paths
+
+    home, moved = tmp_path / "home", tmp_path / "claude-config"
+    home.mkdir()
+    found = state_paths("claude", home, {"CLAUDE_CONFIG_DIR": str(moved)})
+    assert moved in found and moved.is_dir()  # made, so what the CLI writes there is kept
+    for wrong in ("/", str(home), str(tmp_path), "relative/path"):
+        assert state_paths("codex", home, {"CODEX_HOME": wrong}) == [home / ".codex"], wrong
