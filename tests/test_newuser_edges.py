@@ -70,3 +70,21 @@ def test_a_parent_of_optional_steps_only_stays_open_for_a_run_that_includes_them
     assert (root / "x.txt").read_text() == "x\n" and (root / "y.txt").read_text() == "y\n"
     assert "- [x] 2. Extras" in tasks.read_text()
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_host_rule_with_a_scheme_a_space_a_path_or_a_bad_port_is_one_line_and_starts_nothing(
+    tmp_path: Path,
+) -> None:
+    tasks = "- [ ] 1. Make a file\n  - Run: `echo a > a.txt`\n"
+    root = kiro_repo(tmp_path, tasks, 'sandbox:\n  allow_hosts: ["pypi.org"]\n')
+    config = root / "config" / "autonomous_loop.yaml"
+    for entry in ("a b", "https://pypi.org", "pypi.org/simple", "pypi.org:99999", "*", ""):
+        config.write_text(f"sandbox:\n  allow_hosts: [{entry!r}]\n")
+        done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+        assert done.returncode == 1, (entry, done.stderr)
+        assert f"entry '{entry}'" in done.stderr and "e.g. 'pypi.org'" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+        assert git(root, "branch", "--show-current") == "main" and not (root / "a.txt").exists()
+    config.write_text('sandbox:\n  allow_hosts: ["PyPI.org", "*.npmjs.org", "127.0.0.1:8080"]\n')
+    done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+    assert done.returncode == 0, done.stderr
