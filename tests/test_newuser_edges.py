@@ -88,3 +88,26 @@ def test_a_host_rule_with_a_scheme_a_space_a_path_or_a_bad_port_is_one_line_and_
     config.write_text('sandbox:\n  allow_hosts: ["PyPI.org", "*.npmjs.org", "127.0.0.1:8080"]\n')
     done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
     assert done.returncode == 0, done.stderr
+
+
+def test_a_config_error_names_its_file_quoted_so_it_pastes_from_a_folder_with_a_space(tmp_path: Path) -> None:
+    import shlex
+
+    tasks = "- [ ] 1. Make a file\n  - Run: `echo a > a.txt`\n"
+    root = kiro_repo(tmp_path, tasks)
+    config = root / "config" / "autonomous_loop.yaml"
+    quoted = shlex.quote(str(config))
+    assert quoted != str(config)  # the folder's name has a space
+    cases = {
+        "sandbox:\n  mode: auto\nsandbox:\n  mode: off\n": "key 'sandbox' is given twice, on lines 1 and 3",
+        "review:\n  when: on\n": "key 'review.when'",
+        "git:\n  pr: draft\n": "git.pr: draft needs git.push",
+        "agent:\n  comand: x\n": "unknown key 'agent.comand'",
+    }
+    for text, what in cases.items():
+        config.write_text(text)
+        before = config.read_bytes()
+        done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith(f"akira: error: {quoted}: {what}"), done.stderr
+        assert config.read_bytes() == before and git(root, "branch", "--show-current") == "main"
