@@ -111,3 +111,53 @@ def test_a_config_error_names_its_file_quoted_so_it_pastes_from_a_folder_with_a_
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert done.stderr.startswith(f"akira: error: {quoted}: {what}"), done.stderr
         assert config.read_bytes() == before and git(root, "branch", "--show-current") == "main"
+
+
+def test_ctrl_c_says_how_to_continue_and_the_printed_command_pastes_from_another_folder(
+    tmp_path: Path,
+) -> None:
+    import shlex
+    import signal
+    import time
+
+    tasks = (
+        "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n"
+        "- [ ] 2. Slow\n"
+        "  - Run: `if [ -f started ]; then echo 2 > two.txt; else touch started; sleep 120; fi`\n"
+        "  - Exists: `two.txt`\n"
+    )
+    root = kiro_repo(tmp_path, tasks)
+    env = {key: value for key, value in os.environ.items() if key != "AKIRA_ROOT"}
+    task = str(root / ".kiro" / "specs" / "feat" / "tasks.md")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "akira_cli", "loop", "start", "--task", task],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not (root / "started").exists():
+            assert time.monotonic() < deadline and run.poll() is None, "step 2 never started"
+            time.sleep(0.05)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=90)
+    finally:
+        run.kill()
+    assert run.returncode == 3, err
+    last = err.strip().splitlines()[-1]
+    assert "paused: step 2 attempt 1 was interrupted; continue with: akira loop resume" in last, last
+    words = shlex.split(last.split("continue with: ", 1)[1])
+    assert words[words.index("--root") + 1] == str(root)
+    done = subprocess.run(
+        [sys.executable, "-m", "akira_cli", *words[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (root / "two.txt").read_text() == "2\n"
