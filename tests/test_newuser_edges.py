@@ -161,3 +161,44 @@ def test_ctrl_c_says_how_to_continue_and_the_printed_command_pastes_from_another
     )
     assert done.returncode == 0, done.stderr
     assert (root / "two.txt").read_text() == "2\n"
+
+
+def test_without_gh_on_resume_the_command_by_hand_updates_the_pull_request_already_opened(
+    tmp_path: Path,
+) -> None:
+    tasks = "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n- [ ] 2. Gated\n  - Run: `test -f go`\n"
+    root = kiro_repo(tmp_path, tasks, "git:\n  push: origin\n  pr: draft\n  pr_tool: gh\n")
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "origin.git")], check=True)
+    git(root, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    fake = tmp_path / "fake bin"
+    fake.mkdir()
+    log = tmp_path / "gh.log"
+    (fake / "gh").write_text(
+        f"#!/bin/sh\necho \"$*\" >> '{log}'\n"
+        'if [ "$1 $2" = "pr view" ]; then echo "no pull requests found for branch" >&2; exit 1; fi\n'
+        "echo https://github.com/acme/app/pull/12\n"
+    )
+    (fake / "gh").chmod(0o755)
+    env = {key: value for key, value in os.environ.items() if key != "AKIRA_ROOT"}
+    command = [sys.executable, "-m", "akira_cli", "loop"]
+    first = subprocess.run(
+        [*command, "start", "--task", ".kiro/specs/feat/tasks.md"],
+        cwd=root, capture_output=True, text=True, timeout=120,
+        env={**env, "PATH": f"{fake}{os.pathsep}{env['PATH']}"},
+    )  # fmt: skip
+    assert first.returncode == 4 and "pull request: https://github.com/acme/app/pull/12" in first.stderr
+    assert "pr create" in log.read_text()
+    (root / "go").write_text("")
+    again = subprocess.run(
+        [*command, "resume", "--task-id", "feat"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert again.returncode == 0, again.stderr
+    warning = next(line for line in again.stderr.splitlines() if "gh is not on PATH" in line)
+    assert "the pull request https://github.com/acme/app/pull/12 was not updated" in warning
+    assert "gh pr edit akira/feat --title 'feat: 2/2 steps' --body-file" in warning
+    assert "pr create" not in warning
