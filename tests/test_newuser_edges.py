@@ -202,3 +202,22 @@ def test_without_gh_on_resume_the_command_by_hand_updates_the_pull_request_alrea
     assert "the pull request https://github.com/acme/app/pull/12 was not updated" in warning
     assert "gh pr edit akira/feat --title 'feat: 2/2 steps' --body-file" in warning
     assert "pr create" not in warning
+
+
+def test_undo_from_another_folder_prints_a_resume_that_pastes_and_does_the_steps_again(
+    tmp_path: Path,
+) -> None:
+    import shlex
+
+    tasks = "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n- [ ] 2. Second\n  - Run: `echo 2 > two.txt`\n"
+    root = kiro_repo(tmp_path, tasks)
+    assert akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md").returncode == 0
+    undone = akira(tmp_path, "loop", "undo", "--root", str(root), "--task-id", "feat", "--step", "2")
+    assert undone.returncode == 0, undone.stderr
+    assert not (root / "two.txt").exists()
+    line = undone.stderr.strip().splitlines()[-1]
+    words = shlex.split(line.split("run: ", 1)[1])  # the rest of the line is the command
+    assert words[:3] == ["akira", "loop", "resume"] and words[words.index("--root") + 1] == str(root)
+    again = akira(tmp_path, *words[1:])
+    assert again.returncode == 0, again.stderr
+    assert (root / "two.txt").read_text() == "2\n"
