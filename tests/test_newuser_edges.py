@@ -221,3 +221,22 @@ def test_undo_from_another_folder_prints_a_resume_that_pastes_and_does_the_steps
     again = akira(tmp_path, *words[1:])
     assert again.returncode == 0, again.stderr
     assert (root / "two.txt").read_text() == "2\n"
+
+
+def test_a_command_in_a_sentence_with_a_quoted_root_is_in_double_quotes_and_pastes(tmp_path: Path) -> None:
+    import shlex
+
+    tasks = "- [ ] 1. Gated\n  - Run: `test -f go`\n"
+    root = kiro_repo(tmp_path, tasks)
+    task = str(root / ".kiro" / "specs" / "feat" / "tasks.md")
+    assert akira(tmp_path, "loop", "start", "--task", task).returncode == 4  # needs action
+    again = akira(tmp_path, "loop", "start", "--task", task)
+    assert again.returncode == 1 and len(again.stderr.strip().splitlines()) == 1, again.stderr
+    assert "already has an unfinished loop" in again.stderr
+    quoted = again.stderr.split("continue it with ", 1)[1].strip()
+    assert quoted[0] == quoted[-1] == '"', quoted  # the command holds 'my project' in single quotes
+    words = shlex.split(quoted[1:-1])
+    assert words[:3] == ["akira", "loop", "resume"] and words[words.index("--root") + 1] == str(root)
+    (root / "go").write_text("")
+    done = akira(tmp_path, *words[1:])
+    assert done.returncode == 0, done.stderr

@@ -17,7 +17,7 @@ import typer
 from akira_cli.cli.common import same_file
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import MIN_SECRET, too_short
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -123,11 +123,11 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
             raise AkiraError(
                 f"task {state.task_id} on {path} is already being run by process "
                 f"{holder}; stop it with "
-                f"'{command_line(workspace, 'loop', 'stop', '--task-id', state.task_id)}'"
+                f"{in_quotes(command_line(workspace, 'loop', 'stop', '--task-id', state.task_id))}"
             )
         raise AkiraError(
             f"{path} already has an unfinished loop {state.task_id} ({state.status}); continue it "
-            f"with '{command_line(workspace, 'loop', 'resume', '--task-id', state.task_id)}'"
+            f"with {in_quotes(command_line(workspace, 'loop', 'resume', '--task-id', state.task_id))}"
         )
 
 
@@ -156,9 +156,10 @@ def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int
             cwd=workspace.root,
         )
     typer.echo(state.task_id)
+    follow = command_line(workspace, "loop", "logs", "--task-id", state.task_id, "--follow")
     typer.echo(
         f"akira: {state.task_id} runs in the background as process {process.pid}; "
-        f"follow it with '{command_line(workspace, 'loop', 'logs', '--task-id', state.task_id, '--follow')}'",
+        f"follow it with {in_quotes(follow)}",
         err=True,
     )
     return 0

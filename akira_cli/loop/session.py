@@ -33,7 +33,7 @@ from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.git.run import GitRun
@@ -265,7 +265,9 @@ def run_session(
             stop = loop.run()
         except OSError as exc:
             resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
-            raise AkiraError(describe_os_error(exc, f"run '{resume}'; the saved state is intact")) from None
+            raise AkiraError(
+                describe_os_error(exc, f"run {in_quotes(resume)}; the saved state is intact")
+            ) from None
     where = ""
     if stop.report in ("intervention", "escalation"):
         where = f"; read {workspace.shown(workspace.needs_action / f'{stop.report}_{state.task_id}.md')}"

@@ -20,7 +20,7 @@ from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
 from akira_cli.tasks.source import TaskSource, earns_tick, is_done
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 
 @dataclass
@@ -126,7 +126,7 @@ class TaskBook:
             reason = (
                 f"directives of step(s) {', '.join(changed[:10])} changed in "
                 f"{self.workspace.shown(current)} during an attempt; read them, then delete "
-                f"this hook or run '{resume}' to let them run"
+                f"this hook or run {in_quotes(resume)} to let them run"
             )
             hook = write_hook(self.workspace, self.state, reason)
             self.bus.emit(EventType.LEDGER, running[0], action="directives_held", steps=changed[:20])
