@@ -240,3 +240,38 @@ def test_a_command_in_a_sentence_with_a_quoted_root_is_in_double_quotes_and_past
     (root / "go").write_text("")
     done = akira(tmp_path, *words[1:])
     assert done.returncode == 0, done.stderr
+
+
+def test_a_push_remote_the_repository_lacks_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    tasks = "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n"
+    root = kiro_repo(tmp_path, tasks, "git:\n  push: upstream\n")
+    done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "git.push names upstream, which is not a remote of" in done.stderr
+    assert "(its remotes: none)" in done.stderr and "remote add upstream" in done.stderr
+    assert git(root, "branch", "--show-current") == "main" and not (root / "one.txt").exists()
+    assert not (root / ".state").exists() or not list((root / ".state").glob("autonomous_loop_*.json"))
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "up.git")], check=True)
+    git(root, "remote", "add", "upstream", str(tmp_path / "up.git"))
+    done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+    assert done.returncode == 0, done.stderr
+    assert git(tmp_path / "up.git", "branch", "--list", "akira/feat") != ""
+
+
+def test_a_repository_without_a_commit_is_told_a_command_that_pastes(tmp_path: Path) -> None:
+    import shlex
+
+    root = tmp_path / "my project"
+    (root / "specs").mkdir(parents=True)
+    (root / "specs" / "tasks.md").write_text("- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    done = akira(tmp_path, "loop", "start", "--task", str(root / "specs" / "tasks.md"))
+    assert done.returncode == 1 and "has no commit yet" in done.stderr, done.stderr
+    assert f"{shlex.quote(str(root))} has no commit yet" in done.stderr
+    quoted = done.stderr.split("; run ", 1)[1].strip()
+    assert quoted[0] == quoted[-1] == '"', quoted
+    subprocess.run(shlex.split(quoted[1:-1]), cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    done = akira(tmp_path, "loop", "start", "--task", str(root / "specs" / "tasks.md"))
+    assert done.returncode == 0, done.stderr
