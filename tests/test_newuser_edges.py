@@ -275,3 +275,35 @@ def test_a_repository_without_a_commit_is_told_a_command_that_pastes(tmp_path: P
     subprocess.run(shlex.split(quoted[1:-1]), cwd=tmp_path, check=True, capture_output=True, timeout=60)
     done = akira(tmp_path, "loop", "start", "--task", str(root / "specs" / "tasks.md"))
     assert done.returncode == 0, done.stderr
+
+
+def test_doctor_json_says_a_config_that_does_not_load_as_a_failed_check(tmp_path: Path) -> None:
+    import json
+
+    root = kiro_repo(tmp_path, "- [ ] 1. First\n", "sandbox:\n  mode: auto\nsandbox:\n  mode: off\n")
+    done = akira(root, "doctor", "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is False and report["workspace"] == str(root)
+    [check] = report["checks"]
+    assert check["check"] == "config" and check["status"] == "fail"
+    assert "key 'sandbox' is given twice, on lines 1 and 3" in check["detail"] and check["fix"]
+    plain = akira(root, "doctor")  # the table's form: the one error line, as every command says it
+    assert plain.returncode == 1 and plain.stdout == "" and "given twice" in plain.stderr
+
+
+def test_doctor_from_another_folder_ends_with_its_command_again_in_quotes_that_paste(tmp_path: Path) -> None:
+    import shlex
+
+    root = kiro_repo(tmp_path, "- [ ] 1. First\n")
+    env = {key: value for key, value in os.environ.items() if key != "AKIRA_ROOT"}
+    env.update(PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin", COLUMNS="200")
+    done = subprocess.run(
+        [sys.executable, "-m", "akira_cli", "doctor", "--agent", "claude", "--root", str(root)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    quoted = last.split("fix them and run ", 1)[1].removesuffix(" again")
+    assert quoted[0] == quoted[-1] == '"', last
+    assert shlex.split(quoted[1:-1]) == ["akira", "doctor", "--agent", "claude", "--root", str(root)]
