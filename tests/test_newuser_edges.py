@@ -307,3 +307,15 @@ def test_doctor_from_another_folder_ends_with_its_command_again_in_quotes_that_p
     quoted = last.split("fix them and run ", 1)[1].removesuffix(" again")
     assert quoted[0] == quoted[-1] == '"', last
     assert shlex.split(quoted[1:-1]) == ["akira", "doctor", "--agent", "claude", "--root", str(root)]
+
+
+def test_review_when_naming_a_step_the_task_lacks_is_a_warning_at_start(tmp_path: Path) -> None:
+    tasks = "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n- [ ] 2. Second\n  - Run: `echo 2 > two.txt`\n"
+    root = kiro_repo(tmp_path, tasks, 'review:\n  agent: "true"\n  when: ["2", "9", "2.1"]\n')
+    done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("akira: warning: review.when")]
+    assert warnings == [
+        "akira: warning: review.when names step(s) 9, 2.1, which tasks.md lacks, so nothing is reviewed "
+        "for them; fix the ids in config/autonomous_loop.yaml"
+    ]

@@ -38,6 +38,20 @@ def criteria_warnings(task_file: TaskFile) -> list[str]:
     return spec.warnings + (unknown_id_warnings(task_file, spec) if spec.criteria else [])
 
 
+def review_when_warnings(config: Config, task_file: TaskFile) -> list[str]:
+    """`review.when` ids the task file lacks: those steps would never be reviewed, silently."""
+    when = config.review.when
+    if not config.review.enabled or not isinstance(when, list):
+        return []
+    missing = [step_id for step_id in when if task_file.get(str(step_id)) is None]
+    if not missing:
+        return []
+    return [
+        f"review.when names step(s) {', '.join(map(str, missing))}, which {task_file.path.name} lacks, "
+        "so nothing is reviewed for them; fix the ids in config/autonomous_loop.yaml"
+    ]
+
+
 @contextlib.contextmanager
 def start_lock(store: StateStore) -> Iterator[None]:
     from filelock import Timeout
