@@ -319,3 +319,25 @@ def test_review_when_naming_a_step_the_task_lacks_is_a_warning_at_start(tmp_path
         "akira: warning: review.when names step(s) 9, 2.1, which tasks.md lacks, so nothing is reviewed "
         "for them; fix the ids in config/autonomous_loop.yaml"
     ]
+
+
+def test_start_warnings_name_their_files_quoted_so_they_paste(tmp_path: Path) -> None:
+    import shlex
+
+    tasks = "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n  - _Requirements: 9.9_\n- [y] 2. Not a box\n"
+    root = kiro_repo(tmp_path, tasks.replace("- [y] 2. Not a box\n", "  - Verfy: `true`\n"))
+    spec = root / ".kiro" / "specs" / "feat"
+    (spec / "requirements.md").write_text(
+        "# Requirements\n\n### Requirement 1\n\n#### Acceptance Criteria\n\n1. WHEN x THEN y SHALL z\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "requirements")
+    done = akira(tmp_path, "loop", "start", "--task", str(spec / "tasks.md"))
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("akira: warning: ")]
+    tasks_at, spec_at = shlex.quote(str(spec / "tasks.md")), shlex.quote(str(spec / "requirements.md"))
+    assert any(
+        line.startswith(f"akira: warning: {tasks_at}:3: step 1 names requirement 9.9") for line in warnings
+    )
+    assert any(f"which {spec_at} lacks" in line for line in warnings), warnings
+    assert any(line.startswith(f"akira: warning: {tasks_at}:4: ") for line in warnings), warnings  # Verfy
