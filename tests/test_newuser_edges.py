@@ -341,3 +341,22 @@ def test_start_warnings_name_their_files_quoted_so_they_paste(tmp_path: Path) ->
     )
     assert any(f"which {spec_at} lacks" in line for line in warnings), warnings
     assert any(line.startswith(f"akira: warning: {tasks_at}:4: ") for line in warnings), warnings  # Verfy
+
+
+def test_a_corrupt_state_is_named_with_a_command_in_double_quotes_that_pastes(tmp_path: Path) -> None:
+    import shlex
+
+    root = kiro_repo(tmp_path, "- [ ] 1. Gated\n  - Run: `test -f go`\n")
+    assert akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md").returncode == 4
+    [state] = (root / ".state").glob("autonomous_loop_task_*.json")
+    state.write_text("garbage\n")
+    for log in (root / ".state").glob("*.wal"):
+        log.unlink()
+    done = akira(tmp_path, "loop", "progress", "--root", str(root), "--task-id", "feat")
+    assert done.returncode == 1 and "is corrupt and may be it" in done.stderr, done.stderr
+    quoted = done.stderr.split("may be it: run ", 1)[1].split(" to quarantine", 1)[0]
+    assert quoted[0] == quoted[-1] == '"', quoted
+    words = shlex.split(quoted[1:-1])
+    assert words[words.index("--root") + 1] == str(root)
+    looked = akira(tmp_path, *words[1:])
+    assert "Traceback" not in looked.stderr and "corrupt" in looked.stdout + looked.stderr
