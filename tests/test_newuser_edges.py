@@ -360,3 +360,39 @@ def test_a_corrupt_state_is_named_with_a_command_in_double_quotes_that_pastes(tm
     assert words[words.index("--root") + 1] == str(root)
     looked = akira(tmp_path, *words[1:])
     assert "Traceback" not in looked.stderr and "corrupt" in looked.stdout + looked.stderr
+
+
+REQUIREMENTS = """\
+# Requirements
+
+### Requirement 1
+
+#### Acceptance Criteria
+
+1. WHEN a user logs in THEN the system SHALL greet them
+2. IF the password is wrong THEN the system SHALL refuse
+"""
+
+
+def test_a_criterion_whose_verified_step_was_disputed_says_so_in_not_covered(tmp_path: Path) -> None:
+    tasks = (
+        "- [ ] 1. Greet\n  - Run: `echo hi > hello.txt`\n  - Exists: `hello.txt`\n  - _Requirements: 1.1_\n"
+        "- [ ] 2. Refuse\n  - Run: `echo no > refuse.txt`\n  - Exists: `refuse.txt`\n  - _Requirements: 1.2_\n"
+    )
+    reviewer = (
+        'if [ "$AKIRA_STEP_ID" = 2 ]; then echo "refuse.txt says no politely"; echo "VERDICT: changes"; '
+        'else echo "VERDICT: approve"; fi'
+    )
+    root = kiro_repo(tmp_path, tasks, f"review:\n  agent: {reviewer!r}\n")
+    (root / ".kiro" / "specs" / "feat" / "requirements.md").write_text(REQUIREMENTS)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "requirements")
+    done = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
+    assert done.returncode == 0, done.stderr
+    [report] = (root / "Logs" / "completion_reports").glob("*.md")
+    missing = report.read_text().split("## Not covered by evidence", 1)[1]
+    lines = [line for line in missing.splitlines() if line.startswith("- ")]
+    assert lines == [
+        "- **1.2** IF the password is wrong THEN the system SHALL refuse: its checks passed, but the "
+        "reviewer disputed step(s) 2"
+    ]
