@@ -55,8 +55,9 @@ def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:
     (root / "README.md").write_text("# project\n")
     (tmp_path / "agent.sh").write_text(AGENT)
     (root / "config").mkdir()
+    # the agent script lies outside the work tree, in the test's folder: readable in the sandbox
     (root / "config" / "autonomous_loop.yaml").write_text(
-        f"agent:\n  command: bash {tmp_path / 'agent.sh'}\n{config}"
+        f"agent:\n  command: bash {tmp_path / 'agent.sh'}\nsandbox:\n  allow_read: [{str(tmp_path)!r}]\n{config}"
     )
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")
