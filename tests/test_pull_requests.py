@@ -334,7 +334,7 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     task = commit_task(origin, "feat", textwrap.dedent(TASKS).lstrip())
     fleet = Fleet(f"sqlite:///{tmp_path / 'fleet.sqlite'}", tmp_path)
     try:
-        run_id = fleet.add(task)
+        fleet.add(task)
         fleet.worker("w1")
         rows = fleet.wait(lambda rows: rows[0]["status"] in ("completed", "failed", "needs_action"))
     finally:
@@ -345,7 +345,7 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     argv = forge.calls()[1]["argv"]
     assert isinstance(argv, list)
     assert (
-        argv[:6] == ["pr", "create", "--base", "main", "--head", f"akira/fleet-{run_id}"]
+        argv[:6] == ["pr", "create", "--base", "main", "--head", "akira/feat"]  # the run's branch (README)
         and "--draft" in argv
     )
 
