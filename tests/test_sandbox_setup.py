@@ -285,7 +285,9 @@ def test_tools_in_the_hidden_tmp_are_bound_back(tmp_path: Path, monkeypatch: pyt
     akira = Akira(root)  # nothing of the test's folder is shared with the steps
     tools = tmp_path / "tools" / "bin"
     tools.mkdir(parents=True)
-    (tools / "maketool").write_text('#!/bin/sh\necho made > made.txt\ntouch "$0.written" 2>/dev/null || true\n')
+    (tools / "maketool").write_text(
+        '#!/bin/sh\necho made > made.txt\ntouch "$0.written" 2>/dev/null || true\n'
+    )
     (tools / "maketool").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
     assert tools.parent in tool_paths(os.environ["PATH"], Path.home(), ())  # `<prefix>/bin` brings its prefix
