@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,11 @@ def state_paths(preset: str | None, home: Path, environ: Mapping[str, str] = os.
     return found
 
 
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?"
+_HOST = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
+"""A host name or IPv4 address, or `*.domain`: no scheme, path, space or bare `*`."""
+
+
 @dataclass(frozen=True)
 class HostRule:
     pattern: str
@@ -150,7 +156,8 @@ class HostRule:
     def parse(cls, text: str) -> HostRule:
         text = text.strip().lower()
         host, _, port = text.partition(":")
-        if not host or (port and not port.isdigit()) or ":" in port:
+        bad_port = bool(port) and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536)
+        if not _HOST.fullmatch(host) or bad_port:
             raise ValueError(
                 f"sandbox.allow_hosts entry '{text}' is not `host`, `*.domain` or either with `:port`"
             )
