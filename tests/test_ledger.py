@@ -64,7 +64,9 @@ def test_ticks_an_agent_makes_are_claims_that_the_checks_decide(akira: Akira) ->
           - Explain the feature in prose.
         """,
     )
-    result = akira.cli("loop", "start", "--task", str(task))
+    # without the sandbox, which would refuse the agent's write to the task file (SPEC 15): what
+    # the ledger does when nothing refuses it
+    result = akira.cli("loop", "start", "--task", str(task), "--no-sandbox")
     assert result.code == 0, result.err
     assert (akira.root / "agent_runs.txt").read_text() == "step 1\nstep 2\n"  # 3 never ran
     state = akira.state()
@@ -106,7 +108,8 @@ def test_directives_an_agent_adds_wait_for_a_person_and_config_edits_are_not_obe
         """,
     )
     task = akira.write_task("f", "- [ ] 1. One\n  - Exists: `one.txt`\n")
-    paused = akira.cli("loop", "start", "--task", str(task), "--no-wait")
+    # without the sandbox, which would refuse both writes (SPEC 15): section 11's rule on its own
+    paused = akira.cli("loop", "start", "--task", str(task), "--no-wait", "--no-sandbox")
     assert paused.code == 3, paused.err
     assert not (akira.root / "pwned").exists() and not (akira.root / "pwned_by_config").exists()
     state = akira.state()

@@ -120,7 +120,6 @@ def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
         f"  - Exists: `f{n}.txt`\n"
         for n in (1, 2)
     )
-    repo.write_config("sandbox:\n  mode: on\n")  # nothing shared: the main tree is off limits
     repo.write_task("feat", steps)
     # the test's folder, the main tree's parent, is in sandbox.allow_write (the repo fixture shares
     # it): a slot's sandbox keeps the main tree read-only all the same

@@ -240,7 +240,8 @@ def test_an_agent_that_writes_the_save_log_is_reported(akira: Akira) -> None:
         "- [ ] 1. one\n  - Run: `printf junk >> .state/autonomous_loop_$AKIRA_TASK_ID.wal`\n"
         "- [ ] 2. two\n  - Run: `true`\n",
     )
-    assert akira.run("loop", "start", "--task", "Specs/wal/tasks.md").code == 0
+    # without the sandbox, which would refuse the write (SPEC 15): the report on its own
+    assert akira.run("loop", "start", "--task", "Specs/wal/tasks.md", "--no-sandbox").code == 0
     changed = [(e.step_id, e.data["paths"]) for e in akira.events() if e.type == "control_plane_changed"]
     assert changed == [("1", [f".state/autonomous_loop_{akira.task_id()}.wal"])]
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import shared_section
+
 from akira_cli.state.models import LoopState
 
 REQUIREMENTS = """\
@@ -92,6 +94,7 @@ def repository(tmp_path: Path, spec_dir: str, marker: str | None = None) -> tupl
     (repo / "config").mkdir()
     (repo / "config" / "autonomous_loop.yaml").write_text(
         f"agent:\n  command: bash {tmp_path / 'agent.sh'}\nchecks:\n  - run: python3 test_health.py\n    name: tests\n"
+        + shared_section(tmp_path)  # the agent and the prompts it keeps lie in the test's folder
     )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "spec")
