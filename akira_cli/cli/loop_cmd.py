@@ -44,6 +44,7 @@ SandboxFlag = Annotated[
     bool | None,
     typer.Option(
         "--sandbox/--no-sandbox",
+        metavar="",
         help="Run every step's processes in the sandbox (refuse without one), or not (sandbox.mode).",
     ),
 ]
