@@ -120,6 +120,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise AkiraError(f"{path}: cannot read config ({exc.strerror}); check permissions") from None
     except UnicodeDecodeError:
         raise AkiraError(f"{path}: config is not UTF-8 text; save it as YAML in UTF-8") from None
+    except safeyaml.DuplicateKeyError as exc:
+        raise AkiraError(f"{path}: {exc}; keep one of them (YAML would silently use the last)") from None
     except safeyaml.BoundsError as exc:
         raise AkiraError(f"{path}: config refused: {exc}; keep it a plain YAML mapping") from None
     except yaml.YAMLError as exc:

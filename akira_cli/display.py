@@ -59,11 +59,11 @@ class PlainDisplay:
 
 
 class LiveDisplay:
-    """A live panel: status, step, iteration i/N, attempt, success rate, elapsed time and ETA,
+    """A live panel: status, step, iteration i/N, attempt, attempt success rate, elapsed time and ETA,
     redrawn twice a second (the clock moves between events), cut to the terminal's width, and,
     when the loop is paused, the command that continues it."""
 
-    LABEL = 13
+    LABEL = 20
 
     def __init__(self, state: LoopState, console: Console | None = None, resume: str = "") -> None:
         self.state = state
@@ -114,7 +114,7 @@ class LiveDisplay:
                 "iteration",
                 f"{state.iteration}/{state.max_iterations}   attempt {step.attempt if step else '-'}",
             ),
-            ("success rate", f"{state.success_rate:.0%}  ({done} steps done)"),
+            ("attempt success rate", f"{state.success_rate:.0%}  ({done} steps done)"),
             ("elapsed", f"{elapsed:.0f}s   ETA {self.eta(elapsed, done)}"),
             ("last", self.last or "-"),
         ]

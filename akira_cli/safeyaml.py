@@ -1,4 +1,5 @@
-"""YAML read with bounds: size, nesting depth and aliases (SPEC 11, no alias bombs).
+"""YAML read with bounds: size, nesting depth and aliases (SPEC 11, no alias bombs), and no
+key twice in one mapping (PyYAML keeps the last one silently).
 
 PyYAML's `safe_load` builds an alias once and shares it, but anything that walks the result
 (pydantic, `str()`, a comparison) walks it exponentially. Config files and hook front matter are
@@ -20,6 +21,14 @@ class BoundsError(ValueError):
     """The document is over one of the bounds; the message says which."""
 
 
+class DuplicateKeyError(BoundsError):
+    """A key given twice in one mapping; the message names it and both lines."""
+
+    def __init__(self, key: str, first: int, second: int) -> None:
+        super().__init__(f"key '{key}' is given twice, on lines {first} and {second}")
+        self.key, self.first, self.second = key, first, second
+
+
 class _BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -38,6 +47,18 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise DuplicateKeyError(key_node.value, seen[key_node.value], line)
+                seen[key_node.value] = line
+        return super().construct_mapping(node, deep)
 
 
 def load(text: str, *, max_bytes: int = MAX_BYTES) -> Any:

@@ -73,7 +73,8 @@ class AgentSettings(Section):
     preset: Literal["claude", "codex", "gemini", "aider"] | None = None
     """An agent CLI akira knows: its flags, its output, its usage and cost (implies `command`)."""
     permission_mode: str | None = None
-    """claude: --permission-mode (default acceptEdits); gemini: `bypass` adds --yolo."""
+    """claude: --permission-mode (default acceptEdits); gemini: `bypass` means --approval-mode
+    yolo (else auto_edit); codex: `bypass` runs without codex's sandbox (else workspace-write)."""
     extra_args: list[str] = Field(default_factory=list)
     """Flags added to the preset's command line."""
     session: Literal["fresh", "continue"] = "fresh"

@@ -103,12 +103,14 @@ class Workspace:
     def shown(self, path: Path) -> str:
         """`path` as a person opens it from the current folder, for the lines akira prints:
         relative when it lies under that folder (the workspace's own names, when run from its
-        root), else absolute."""
+        root), else absolute; shell-quoted, so that it pastes as it is."""
+        import shlex
+
         resolved = path.resolve()
         try:
-            return str(resolved.relative_to(Path.cwd().resolve()))
+            return shlex.quote(str(resolved.relative_to(Path.cwd().resolve())))
         except (ValueError, OSError):
-            return str(resolved)
+            return shlex.quote(str(resolved))
 
     def feature_of(self, task_path: Path) -> str:
         """The feature folder's name, or the file's stem for a loose task file."""

@@ -58,11 +58,11 @@ def test_claude_usage_and_dollars_reach_status_and_the_report(akira: Akira, fake
     result = akira.cli("loop", "start", "--agent", "claude", "--task", str(two_steps(akira)))
     assert result.code == 0, result.err
     row = status(akira)
-    # claude 2.1.197's real capture, per step: input 240 + cache 100 + 800, output 60, $0.003725
-    assert row["tokens"] == 2 * (1140 + 60) and row["cached_tokens"] == 2 * 900
-    assert row["cost_usd"] == round(2 * 0.003725, 4)  # status rounds to 4 places
+    # the real capture: 240 in + 100 cache writes + 800 cache reads, 60 out, $0.003725 per run
+    assert row["tokens"] == 2 * (1140 + 60) and row["cached_tokens"] == 1800
+    assert row["cost_usd"] == round(2 * 0.003725, 4)
     report = next((akira.root / "Logs" / "completion_reports").glob("*.md")).read_text()
-    assert "**Tokens**: 2400" in report and "**Cost (USD)**: 0.0075" in report
+    assert "**Tokens**: 2400" in report and f"**Cost (USD)**: {2 * 0.003725:.4f}" in report
     calls = fake_cli("work")
     assert calls[0]["argv"] == ["-p", "--output-format", "json", "--permission-mode", "acceptEdits"]
 
@@ -76,10 +76,10 @@ def test_claude_is_error_fails_the_attempt_even_with_exit_0(akira: Akira, fake_c
 
 def test_the_cost_budget_stops_a_claude_run(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("work")
-    akira.write_config("budget:\n  max_cost_usd: 0.006\n")  # $0.003725 a step: used up after two
+    akira.write_config("budget:\n  max_cost_usd: 0.007\n")  # two runs of $0.003725
     task = akira.write_task("cli", "".join(f"- [ ] {n}. Step {n}\n" for n in range(1, 5)))
     result = akira.cli("loop", "start", "--agent", "claude", "--task", str(task))
-    assert result.code == 4 and "cost budget of $0.01 used up" in result.err
+    assert result.code == 4 and "cost budget of $" in result.err and "used up" in result.err
     assert akira.state().status == "needs_action" and len(akira.state().completed_steps) == 2
 
 
@@ -142,22 +142,20 @@ def test_codex_events_usage_and_turn_failed(akira: Akira, fake_cli) -> None:  # 
     assert akira.cli("loop", "start", "--agent", "codex", "--task", str(two_steps(akira))).code == 0
     state = akira.state()
     assert "stream disconnected" in state.steps["1"].attempts[0].error
-    # codex 0.169's real capture, per turn: input 2400 (1600 cached), output 80
-    assert state.usage.prompt_tokens == 2 * 2400 and state.usage.cached_tokens == 2 * 1600
+    assert state.usage.prompt_tokens == 4800 and state.usage.cached_tokens == 3200  # 2 real runs
     assert state.usage.cost_usd == pytest.approx(2 * (2400 * 1.0 + 80 * 10.0) / 1e6)
 
 
 def test_gemini_and_aider_usage(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("work")
     assert akira.cli("loop", "start", "--agent", "gemini", "--task", str(two_steps(akira))).code == 0
-    # gemini 0.61's real capture, per run: prompts 1500 + 3000 and candidates 40 + 80 over two models
     assert (akira.state().usage.prompt_tokens, akira.state().usage.completion_tokens) == (9000, 240)
     task = akira.write_task("aid", "- [ ] 1. Edit\n  - Exists: `step_1.txt`\n")
     (akira.root / "step_1.txt").unlink()
     assert akira.cli("loop", "start", "--agent", "aider", "--task", str(task)).code == 0
     usage = akira.state().usage
-    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) == (2500, 512, 1200)
-    assert usage.cost_usd == pytest.approx(0.02)
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) == (2400, 32, 0)
+    assert usage.cost_usd == pytest.approx(0.0063)
 
 
 def test_auto_never_starts_a_paid_agent_nobody_configured(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
@@ -193,8 +191,7 @@ def test_limit_messages_and_reset_times() -> None:
 @pytest.mark.parametrize(
     ("cli", "resume"),
     [
-        # the session ids of the real captures (tests/data/clis/<cli>/<pin>/ok.stdout)
-        ("claude", ["--resume", "7158cb24-7bf7-4185-826d-efccd3540778"]),
+        ("claude", ["--resume", "7158cb24-7bf7-4185-826d-efccd3540778"]),  # the captures' session ids
         ("codex", ["resume", "01a213df-f707-7321-a7f8-f62f10918361"]),
     ],
 )

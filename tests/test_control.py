@@ -135,24 +135,37 @@ def test_a_deleted_task_file_pauses_and_is_never_done(akira: Akira) -> None:
 
 
 def test_force_stop_kills_the_running_command_group(akira: Akira) -> None:
+    mark = f"30.{os.getpid()}"  # this test's own sleep, found by its command line
     akira.write_task(
         "stuck",
-        """
+        f"""
         - [ ] 1. Hang
-          - Run: `echo $$ > pid; sleep 30 & echo $! > child; wait`
+          - Run: `echo $$ > pid; sleep {mark} & echo $! > child; wait`
     """,
     )
     process = akira.spawn("loop", "start", "--task", "Specs/stuck/tasks.md")
     akira.wait_for(lambda: (akira.root / "child").read_text().strip() != "", what="the command")
     task_id = akira.task_id()
+    assert _sleeping(mark)
     assert akira.cli("loop", "stop", "--task-id", task_id, "--force").code == 0
     assert process.wait(timeout=10) == 3
-    child = int((akira.root / "child").read_text())
-    akira.wait_for(lambda: not _alive(child), timeout=5, what="the command's group to die")
+    # By its command line: in the sandbox, $! is a pid of the step's own PID namespace.
+    akira.wait_for(lambda: not _sleeping(mark), timeout=5, what="the command's group to die")
     state = akira.state(task_id)
     assert state.status == "paused"
     assert [a.outcome for a in state.steps["1"].attempts] == ["interrupted"]
     assert state.total_failures == 0 and state.total_successes == 0
+
+
+def _sleeping(seconds: str) -> bool:
+    """Whether a `sleep SECONDS` lives."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == f"sleep\0{seconds}\0".encode():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _alive(pid: int) -> bool:

@@ -1,8 +1,8 @@
 """The fleet (SPEC 14) for real: DBOS on a SQLite file (and on a throwaway Postgres cluster when
 its binaries are on PATH), real worker processes, real git remotes, real kill -9 and SIGTERM.
 
-Steps write a ledger outside the repositories (`start`/`end` lines with the pid of the command),
-which says what ran, where, and how often."""
+Steps write a ledger outside the repositories (`start`/`end` lines, `overlap` when a step found
+another run of itself still alive), which says what ran, where, and how often."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import share_with_steps
 
 from akira_cli.cli import main
 
@@ -38,7 +39,8 @@ def git(root: Path, *args: str) -> str:
 def steps(ledger: Path, count: int, seconds: float = 0.0, prefix: str = "") -> str:
     return "".join(
         f"- [ ] {n}. Step {n}\n"
-        f"  - Run: `echo start {prefix}{n} $$ >> {ledger}; sleep {seconds}; echo {n} > {prefix}s{n}.txt; "
+        f"  - Run: `exec 9>> {ledger}.{prefix}{n}.lock; flock -n 9 || echo overlap {prefix}{n} - >> {ledger}; "
+        f"echo start {prefix}{n} $$ >> {ledger}; sleep {seconds}; echo {n} > {prefix}s{n}.txt; "
         f"echo end {prefix}{n} $$ >> {ledger}`\n"
         f"  - Exists: `{prefix}s{n}.txt`\n"
         for n in range(1, count + 1)
@@ -50,6 +52,7 @@ def origin(tmp_path: Path) -> Path:
     """A person's repository: an akira workspace with one commit."""
     root = tmp_path / "origin"
     assert main(["init", str(root)]) == 0
+    share_with_steps(root, tmp_path)  # the steps' ledger is outside the repositories
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")
     git(root, "config", "user.email", "person@example.com")
@@ -233,16 +236,12 @@ def test_a_worker_killed_mid_step_is_recovered_by_another_and_each_step_lands_on
 
 
 def assert_no_step_ran_twice_at_once(ledger: Path) -> None:
-    """Per step: a start is never followed by another start of the same step while the first
-    one's command still lived (its pid gone before the next start)."""
-    open_runs: dict[str, str] = {}
-    for kind, step, pid in ledger_lines(ledger):
-        if kind == "start":
-            earlier = open_runs.get(step)
-            assert earlier is None or not Path(f"/proc/{earlier}").exists(), f"step {step} ran twice at once"
-            open_runs[step] = pid
-        else:
-            open_runs.pop(step, None)
+    """No step's command started while an earlier one of the same step still lived: each holds a
+    lock of its step for its life (the kernel lets go when its processes are gone) and notes an
+    `overlap` when it finds the lock taken. A lock, not a pid: in the sandbox a command's `$$` is
+    a pid of its own PID namespace (SPEC 15)."""
+    overlaps = [line for line in ledger_lines(ledger) if line[0] == "overlap"]
+    assert overlaps == [], f"steps ran twice at once: {overlaps}"
 
 
 def test_two_workers_never_run_one_run_twice(fleet: Fleet, origin: Path, tmp_path: Path) -> None:
@@ -273,6 +272,10 @@ def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     assert first.wait(timeout=40) == 0 and time.monotonic() - asked < 30
     ends = [line[1] for line in ledger_lines(ledger) if line[0] == "end"]
     assert ends == ["1"]  # the running step finished; the next one never started
+    assert first.stderr is not None
+    said = first.stderr.read().splitlines()
+    assert f"akira: {run_id} paused after 1/3 steps; it goes back to the queue" in said, said
+    assert said[-1] == "akira: fleet worker leaving stopped; its 1 run goes back to the queue", said
     fleet.worker("staying", timeout=60)
     rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=120, what="the run handed back")
     assert rows[0]["worker"] == "staying" and rows[0]["run_id"] == run_id
@@ -395,8 +398,8 @@ def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     out, err = worker.communicate(timeout=30)
     assert worker.returncode == 0 and time.monotonic() - asked < 30
     assert out == "" and err.strip().splitlines() == [
-        "akira: fleet worker idle stopped; its runs go back to the queue"
-    ]  # nothing between: it waited quietly
+        "akira: fleet worker idle stopped"
+    ]  # nothing between: it waited quietly, and it had no runs to hand back
 
 
 def test_a_run_recovered_after_its_loop_finished_is_completed_not_run_again(

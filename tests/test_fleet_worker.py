@@ -27,12 +27,13 @@ class LoggedFleet(Fleet):
     def __init__(self, url: str, tmp_path: Path) -> None:
         super().__init__(url, tmp_path)
         self.logs: dict[str, Path] = {}
+        self.work = tmp_path / "work"
 
     def worker(self, name: str, timeout: float = 3, concurrency: int = 1) -> subprocess.Popen[str]:
         log = self.tmp / f"worker-{name}.log"
         self.logs[name] = log
         command = [sys.executable, "-m", "akira_cli", "fleet", "worker", "--name", name]
-        command += ["--database-url", self.url, "--work-dir", str(self.tmp / "work")]
+        command += ["--database-url", self.url, "--work-dir", str(self.work)]
         command += ["--worker-timeout", str(timeout), "--concurrency", str(concurrency)]
         with log.open("w") as out:
             process = subprocess.Popen(command, stdout=out, stderr=out, text=True, cwd=self.tmp)
@@ -179,3 +180,112 @@ def test_a_runs_branch_follows_git_branch_takes_the_next_free_name_and_survives_
     heads = git(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/night").split()
     assert sorted(heads) == ["night/billing", "night/billing-2"]  # recovery made no -3
     assert git(bare, "rev-parse", "night/billing") == taken  # the earlier branch untouched
+    rescued = fleet.log("rescuer").splitlines()
+    assert "akira: fleet worker rescuer recovers the runs of worker doomed, silent for 3s" in rescued
+    assert any(
+        line.startswith(f"akira: fleet worker rescuer recovers {run_id} (")
+        and line.endswith("from its branch night/billing-2")
+        for line in rescued
+    ), rescued
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_logs_its_runs_counts_queued_steps_and_keeps_only_a_failed_runs_clone(
+    fleet: LoggedFleet, origin: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    fleet.work = tmp_path / "my work"  # a path a shell must see quoted
+    commit_task(origin, "good", steps(ledger, 2))
+    commit_task(origin, "bad", "- [ ] 1. Never\n  - Run: `echo no > never.txt`\n  - Exists: `absent.txt`\n")
+    push(origin)
+    bare = tmp_path / "origin.git"
+    good = fleet.add_repo(str(bare), "Specs/good/tasks.md")
+    bad = fleet.add_repo(str(bare), "Specs/bad/tasks.md")
+    queued = {row["run_id"]: row for row in fleet.status()}
+    assert (queued[good]["status"], queued[good]["steps_done"], queued[good]["steps_total"]) == (
+        "queued",
+        0,
+        2,
+    )
+    assert queued[bad]["steps_total"] == 1
+    assert "0/2" in fleet.cli("status").stdout
+    worker = fleet.worker("w")
+    ended = fleet.wait(
+        lambda rows: {row["status"] for row in rows} == {"completed", "needs_action"},
+        timeout=240,
+        what="both",
+    )
+    by_id = {row["run_id"]: row for row in ended}
+    assert by_id[good]["status"] == "completed" and by_id[bad]["status"] == "needs_action"
+    fleet.wait_log("w", bad, "needs_action")
+    log = fleet.wait_log("w", good, "completed")
+    kept = fleet.work / f"{bad}-w"
+    assert sorted(path.name for path in fleet.work.iterdir()) == [kept.name]  # the finished one's is gone
+    assert (kept / "Specs" / "bad" / "tasks.md").is_file()
+    lines = log.splitlines()
+    assert f"akira: fleet worker w took {good} (Specs/good/tasks.md in {bare} at main)" in lines
+    assert f"akira: fleet worker w took {bad} (Specs/bad/tasks.md in {bare} at main)" in lines
+    assert f"akira: {good} completed after 2/2 steps on branch akira/good" in lines
+    failed = next(line for line in lines if line.startswith(f"akira: {bad} needs_action"))
+    assert f"needs_action after 0/1 steps (its clone is kept in '{kept}'): " in failed, failed
+    assert fleet.stop_gracefully(worker) == 0
+    assert (
+        fleet.log("w").splitlines()[-1] == "akira: fleet worker w stopped"
+    )  # no runs of its own to hand back
+
+
+def test_fleet_add_of_an_uncommitted_task_names_git_commands_that_paste(
+    fleet: LoggedFleet, tmp_path: Path
+) -> None:
+    root = tmp_path / "my repo"
+    assert main(["init", str(root)]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    task = root / "Specs" / "new feat" / "tasks.md"
+    task.parent.mkdir(parents=True)
+    task.write_text("- [ ] 1. One\n  - Run: `true`\n")
+    refused = fleet.cli("add", "--task", str(task))
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "'Specs/new feat/tasks.md' is not in" in refused.stderr, refused.stderr
+    command = refused.stderr.split("commit the task file there (", 1)[1].split("), or give --ref", 1)[0]
+    assert command.startswith(f"git -C '{root}' add 'Specs/new feat/tasks.md' && git -C '{root}' commit")
+    pasted = subprocess.run(
+        ["bash", "-c", command.replace(" commit", " commit -q -m tasks")], cwd=tmp_path, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert pasted.returncode == 0, pasted.stderr
+    run_id = fleet.add(task)
+    assert [(row["run_id"], row["steps_total"]) for row in fleet.status()] == [(run_id, 1)]
+
+
+def test_a_fleet_database_made_before_the_branch_column_gets_it(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    from akira_cli.fleet.database import Tables
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # the table as the version before it made it
+        conn.execute(
+            sa.text(
+                "CREATE TABLE akira_fleet_progress (run_id VARCHAR(64) PRIMARY KEY, status VARCHAR(32), "
+                "worker VARCHAR(200), step VARCHAR(200), steps_done INTEGER, steps_total INTEGER, "
+                "cost_usd DOUBLE PRECISION, message TEXT, loop_seconds DOUBLE PRECISION, updated_at DOUBLE PRECISION)"
+            )
+        )
+        conn.execute(
+            sa.text("INSERT INTO akira_fleet_progress (run_id, status) VALUES ('run-old', 'running')")
+        )
+    engine.dispose()
+    tables = Tables(url)
+    try:
+        assert tables.branch("run-old") is None
+        tables.report("run-old", status="running", branch="akira/feat")
+        assert tables.branch("run-old") == "akira/feat"
+        assert tables.live_branches(but="run-new") == ["akira/feat"]
+        assert tables.progress()["run-old"]["status"] == "running"
+    finally:
+        tables.close()

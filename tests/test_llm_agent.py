@@ -302,7 +302,8 @@ def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
 ) -> None:
     def write(messages: list[dict[str, Any]]) -> Reply:
         retry = "Previous attempts of this step" in messages[1]["content"]
-        content = HEALTH if retry else "def status() -> int:\n    return 500\n"
+        # Not HEALTH's size: Python would take a .pyc written within the same second as current.
+        content = HEALTH if retry else "def status() -> int:\n    return 5000\n"
         return tool_call("write_file", {"path": "health.py", "content": content})
 
     model = Model([write, call("finish", summary="wrote health.py")])
@@ -383,7 +384,9 @@ def test_a_stop_hook_stops_between_tool_calls_never_inside_one(akira: Akira, fak
         )
 
     model = Model([hook_then_write, call("finish", summary="done")])
-    assert run_step(akira, fake_openai, model, VERIFY_ONLY) == 3
+    # The command stands in for a person making the hook: unsandboxed, since in the sandbox
+    # .hooks/ is read-only to a step (SPEC 15).
+    assert run_step(akira, fake_openai, model, VERIFY_ONLY, "sandbox:\n  mode: off\n") == 3
     assert (akira.root / "slept").exists() and not (akira.root / "health.py").exists()
     (attempt,) = akira.state().steps["1"].attempts
     assert attempt.outcome == "interrupted" and attempt.actions == [f"run_command {commands[0]}"]

@@ -6,9 +6,11 @@ step's slot cannot write the main work tree; the reviewer's read-only sandbox.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Akira
@@ -118,6 +120,7 @@ def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
         f"  - Exists: `f{n}.txt`\n"
         for n in (1, 2)
     )
+    repo.write_config("sandbox:\n  mode: on\n")  # nothing shared: the main tree is off limits
     repo.write_task("feat", steps)
     # the test's folder, the main tree's parent, is in sandbox.allow_write (the repo fixture shares
     # it): a slot's sandbox keeps the main tree read-only all the same
@@ -193,3 +196,139 @@ def test_the_probe_runs_the_real_bwrap_it_found() -> None:
     assert found.bwrap is None or Path(found.bwrap).name == "bwrap"
     if found.ok:
         assert subprocess.run([found.bwrap or "", "--version"], capture_output=True).returncode == 0
+
+
+@needs_bwrap
+def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
+    akira: Akira, fake_openai: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The llm agent's `run_command`, a `Verify:` and a project check: none sees a token of
+    akira's environment or writes outside the work tree (the first two would on old code)."""
+    from test_llm_agent import HEALTH, Model, call, run_step
+
+    token = "ghp_LLMTOKEN0123456789abcdef"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    escape = "echo $GITHUB_TOKEN > {name}.leak; echo x > {tmp}/{name}.out"
+    model = Model(
+        [
+            call("run_command", command=escape.format(name="tool", tmp=tmp_path), timeout=30),
+            call("write_file", path="health.py", content=HEALTH),
+            call("finish", summary="done"),
+        ]
+    )
+    verify = escape.format(name="verify", tmp=tmp_path)
+    step = f'- [ ] 1. Add a health check\n  - Verify: `{verify}; python3 -c "import health"`\n'
+    check = escape.format(name="check", tmp=tmp_path)
+    extra = f"sandbox:\n  mode: on\nchecks:\n  - run: '{check}; true'\n    name: project\n"
+    assert run_step(akira, fake_openai, model, step, extra) == 0
+    assert akira.state().sandboxed is True
+    for name in ("tool", "verify", "check"):
+        assert (akira.root / f"{name}.leak").read_text() == "\n", name  # ran, and saw no token
+        assert not (tmp_path / f"{name}.out").exists(), name
+
+
+@needs_bwrap
+def test_secrets_stay_hidden_under_an_allowed_path_and_the_home_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, tree = tmp_path / "home", tmp_path / "tree"
+    for path, text in ((".ssh/id_rsa", "KEY-IN-SSH"), (".netrc", "NETRC-PW"), ("notes.txt", "readable")):
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text(text)
+    (home / "private").mkdir()
+    (home / "private" / "deny.txt").write_text("DENIED-TEXT")
+    tree.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    config = Config()
+    config.sandbox.mode, config.sandbox.network = "on", "none"
+    runner = CommandRunner(tree)
+    runner.wrapper = build_sandbox(config, tree, tree, lambda: None)
+    look = "cat ~/notes.txt ~/.ssh/id_rsa ~/.netrc ~/private/deny.txt; ls -a ~"
+    private = runner.run(look, 60).output
+    assert "readable" not in private and "KEY-IN-SSH" not in private  # a private, empty home
+    config.sandbox.allow_read, config.sandbox.deny = ["~"], ["~/private/deny.txt"]
+    runner.wrapper = build_sandbox(config, tree, tree, lambda: None)
+    allowed = runner.run(look, 60).output
+    assert "readable" in allowed  # the allowed home is there...
+    assert "KEY-IN-SSH" not in allowed and "NETRC-PW" not in allowed and "DENIED-TEXT" not in allowed
+
+
+@needs_bwrap
+def test_resume_keeps_the_starts_choice_unless_told_otherwise(akira: Akira) -> None:
+    akira.write_config("autonomous_loop:\n  failure_threshold: 1\n")
+    akira.write_task(
+        "feat",
+        "- [ ] 1. Wait for go\n  - Run: `test -f go.txt`\n- [ ] 2. Again\n  - Run: `test -f go2.txt`\n",
+    )
+    start = akira.cli(
+        "loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--no-sandbox", "--no-wait"
+    )
+    assert start.code == 4 and akira.state().sandboxed is False
+    (akira.root / "go.txt").write_text("")
+    resumed = akira.cli("loop", "resume", "--task-id", akira.task_id(), "--no-wait", "--reset-failures")
+    assert resumed.code == 4 and akira.state().sandboxed is False  # --no-sandbox was kept
+    (akira.root / "go2.txt").write_text("")
+    resumed = akira.cli(
+        "loop", "resume", "--task-id", akira.task_id(), "--no-wait", "--reset-failures", "--sandbox"
+    )
+    assert resumed.code == 0, resumed.err
+    assert akira.state().sandboxed is True and akira.state().sandbox_flag is True
+
+
+@needs_bwrap
+def test_tools_in_the_hidden_tmp_are_bound_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox's /tmp is private, yet a tool on PATH under /tmp (a fresh `mktemp -d` venv, as
+    the README's first command makes one, or a CI checkout) still runs inside, read-only."""
+    from akira_cli.cli import main
+    from akira_cli.sandbox.policy import tool_paths
+
+    assert str(tmp_path).startswith("/tmp/")
+    root = tmp_path / "ws"
+    assert main(["init", str(root)]) == 0
+    akira = Akira(root)  # nothing of the test's folder is shared with the steps
+    tools = tmp_path / "tools" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "maketool").write_text(
+        '#!/bin/sh\necho made > made.txt\ntouch "$0.written" 2>/dev/null || true\n'
+    )
+    (tools / "maketool").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    assert tools.parent in tool_paths(os.environ["PATH"], Path.home(), ())  # `<prefix>/bin` brings its prefix
+    akira.write_task("feat", "- [ ] 1. Use the tool\n  - Run: `maketool`\n  - Exists: `made.txt`\n")
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script")
+    assert done.code == 0, done.err
+    assert akira.state().sandboxed is True and (root / "made.txt").read_text() == "made\n"
+    assert not (tools / "maketool.written").exists()  # bound back read-only
+
+
+class Reports:
+    """Where a run's progress goes (the fleet's tables): kept in a list."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, object]]] = []
+
+    def report(self, run_id: str, **values: object) -> None:
+        self.seen.append((run_id, values))
+
+
+@needs_bwrap
+def test_fleet_setup_runs_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from akira_cli.fleet.loop_run import LoopRun
+    from akira_cli.fleet.runs import RunSpec
+
+    clone = tmp_path / "clone"
+    (clone / "config").mkdir(parents=True)
+    setup = f"echo $GITHUB_TOKEN > token.txt; echo x > {tmp_path}/outside.txt; echo built > built.txt"
+    (clone / "config" / "autonomous_loop.yaml").write_text(
+        f"fleet:\n  setup: '{setup}'\nsandbox:\n  mode: on\n"
+    )
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_FLEETTOKEN0123456789abcdef")
+    spec = RunSpec(
+        run_id="r1", repo=str(tmp_path), task="Specs/f/tasks.md", ref="main", branch="b", added_at=0.0
+    )
+    run = LoopRun(spec, "w", tmp_path, Reports(), threading.Event(), lambda _: False)  # type: ignore[arg-type]
+    assert run.setup(clone) is None
+    assert (clone / "built.txt").read_text() == "built\n"  # it ran, in the clone
+    assert (clone / "token.txt").read_text() == "\n" and not (tmp_path / "outside.txt").exists()

@@ -64,6 +64,8 @@ class CommandAgent:
         result = self.runner.run(command, request.timeout, stdin=request.prompt, env=env, split=split)
         if preset is not None and not result.interrupted:
             report = preset.read(result.output, result.exit_code, result.stderr)
+            if result.timed_out:  # cut off by akira: a failed attempt, whatever its output said
+                report.fault = None
             kept = settings is not None and settings.session == "continue"
             if report.running_total and report.session_id and kept:  # resumable: count the growth
                 report.usage = self.totals.growth(preset.name, report.session_id, report.usage)

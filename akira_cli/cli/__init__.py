@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from typing import Annotated
 
@@ -19,7 +20,7 @@ from akira_cli.cli import (
     loop_view_cmd,
     reason_cmd,
 )
-from akira_cli.cli.common import exits
+from akira_cli.cli.common import PlainUsage, exits
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import describe_os_error
 
@@ -59,7 +60,7 @@ app.command("init")(exits(init_cmd.init))
 app.add_typer(loop_cmd.app, name="loop")  # loop_view_cmd adds the reading commands to it
 _ = loop_view_cmd, loop_control_cmd  # imported for their commands
 app.add_typer(config_cmd.app, name="config")
-app.command("reason")(exits(reason_cmd.reason))
+app.command("reason", cls=PlainUsage)(exits(reason_cmd.reason))
 app.add_typer(fleet_cmd.app, name="fleet")
 app.command("doctor")(exits(doctor_cmd.doctor))
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"akira: error: {redaction.redact(describe_os_error(exc))}", file=sys.stderr)
         return 1
     except Exception as exc:  # our bug: one line here, the traceback in a file for the report
-        where = save_traceback()
+        where = shlex.quote(str(save_traceback()))
         print(
             f"akira: internal error: {type(exc).__name__}: {redaction.redact(str(exc))[:300]}; "
             f"the state on disk is intact, 'akira loop resume' continues; details in {where}",

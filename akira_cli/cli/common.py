@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 
 import typer
+from typer.core import TyperCommand
 
 from akira_cli.errors import AkiraError
 from akira_cli.workspace import Workspace, command_line
@@ -27,7 +28,16 @@ ROOT_HELP = (
     "openspec/changes/, the repository that holds it; else the nearest folder from here upward that "
     "holds .state/, Specs/, .kiro/, .specify/ or openspec/; else the current folder."
 )
-RootOption = Annotated[str | None, typer.Option("--root", help=ROOT_HELP)]
+TaskRootOption = Annotated[str | None, typer.Option("--root", help=ROOT_HELP)]
+"""--root on a command that takes --task."""
+RootOption = Annotated[
+    str | None,
+    typer.Option(
+        "--root",
+        help="Workspace folder. Default: $AKIRA_ROOT; else the nearest folder from here upward that holds "
+        ".state/, Specs/, .kiro/, .specify/ or openspec/; else the current folder.",
+    ),
+]
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
@@ -36,10 +46,29 @@ ConfigOption = Annotated[
         help="Extra config file layered over config/autonomous_loop.yaml; resume reuses the start's.",
     ),
 ]
+"""--config on `loop start` and `loop resume`."""
+ExtraConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        readable=False,
+        help="Extra config file layered over config/autonomous_loop.yaml.",
+    ),
+]
+"""--config on the commands that run no loop (`reason`, `config show`)."""
 TaskIdOption = Annotated[
     str, typer.Option("--task-id", help="Task id, the task file's path, or the feature name.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Machine-readable output.")]
+
+
+class PlainUsage(TyperCommand):
+    """A command whose usage line names a required argument as SPEC 3 does (`RUN_ID`, `TEXT`),
+    not in the braces Typer puts around it (`{RUN_ID}`)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return [re.sub(r"^\{(.+)\}(\.\.\.)?$", r"\1\2", piece) for piece in pieces]
 
 
 def workspace_and_config(

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from akira_cli.cli.common import ConfigOption, RootOption, exits, workspace_and_config
+from akira_cli.cli.common import ExtraConfigOption, RootOption, exits, workspace_and_config
 
 app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 
 
 @app.command("show")
 @exits
-def show(config: ConfigOption = None, root: RootOption = None) -> int:
+def show(config: ExtraConfigOption = None, root: RootOption = None) -> int:
     """Print the effective configuration (defaults < file < --config < env)."""
     import yaml
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from akira_cli.cli.common import RootOption, exits
+from akira_cli.cli.common import PlainUsage, RootOption, TaskRootOption, exits
 from akira_cli.errors import AkiraError
 
 app = typer.Typer(
@@ -65,7 +65,7 @@ def add(
         int, typer.Option("--priority", min=0, max=999_999, help="Higher runs sooner (default 0).")
     ] = 0,
     database_url: DatabaseOption = None,
-    root: RootOption = None,
+    root: TaskRootOption = None,
 ) -> int:
     """Put a task file on the queue; prints the run id alone on stdout."""
     from akira_cli.fleet import runs
@@ -89,7 +89,10 @@ def worker(
     worker_timeout: Annotated[
         float | None,
         typer.Option(
-            "--worker-timeout", min=0.5, help="Seconds of silence after which a worker's runs are recovered."
+            "--worker-timeout",
+            min=0.5,
+            help="Seconds of silence after which a worker's runs are recovered "
+            "(default: fleet.worker_timeout_seconds, 60).",
         ),
     ] = None,
     database_url: DatabaseOption = None,
@@ -136,7 +139,7 @@ def status(
             status_text,
             row["worker"] or "-",
             row["step"] or "-",
-            f"{row['steps_done']}/{row['steps_total']}",
+            f"{row['steps_done']}/{row['steps_total']}" if row["steps_total"] else "-",
             f"${row['cost_usd']:.4f}",
             age(row["_age"]),
         )
@@ -144,10 +147,12 @@ def status(
     return 0
 
 
-@app.command("cancel")
+@app.command("cancel", cls=PlainUsage)
 @exits
 def cancel(
-    run_id: Annotated[str, typer.Argument(help="The run to cancel (see 'akira fleet status').")],
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN_ID", help="The run to cancel (see 'akira fleet status').")
+    ],
     database_url: DatabaseOption = None,
     root: RootOption = None,
 ) -> int:

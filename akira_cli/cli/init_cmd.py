@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
@@ -41,7 +42,9 @@ def project_checks(folder: Path) -> list[str]:
 def init(
     directory: Annotated[
         Path | None,
-        typer.Argument(help="Folder to set up, created if missing (default: --root, else the cwd)."),
+        typer.Argument(
+            metavar="DIR", help="Folder to set up, created if missing (default: --root, else the cwd)."
+        ),
     ] = None,
     root: Annotated[
         str | None, typer.Option("--root", help="Folder to set up when DIR is not given (default: the cwd).")
@@ -77,7 +80,7 @@ def init(
         written.append(example)
     for folder in ("Done", "Needs_Action"):
         (target / folder / ".gitkeep").touch()
-    typer.echo(f"workspace ready at {target}")
+    typer.echo(f"workspace ready at {shlex.quote(str(target))}")
     for path in written:
         typer.echo(f"  wrote {workspace.shown(path)}")
     typer.echo(f"next: {command_line(workspace, 'loop', 'start', '--task', 'Specs/example/tasks.md')}")

@@ -131,7 +131,7 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
     breakdown = state.done_breakdown()
     typer.echo(
         f"{state.task_id}: {done}/{len(steps)} steps ({data['percent']}%), iteration "
-        f"{state.iteration}/{state.max_iterations}, success rate {state.success_rate:.0%}; "
+        f"{state.iteration}/{state.max_iterations}, attempt success rate {state.success_rate:.0%}; "
         f"verified {breakdown['verified']}, unverified {breakdown['unverified']}, "
         f"by a person {breakdown['done_by_person']}, by the agent's claim {breakdown['done_by_claim']}; "
         f"{state.usage.total_tokens} tokens, ${state.usage.cost_usd:.4f}"

@@ -7,14 +7,14 @@ from typing import Annotated
 
 import typer
 
-from akira_cli.cli.common import ConfigOption, JsonOption, RootOption, workspace_and_config
+from akira_cli.cli.common import ExtraConfigOption, JsonOption, RootOption, workspace_and_config
 from akira_cli.errors import LoopStop
 
 
 def reason(
-    text: Annotated[str, typer.Argument(help="The task or question to reason about.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The task or question to reason about.")],
     json_out: JsonOption = False,
-    config: ConfigOption = None,
+    config: ExtraConfigOption = None,
     root: RootOption = None,
 ) -> int:
     """Profile, plan, validate, refine and execute TEXT in passes until it converges.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def _notes(rows: list[dict[str, Any]], corrupt: list[str]) -> list[str]:
     systemic = sorted({sig for row in rows for sig in row["systemic_issues"]})
     if systemic:
         notes.append(f"Systemic issues (same error in several tasks): {', '.join(systemic)}")
-    notes += [f"corrupt state file (not shown): {path}" for path in corrupt]
+    notes += [f"corrupt state file (not shown): {shlex.quote(str(path))}" for path in corrupt]
     bare = [row["task_id"] for row in rows if row.get("sandboxed") is False and row["group"] != "Completed"]
     if bare:
         notes.append(f"not sandboxed (steps run with all of your rights): {', '.join(bare)}")

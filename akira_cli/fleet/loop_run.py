@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from typing import Any
 
 from akira_cli.fleet.database import Tables
 from akira_cli.fleet.runs import RunSpec, git_out
+from akira_cli.redaction import url_without_password
 from akira_cli.runner import tail
 
 EXIT_STATUS = {0: "completed", 3: "needs_action", 4: "needs_action"}
@@ -56,18 +58,31 @@ class LoopRun:
     """The run's task branch: recorded, or chosen when the run is first taken."""
     done: int = 0
     cancel_seen: bool = False
+    refused: bool = False
     looked_at: float = 0.0
 
     def report(self, status: str, **values: Any) -> None:
         self.tables.report(self.spec.run_id, status=status, worker=self.worker, **values)
 
+    @property
+    def clone(self) -> Path:
+        return self.work_dir / f"{self.spec.run_id}-{self.worker}"
+
     def work(self) -> dict[str, str]:
         self.report("running", message="cloning")
-        clone = self.work_dir / f"{self.spec.run_id}-{self.worker}"
+        clone = self.clone
         shutil.rmtree(clone, ignore_errors=True)
         clone.parent.mkdir(parents=True, exist_ok=True)
         self.branch = self.tables.branch(self.spec.run_id) or self.spec.branch
         resumed = bool(self.branch) and self.branch_exists()
+        where = f"{shlex.quote(self.spec.task)} in {shlex.quote(url_without_password(self.spec.repo))}"
+        if resumed:
+            say(
+                f"fleet worker {self.worker} recovers {self.spec.run_id} ({where}) "
+                f"from its branch {self.branch}"
+            )
+        else:
+            say(f"fleet worker {self.worker} took {self.spec.run_id} ({where} at {self.spec.ref})")
         done = git_out(
             "clone", "-q", "--branch", self.branch if resumed else self.spec.ref, self.spec.repo, str(clone)
         )
@@ -171,10 +186,9 @@ class LoopRun:
                 process.wait(timeout=0.25)
                 break
             last = self.progress(clone, last)
-            if asked is None and (self.stopping.is_set() or self.was_cancelled()):
+            if asked is None and (self.stopping.is_set() or self.was_cancelled()) and self.pause(clone):
                 asked = time.monotonic()
-                self.pause(clone)  # the stop hook is written before the worker says so
-                if self.cancel_seen:
+                if self.cancel_seen:  # said once the stop hook is there: from now on, it is true
                     say(f"{self.spec.run_id} was cancelled; its loop stops at its next step")
             if asked is not None and time.monotonic() - asked > PAUSE_WAIT:
                 process.send_signal(signal.SIGTERM)  # the step in flight is lost, no more
@@ -187,6 +201,11 @@ class LoopRun:
         if self.cancel_seen or self.cancelled(self.spec.run_id):
             return self.end("cancelled", "cancelled")
         if self.stopping.is_set() and process.returncode in (2, 3, -signal.SIGTERM):
+            shutil.rmtree(clone, ignore_errors=True)  # its steps are pushed; the next worker clones anew
+            say(
+                f"{self.spec.run_id} paused after {self.done}/{self.total or '?'} steps; "
+                "it goes back to the queue"
+            )
             return {"status": "handed_back"}
         status = EXIT_STATUS.get(process.returncode or 0, "failed")
         pull_request = (read_state(self.state_dir(clone)).get("git") or {}).get("pr_url")
@@ -200,14 +219,21 @@ class LoopRun:
             self.cancel_seen = self.cancelled(self.spec.run_id)
         return self.cancel_seen
 
-    def pause(self, clone: Path) -> None:
-        """Asks the loop to stop at its next step boundary (a stop hook, as a person would)."""
+    def pause(self, clone: Path) -> bool:
+        """Asks the loop to stop at its next step boundary (a stop hook, as a person would);
+        False while the loop has no state yet, or when `loop stop` refused (asked again then)."""
         task_id = read_state(self.state_dir(clone)).get("task_id")
-        if task_id:
-            subprocess.run(
-                [sys.executable, "-m", "akira_cli", "loop", "stop", "--task-id", task_id],
-                cwd=clone, capture_output=True, timeout=60, check=False,
-            )  # fmt: skip
+        if not task_id:
+            return False
+        done = subprocess.run(
+            [sys.executable, "-m", "akira_cli", "loop", "stop", "--task-id", task_id],
+            cwd=clone, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        if done.returncode != 0 and not self.refused:
+            self.refused = True
+            said = tail(done.stderr.strip(), 300)
+            say(f"{self.spec.run_id}: 'akira loop stop' refused: {said}; asked again")
+        return done.returncode == 0
 
     def state_dir(self, clone: Path) -> Path:
         """The loop's `.state/`: in the workspace the task file lies in (found upward)."""
@@ -231,9 +257,17 @@ class LoopRun:
         return seen
 
     def end(self, status: str, message: str) -> dict[str, str]:
+        """The run's last report and log line. A completed or cancelled run's clone is removed
+        (its steps are on the remote); any other's is kept for a person to look at."""
         self.report(status, message=message)
         steps = f" after {self.done}/{self.total if self.total is not None else '?'} steps"
-        said = f": {message}" if message and message != status else ""
+        steps += f" on branch {self.branch}" if self.branch and self.done else ""
+        if status in ("completed", "cancelled"):
+            shutil.rmtree(self.clone, ignore_errors=True)
+        elif self.clone.exists():
+            steps += f" (its clone is kept in {shlex.quote(str(self.clone))})"
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        said = f": {lines[-1]}" if lines and message != status else ""  # one line: the loop's last word
         say(f"{self.spec.run_id} {status}{steps}{said}")
         return {"status": status, "message": message}
 

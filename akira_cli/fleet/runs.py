@@ -6,6 +6,7 @@ workflows and the progress the workers report."""
 from __future__ import annotations
 
 import hashlib
+import shlex
 import subprocess
 import time
 import uuid
@@ -55,12 +56,16 @@ def new_run(task: Path, repo: str | None, ref: str | None) -> RunSpec:
     if repo is None:
         top = toplevel(path.parent if path.parent.exists() else Path.cwd())
         if top is None:
-            raise AkiraError(f"{task} is not in a git repository; give --repo URL, or run 'git init' there")
+            raise AkiraError(
+                f"{shlex.quote(str(task))} is not in a git repository; give --repo URL, "
+                "or run 'git init' there"
+            )
         try:
             relative = path.resolve().relative_to(top.resolve()).as_posix()
         except ValueError:
             raise AkiraError(
-                f"{task} is not inside the repository {top}; give a task path inside it"
+                f"{shlex.quote(str(task))} is not inside the repository {shlex.quote(str(top))}; "
+                "give a task path inside it"
             ) from None
         repo_text, local = str(top), Path(top)
     else:
@@ -86,8 +91,10 @@ def new_run(task: Path, repo: str | None, ref: str | None) -> RunSpec:
             )
     if local is not None and git_out("cat-file", "-e", f"{ref}:{relative}", cwd=local).returncode != 0:
         raise AkiraError(
-            f"{relative} is not in {url_without_password(repo_text)} at {ref}: the workers clone the "
-            f"repository, so commit the task file there (git add {relative} && git commit), or give --ref"
+            f"{shlex.quote(relative)} is not in {shlex.quote(url_without_password(repo_text))} at {ref}: "
+            f"the workers clone the repository, so commit the task file there "
+            f"({shlex.join(['git', '-C', str(local), 'add', relative])} && "
+            f"{shlex.join(['git', '-C', str(local), 'commit'])}), or give --ref"
         )
     run_id = "run-" + uuid.uuid4().hex[:10]
     return RunSpec(
@@ -97,6 +104,27 @@ def new_run(task: Path, repo: str | None, ref: str | None) -> RunSpec:
         ref=ref,
         added_at=time.time(),
     )
+
+
+def count_steps(spec: RunSpec) -> int | None:
+    """The task's steps at the run's ref (as a worker will count them), when the repository is a
+    local path; None for a URL, whose steps the worker counts once it has cloned it."""
+    from akira_cli.tasks.parser import parse_task_text
+
+    if not Path(spec.repo).is_dir():
+        return None
+    shown = subprocess.run(
+        ["git", "show", f"{spec.ref}:{spec.task}"], cwd=spec.repo, env=git_env(), capture_output=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    try:
+        return (
+            len(parse_task_text(shown.stdout, Path(spec.task)).leaves(False))
+            if shown.returncode == 0
+            else None
+        )
+    except Exception:
+        return None  # the loop refuses a task file it cannot read, with its own line
 
 
 def live_key(spec: RunSpec) -> str:
@@ -137,6 +165,13 @@ def add(url: str, spec: RunSpec, priority: int) -> str:
             ) from None
     finally:
         client.destroy()
+    total = count_steps(spec)
+    if total is not None:  # a queued run shows 0/N, not 0/0
+        tables = Tables(url)
+        try:
+            tables.report(spec.run_id, steps_total=total)
+        finally:
+            tables.close()
     return spec.run_id
 
 

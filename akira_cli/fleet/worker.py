@@ -30,7 +30,7 @@ from akira_cli.fleet.database import (
     open_client,
     quiet_dbos,
 )
-from akira_cli.fleet.loop_run import PAUSE_WAIT, LoopRun
+from akira_cli.fleet.loop_run import PAUSE_WAIT, LoopRun, say
 from akira_cli.fleet.runs import RunSpec
 
 
@@ -90,6 +90,10 @@ class Worker:
         while not self.stopping.wait(beat):
             self.tables.beat(self.name)
             for dead in self.tables.stale(self.name, self.timeout):
+                say(
+                    f"fleet worker {self.name} recovers the runs of worker {dead}, "
+                    f"silent for {self.timeout:g}s"
+                )
                 DBOS._recover_pending_workflows([dead])  # its runs start here, or on another live worker
                 self.tables.forget(dead)
         return self.hand_back()
@@ -102,11 +106,12 @@ class Worker:
             event.wait(PAUSE_WAIT + 5)
         self.tables.beat(self.name, at=0.0)  # stale at once: a live worker recovers the runs now
         self.tables.close()
-        print(
-            f"akira: fleet worker {self.name} stopped; its runs go back to the queue",
-            file=sys.stderr,
-            flush=True,
+        back = (
+            f"; its {len(ended)} run{'s go' if len(ended) > 1 else ' goes'} back to the queue"
+            if ended
+            else ""
         )
+        say(f"fleet worker {self.name} stopped{back}")
         sys.stderr.flush()
         os._exit(0)  # DBOS would wait for the workflows, which must stay pending for the others
 
@@ -121,6 +126,10 @@ class Worker:
             else:
                 loop = LoopRun(spec, self.name, self.work_dir, self.tables, self.stopping, self.cancelled)
                 result = loop.work()
+        except BaseException:
+            with self.lock:
+                self.running.pop(workflow_id, None)  # ended (DBOS records the error): not handed back
+            raise
         finally:
             ended.set()
         if result.get("status") == "handed_back":

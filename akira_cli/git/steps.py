@@ -104,7 +104,10 @@ class StepCommits:
             "Akira-Task": self.state.task_id,
             "Akira-Step": step.id,
             "Akira-Verified": "yes" if attempt.verified else "no",
-            "Akira-Checks": ", ".join(name for name in checks if name != "agent result")[:300] or "none",
+            "Akira-Checks": ", ".join(
+                checked(name, attempt.files_changed) for name in checks if name != "agent result"
+            )[:300]
+            or "none",
         }
         if attempt.review is not None:  # approved, disputed or none (SPEC 16)
             trailers["Akira-Review"] = attempt.review.verdict
@@ -292,3 +295,12 @@ def ticked_bytes(
             parent if parent is not None and is_done(task, parent, state.include_optional, done) else None
         )
     return bytes(data)
+
+
+def checked(name: str, files_changed: list[str]) -> str:
+    """A passed check as a reader of the commit understands it: the evidence an unverified
+    step passed on is the files its attempt changed."""
+    if name != "evidence":
+        return name
+    count = len(files_changed)
+    return f"evidence: {count} file{'' if count == 1 else 's'} changed"

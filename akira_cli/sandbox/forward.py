@@ -1,44 +1,65 @@
 """Runs inside the sandbox, before the step's command (`python -I -S forward.py SOCKET PORT --
-COMMAND...`): listens on the sandbox's own 127.0.0.1:PORT and hands each connection to akira's
-proxy through SOCKET, then becomes COMMAND. Standard library only; nothing of akira is imported."""
+COMMAND...`): listens on the sandbox's own 127.0.0.1:PORT, forks, and becomes COMMAND; the fork
+hands each connection to akira's proxy through SOCKET. Only C modules are imported (`_socket`,
+`select`, `os`): this start is on every sandboxed command's path, and `socket` or `threading`
+would double it. Nothing of akira is imported."""
 
-import contextlib
+import _socket
 import os
-import socket
+import select
 import sys
-import threading
 
 
-def pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for end, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
-            with contextlib.suppress(OSError):
-                end.shutdown(how)
+def pump(one: _socket.socket, two: _socket.socket) -> None:
+    """Both directions until both are closed."""
+    other = {one.fileno(): (one, two), two.fileno(): (two, one)}
+    live = set(other)
+    while live:
+        ready, _, _ = select.select(list(live), [], [])
+        for fd in ready:
+            source, sink = other[fd]
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            if data:
+                try:
+                    sink.sendall(data)
+                except OSError:
+                    return
+                continue
+            live.discard(fd)
+            try:  # noqa: SIM105 (contextlib is a Python module: not on this path)
+                sink.shutdown(_socket.SHUT_WR)
+            except OSError:
+                pass
 
 
-def serve(server: socket.socket, path: str) -> None:
+def serve(server: _socket.socket, path: str) -> None:
     while True:
-        client, _ = server.accept()
-        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd, _ = server._accept()  # type: ignore[attr-defined]
+        client = _socket.socket(fileno=fd)
+        if os.fork() == 0:
+            server.close()
+            upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            try:
+                upstream.connect(path)
+                pump(client, upstream)
+            except OSError:
+                pass
+            os._exit(0)
+        client.close()
         try:
-            upstream.connect(path)
-        except OSError:
-            client.close()
-            upstream.close()
-            continue
-        threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
-        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
 
 
 def main() -> None:
     path, port, command = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    server.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", port))
     server.listen(128)
     if os.fork() == 0:  # the forwarder; it dies with the sandbox's PID namespace when COMMAND ends

@@ -176,16 +176,17 @@ def allowed(rules: Iterable[HostRule], host: str, port: int) -> bool:
 
 
 def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> list[Path]:
-    """What must stay readable under the hidden home for a step's tools to run: PATH folders in
-    it (a `<prefix>/bin` brings its prefix: `~/.pyenv/versions/3.12`, `~/.nvm/versions/node/v22`),
-    this Python's own prefix, and where the agent CLI's executable really lies."""
+    """What must stay readable under the hidden home and the private /tmp for a step's tools to
+    run: PATH folders there (a `<prefix>/bin` brings its prefix: `~/.pyenv/versions/3.12`,
+    `~/.nvm/versions/node/v22`), this Python's own prefix (a venv in /tmp, as `mktemp -d` makes
+    it), akira's forwarder, where the agent CLI's executable really lies, and git's settings."""
     import shutil
     import sys
 
     found: list[Path] = []
     for entry in environ_path.split(os.pathsep):
         folder = Path(entry)
-        if not entry or not folder.is_absolute() or not folder.is_relative_to(home) or not folder.is_dir():
+        if not entry or not folder.is_absolute() or not hidden(folder, home) or not folder.is_dir():
             continue
         found.append(folder)
         prefix = folder.parent
@@ -197,12 +198,23 @@ def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> lis
         where = shutil.which(name, path=environ_path)
         if where is not None:
             found.append(Path(os.path.realpath(where)).parent)
-    found += [Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent]
+    found += [home / ".gitconfig", home / ".config" / "git"]  # who commits (credentials stay hidden)
+    found += [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent]
+    found.append(Path(__file__).resolve().parent)  # forward.py, from an editable install in the home too
     kept = sorted(
-        {path for path in found if path.is_relative_to(home) and path != home}, key=lambda p: len(p.parts)
+        {path for path in found if hidden(path, home) and path not in (home, TMP) and path.exists()},
+        key=lambda p: len(p.parts),
     )
     outer: list[Path] = []
     for path in kept:  # a folder inside one already bound needs no mount of its own
         if not any(path.is_relative_to(done) for done in outer):
             outer.append(path)
     return outer
+
+
+TMP = Path("/tmp")
+
+
+def hidden(path: Path, home: Path) -> bool:
+    """Whether the sandbox's private `$HOME` or `/tmp` hides `path` (a tool there is bound back)."""
+    return path.is_relative_to(home) or path.is_relative_to(TMP)

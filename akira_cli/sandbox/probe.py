@@ -20,7 +20,7 @@ PROBE_FLAGS = (
 )  # fmt: skip
 USERNS_FIX = (
     "allow unprivileged user namespaces (Ubuntu 24.04: "
-    "'sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0' or an AppArmor profile for bwrap; "
+    "'sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0' or an AppArmor profile for {bwrap}; "
     "in a container: run it with user namespaces allowed)"
 )
 OFF = "or run with --no-sandbox (sandbox.mode: off)"
@@ -91,7 +91,12 @@ def _try(bwrap: str) -> Probe:
     first = said[0] if said else f"exit {done.returncode}"
     lowered = first.lower()
     if any(word in lowered for word in ("uid map", "namespace", "permission denied", "not permitted")):
-        return Probe(False, bwrap, f"bwrap cannot make a user namespace here ({first})", USERNS_FIX)
+        return Probe(
+            False,
+            bwrap,
+            f"bwrap cannot make a user namespace here ({first})",
+            USERNS_FIX.format(bwrap=shlex.quote(bwrap)),
+        )
     return Probe(False, bwrap, f"bwrap fails here ({first})", "set sandbox.bwrap to a working bwrap")
 
 

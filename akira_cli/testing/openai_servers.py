@@ -8,7 +8,8 @@ else a `shell`/`exec_command` call that writes the file.
 
 Chat Completions: `POST /v1/chat/completions`, streamed `chat.completion.chunk` events or one
 JSON completion. aider offers no tools: it edits through its edit format, so the "tool call" is
-a whole-file or search/replace block for `Script.file` in the reply text.
+a search/replace block that creates `Script.file` (aider's `diff` format), with the final text
+after it in the same reply.
 
 A usage limit is a 429 with `error.type: usage_limit_reached` (codex reads `plan_type` and
 `resets_at`); other errors are `{"error": {"message", "type", "code"}}`.
@@ -160,15 +161,19 @@ class ChatCompletions:
         return method == "POST" and path.split("?")[0].endswith("/chat/completions")
 
     def is_main(self, body: dict[str, Any]) -> bool:
-        return True
+        """aider's own side calls (the commit message, summaries) are not the edit."""
+        first = (body.get("messages") or [{}])[0]
+        system = str(first.get("content") or "") if isinstance(first, dict) else ""
+        return "commit message" not in system.lower() and "summarize" not in system.lower()
 
     def has_tool_result(self, body: dict[str, Any]) -> bool:
-        messages = body.get("messages") or []
-        return any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
+        return False  # aider applies the edit in the reply itself: one reply does it all
 
     def tool_call(self, body: dict[str, Any], path: str, script: Script) -> Reply:
-        block = f"{script.file}\n```\n{script.content}```\n"
-        return self._completion(body, f"I will create the file.\n\n{block}")
+        fence = "```"
+        replace = "".join(["<<<<<<< SEARCH\n", "=======\n", script.content, ">>>>>>> REPLACE\n"])
+        block = f"{script.file}\n{fence}\n{replace}{fence}\n"
+        return self._completion(body, f"I will create the file.\n\n{block}\n{script.answer}")
 
     def text(self, body: dict[str, Any], path: str, text: str) -> Reply:
         return self._completion(body, text)

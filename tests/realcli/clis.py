@@ -152,6 +152,6 @@ CLIS: dict[str, RealCli] = {
         "aider",
         ChatCompletions,
         ["aider", "--yes-always", "--no-pretty", "--message-file", "{prompt_file}"],
-        "bin/aider",
+        "shim/aider",
     ),
 }

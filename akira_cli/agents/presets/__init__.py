@@ -8,82 +8,25 @@ the next CLI is one module. The `command` agent stays generic and uses a preset 
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from akira_cli.agents.presets import aider, claude, codex, gemini  # noqa: F401  (registration)
+from akira_cli.agents.presets.base import (
+    ORDER,
+    PRESETS,
+    CliReport,
+    Preset,
+    ProviderFault,
+    UsageLimit,
+    found_on_path,
+    register_preset,
+)
 
-from akira_cli.usage import Usage
-
-if TYPE_CHECKING:
-    from akira_cli.config import AgentSettings
-
-
-@dataclass
-class UsageLimit:
-    """The CLI's plan limit is reached; `reset_at` when the message says when it resets."""
-
-    message: str
-    reset_at: datetime | None = None
-
-
-@dataclass
-class ProviderFault:
-    """The model provider failed, not the agent (SPEC 7): an overloaded or failing API (429,
-    5xx, 529) is waited out with backoff; a refused key (`auth`: 401, 403) asks a person."""
-
-    message: str
-    status: int | None = None
-    auth: bool = False
-
-
-@dataclass
-class CliReport:
-    """What a preset read from one run of its CLI."""
-
-    answer: str = ""
-    failed: bool = False
-    error: str = ""
-    usage: Usage = field(default_factory=Usage)
-    session_id: str | None = None
-    limit: UsageLimit | None = None
-    fault: ProviderFault | None = None
-    running_total: bool = False
-    """`usage` is the conversation's total so far (codex's `exec resume`), not this run's."""
-
-
-class Preset(Protocol):
-    name: str
-    executable: str
-    split_stderr: bool
-    """The CLI writes its answer to stdout and its noise to stderr: read them apart."""
-
-    def command(self, settings: AgentSettings, session_id: str | None) -> str:
-        """The shell command line; the prompt goes on stdin (or `{prompt_file}`)."""
-        ...
-
-    def read(self, output: str, exit_code: int | None, stderr: str = "") -> CliReport:
-        """`output` is stdout (with stderr merged in unless `split_stderr`)."""
-        ...
-
-
-PRESETS: dict[str, Preset] = {}
-
-
-ORDER = ("claude", "codex", "gemini", "aider")
-
-
-def register_preset(preset: Preset) -> Preset:
-    PRESETS[preset.name] = preset
-    ordered = sorted(PRESETS.items(), key=lambda item: ORDER.index(item[0]) if item[0] in ORDER else 99)
-    PRESETS.clear()
-    PRESETS.update(ordered)
-    return preset
-
-
-def found_on_path() -> list[str]:
-    """The agent CLIs of the presets that are installed here."""
-    return [name for name, preset in PRESETS.items() if shutil.which(preset.executable)]
-
-
-from akira_cli.agents.presets import aider, claude, codex, gemini  # noqa: E402,F401  (registration)
+__all__ = [
+    "ORDER",
+    "PRESETS",
+    "CliReport",
+    "Preset",
+    "ProviderFault",
+    "UsageLimit",
+    "found_on_path",
+    "register_preset",
+]

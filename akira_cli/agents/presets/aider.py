@@ -7,20 +7,22 @@ price). The tokens and the per-message cost of every such line are added up, one
 
 aider exits 0 even when the model's API failed: it retries 429/5xx itself for about a minute,
 then prints the provider's error (`litellm.RateLimitError: …`, `litellm.AuthenticationError: …`,
-with its own hint such as "The API provider is not able to authenticate you. Check your API
-key.") and stops. An API error after the last reply is therefore a failed attempt and a
-provider fault (transient or a bad key). An edit its edit format could not apply (`The LLM did
-not conform to the edit format.`, a SEARCH block that matched nothing) is a failed attempt
-whatever the edit format (`diff`, `whole`, `udiff`, …). A non-zero exit always fails.
+wrapped at the terminal's width, with its own hint such as "The API provider is not able to
+authenticate you. Check your API key.") and stops. An API error after the last reply is
+therefore a failed attempt and a provider fault (transient or a bad key); an exhausted quota
+(`You exceeded your current quota`, also a `RateLimitError`) is a usage limit. An edit its edit
+format could not apply (`The LLM did not conform to the edit format.`, a SEARCH block that
+matched nothing) is a failed attempt whatever the edit format (`diff`, the default of 0.86.2 for
+gpt-4o, `whole`, `udiff`, …). A non-zero exit always fails.
 """
 
 from __future__ import annotations
 
 import re
 
-from akira_cli.agents.presets import CliReport, register_preset
 from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
+from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.config import AgentSettings
 from akira_cli.usage import Usage
 
@@ -70,7 +72,9 @@ class Aider:
         api_errors = [m for m in API_ERROR_RE.finditer(text) if m.start() > last_reply]
         edit_failed = EDIT_FAILED_RE.search(text)
         if api_errors:
-            said = "\n".join(m.group(0).strip() for m in api_errors[-3:])
+            # aider wraps its messages at the terminal's width: the last error, on one line
+            raised = [m for m in api_errors if "Error:" in m.group(0)] or api_errors  # not the hint
+            said = " ".join(text[raised[-1].start() :].split())[:1500]
             report.failed, report.error = True, said
             report.limit = limit_text.detect(said)
             report.fault = None if report.limit else fault_text.classify(said)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from akira_cli.agents.presets import CliReport, register_preset
 from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
+from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.jsonout import json_objects, number
 from akira_cli.config import AgentSettings
 from akira_cli.usage import Usage
@@ -64,7 +64,7 @@ class Claude:
         said_failed = data.get("is_error") is True or str(data.get("subtype", "")).startswith("error")
         # a successful answer may talk about limits; only a failed one can be stopped by one
         report.limit = (
-            (report.limit or limit_text.detect(report.answer)) if said_failed or exit_code else None
+            (limit_text.detect(report.answer) or report.limit) if said_failed or exit_code else None
         )
         if said_failed or exit_code != 0:
             report.failed = True

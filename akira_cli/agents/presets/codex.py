@@ -23,9 +23,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from akira_cli.agents.presets import CliReport, register_preset
 from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
+from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.jsonout import json_objects, one_call
 from akira_cli.config import AgentSettings
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from akira_cli.agents.presets import CliReport, register_preset
 from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
+from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.jsonout import last_object, number, one_call
 from akira_cli.config import AgentSettings
 
@@ -76,7 +76,10 @@ class Gemini:
         details: dict[str, Any] = error if isinstance(error, dict) else {}
         message = str(details.get("message") or error or "").strip()
         report.error = message or stderr.strip()[-500:] or f"gemini exited {exit_code}"
-        report.limit = limit_text.detect(f"{message}\n{stderr}")
+        # the error's message says which 429 it is: a quota ("exhausted your daily quota") is a
+        # usage limit, "Resource has been exhausted" a rate limit (its stack traces say
+        # RESOURCE_EXHAUSTED for both, so they are not read for it)
+        report.limit = limit_text.detect(message or stderr)
         if report.limit is None:
             code = details.get("code")
             status = code if isinstance(code, int) and code in STATUSES else None

@@ -8,7 +8,8 @@ Forms read (as the CLIs print them, on stdout or stderr, plain or inside their J
 - Codex 0.169: `You’ve hit your usage limit … try again at 12:35 PM.` (a U+2019 apostrophe) or
   `… try again in 2 hours 5 minutes`;
 - any apostrophe, `'` or `’`;
-- any HTTP 429 quota text (`quota exceeded`, `rate limit ... quota`).
+- any HTTP 429 quota text (`quota exceeded`, `rate limit ... quota`), such as gemini 0.61's
+  `You have exhausted your daily quota on this model.`
 A clock time without a zone is the machine's local time; one already past today means tomorrow.
 """
 
@@ -18,11 +19,12 @@ import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from akira_cli.agents.presets import UsageLimit
+from akira_cli.agents.presets.base import UsageLimit
 
 LIMIT_RE = re.compile(
     r"usage limit reached|you[\u2019']?ve hit your (?:[\w-]+ )?limit|you have hit your (?:[\w-]+ )?limit"
-    r"|quota (?:exceeded|exhausted)|exceeded your (?:current )?quota|resource_exhausted",
+    r"|quota (?:exceeded|exhausted)|exceeded your (?:current )?quota|exhausted your (?:\w+ )?quota"
+    r"|resource_exhausted",
     re.I,
 )
 EPOCH_RE = re.compile(r"usage limit reached\|(?P<epoch>\d{9,11})", re.I)

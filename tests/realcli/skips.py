@@ -1,0 +1,35 @@
+"""What the real-CLI tests need of this machine: the pinned CLI, installed once (`install.py`),
+or a skip that says in one line what to install."""
+
+from __future__ import annotations
+
+import pytest
+
+from realcli.clis import CLIS, RealCli
+from realcli.install import ensure, missing_tool
+
+MISSING: dict[str, set[str]] = {}
+"""What this machine lacks, and the CLIs skipped for it: one summary line each."""
+INSTALLED: dict[str, float | None] = {}
+"""The CLIs this session used: the seconds their install took now, None when it was there."""
+
+
+def real(name: str) -> RealCli:
+    """The pinned CLI, installed (once per machine), or a skip that says what to install."""
+    cli = CLIS[name]
+    if reason := missing_tool(cli):
+        MISSING.setdefault(reason, set()).add(f"{name} {cli.pin.version}")
+        pytest.skip(f"real {name} {cli.pin.version} not tested: {reason}")
+    if name not in INSTALLED:
+        INSTALLED[name] = ensure(cli)
+    return cli
+
+
+def skip_module_unless_installable(names: tuple[str, ...]) -> None:
+    """Skips the calling test module as a whole (one line) when this machine lacks what
+    installing these CLIs needs."""
+    reason = missing_tool(CLIS[names[0]])
+    if reason:
+        pinned = [f"{n} {CLIS[n].pin.version}" for n in names]
+        MISSING.setdefault(reason, set()).update(pinned)
+        pytest.skip(f"real {', '.join(pinned)} not tested: {reason}", allow_module_level=True)
