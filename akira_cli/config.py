@@ -85,7 +85,7 @@ def load_config(
         if path is None:
             continue
         if path is extra_file and not path.is_file():
-            raise AkiraError(f"{path}: config file not found; check the --config path")
+            raise AkiraError(f"{_quoted(path)}: config file not found; check the --config path")
         if path.is_file():
             data = _read_yaml(path)
             _validate_layer(data, path)
@@ -98,10 +98,10 @@ def load_config(
     try:
         config = Config.model_validate(merged)
     except ValidationError as exc:
-        where = sources[-1] if sources else "command line"
+        where = _quoted(sources[-1]) if sources else "command line"
         raise AkiraError(_explain(exc, where)) from None
     if config.git.pr != "off" and not config.git.push:
-        where = sources[-1] if sources else "command line"
+        where = _quoted(sources[-1]) if sources else "command line"
         raise AkiraError(
             f"{where}: git.pr: {config.git.pr} needs git.push (the remote the pull request's branch "
             "is pushed to, such as origin); set git.push, or git.pr: off"
@@ -111,27 +111,36 @@ def load_config(
     return config
 
 
+def _quoted(path: Path) -> str:
+    """A config path as the error line shows it: shell-quoted, so that it pastes as it is."""
+    import shlex
+
+    return shlex.quote(str(path))
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     from akira_cli import safeyaml
 
     try:
         data = safeyaml.load(path.read_bytes().decode("utf-8"))
     except OSError as exc:
-        raise AkiraError(f"{path}: cannot read config ({exc.strerror}); check permissions") from None
+        raise AkiraError(f"{_quoted(path)}: cannot read config ({exc.strerror}); check permissions") from None
     except UnicodeDecodeError:
-        raise AkiraError(f"{path}: config is not UTF-8 text; save it as YAML in UTF-8") from None
+        raise AkiraError(f"{_quoted(path)}: config is not UTF-8 text; save it as YAML in UTF-8") from None
     except safeyaml.DuplicateKeyError as exc:
-        raise AkiraError(f"{path}: {exc}; keep one of them (YAML would silently use the last)") from None
+        raise AkiraError(
+            f"{_quoted(path)}: {exc}; keep one of them (YAML would silently use the last)"
+        ) from None
     except safeyaml.BoundsError as exc:
-        raise AkiraError(f"{path}: config refused: {exc}; keep it a plain YAML mapping") from None
+        raise AkiraError(f"{_quoted(path)}: config refused: {exc}; keep it a plain YAML mapping") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
-        raise AkiraError(f"{path}:{line} is not valid YAML; fix the syntax there") from None
+        raise AkiraError(f"{_quoted(path)}:{line} is not valid YAML; fix the syntax there") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise AkiraError(f"{path}: config must be a mapping of sections, e.g. 'autonomous_loop:'")
+        raise AkiraError(f"{_quoted(path)}: config must be a mapping of sections, e.g. 'autonomous_loop:'")
     _refuse_nul(data, path, [])
     return data
 
@@ -139,7 +148,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _refuse_nul(value: Any, path: Path, keys: list[str]) -> None:
     """A NUL byte in a value would end up in a path or a command line; refuse it by name."""
     if isinstance(value, str) and "\x00" in value:
-        raise AkiraError(f"{path}: '{'.'.join(keys)}' holds a NUL byte; remove it")
+        raise AkiraError(f"{_quoted(path)}: '{'.'.join(keys)}' holds a NUL byte; remove it")
     if isinstance(value, dict):
         for key, item in value.items():
             _refuse_nul(item, path, [*keys, str(key)])
@@ -152,7 +161,7 @@ def _validate_layer(data: dict[str, Any], path: Path) -> None:
     try:
         Config.model_validate(data)
     except ValidationError as exc:
-        raise AkiraError(_explain(exc, path)) from None
+        raise AkiraError(_explain(exc, _quoted(path))) from None
 
 
 def _explain(exc: ValidationError, where: object) -> str:

@@ -146,6 +146,12 @@ def command_line(workspace: Workspace, *args: str) -> str:
     return shlex.join(words)
 
 
+def in_quotes(command: str) -> str:
+    """A command inside a sentence, between quotes that do not clash with its own: double when it
+    holds a quoted path (`--root '/tmp/my project'`), else single. What lies between them pastes."""
+    return f'"{command}"' if "'" in command else f"'{command}'"
+
+
 def discover(start: Path) -> Path:
     """The nearest folder from `start` upward that holds a workspace marker, else `start`."""
     for folder in (start, *start.parents):

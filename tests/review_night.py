@@ -97,11 +97,17 @@ class Night:
     def setup(self, review: str, steps: str = STEPS, extra: str = "") -> None:
         self.akira.write_config(
             f"agent:\n  kind: command\n  command: implement\ngit:\n  push: origin\nreview:\n{review}{extra}"
+            + self.shared()
         )
         self.akira.write_task("feat", steps)
         git(self.root, "add", "-A")
         git(self.root, "commit", "-q", "-m", "base")
         git(self.root, "push", "-q", "origin", "main")
+
+    def shared(self) -> str:
+        """The fakes' logs and script lie in the test's folder, outside the work tree: the
+        sandbox lets the steps write there and passes their variables in (SPEC 15)."""
+        return f"sandbox:\n  allow_write: [{str(self.tmp)!r}]\n  env: [REVIEW_*, AGENT_*]\n"
 
     def verdicts(self, *modes: str, **by_step: list[str]) -> None:
         script = by_step or list(modes)

@@ -422,7 +422,9 @@ def test_push_sends_the_task_branch_and_the_report_says_how_to_review(repo: Akir
     assert all(f"`{done.commit[:8]}`" in report for done in state.completed_steps if done.commit)
 
 
-def test_a_failed_push_is_logged_and_never_fatal(repo: Akira) -> None:
+def test_a_failed_push_is_logged_and_never_fatal(repo: Akira, tmp_path: Path) -> None:
+    # a remote that is there but cannot take the push (one that is not there is refused at start)
+    git(repo.root, "remote", "add", "nowhere", str(tmp_path / "gone.git"))
     repo.write_config("git:\n  push: nowhere\n")
     code, err = start(repo)
     assert code == 0, err

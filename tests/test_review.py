@@ -239,7 +239,7 @@ def test_a_plan_ending_with_a_checkpoint_is_reviewed_there_on_the_whole_branch(n
     git(night.root, "commit", "-q", "-m", "another feature")
     night.akira.write_config(
         "agent:\n  kind: command\n  command: implement\nreview:\n  agent: claude\n  when: last\n"
-        "checks:\n  - run: test -f step_1.txt\n    name: greeting\n"
+        "checks:\n  - run: test -f step_1.txt\n    name: greeting\n" + night.shared()
     )
     done = night.akira.cli("loop", "start", "--task", "Specs/again/tasks.md", timeout=180)
     assert done.code == 0, done.err

@@ -100,7 +100,9 @@ def test_without_git_the_reviewer_reads_the_files_the_attempt_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plain = Night(tmp_path, monkeypatch, repository=False)
-    plain.akira.write_config("agent:\n  kind: command\n  command: implement\nreview:\n  agent: claude\n")
+    plain.akira.write_config(
+        "agent:\n  kind: command\n  command: implement\nreview:\n  agent: claude\n" + plain.shared()
+    )
     plain.akira.write_task("feat", STEPS)
     plain.verdicts("approve")
     assert plain.start()[0] == 0

@@ -333,3 +333,26 @@ def test_fleet_setup_runs_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.Mon
     assert run.setup(clone) is None
     assert (clone / "built.txt").read_text() == "built\n"  # it ran, in the clone
     assert (clone / "token.txt").read_text() == "\n" and not (tmp_path / "outside.txt").exists()
+
+
+def test_a_gateway_the_person_pointed_the_cli_at_is_let_through_with_its_key(tmp_path: Path) -> None:
+    """README "Agent CLIs": codex pointed at a gateway by its model provider in config.toml, claude
+    by ANTHROPIC_BASE_URL. Inside the sandbox the gateway's host:port passes the proxy and the
+    provider's `env_key` variable is passed in; another port and another secret are not."""
+    from akira_cli.sandbox.policy import sandbox_env
+
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text(
+        'model_provider = "gateway"\n[model_providers.gateway]\nname = "Gateway"\n'
+        'base_url = "http://127.0.0.1:4011/v1"\nenv_key = "GATEWAY_API_KEY"\nwire_api = "responses"\n'
+    )
+    environ = {"CODEX_HOME": str(codex), "GATEWAY_API_KEY": "gw-1234567890", "OTHER_API_KEY": "x" * 12}
+    rules = host_rules("codex", None, (), environ)
+    assert allowed(rules, "127.0.0.1", 4011) and not allowed(rules, "127.0.0.1", 4012)
+    env = sandbox_env({**environ, "PATH": "/usr/bin"}, "codex", (), "/home/u", None)
+    assert env["GATEWAY_API_KEY"] == "gw-1234567890" and "OTHER_API_KEY" not in env
+    assert "GATEWAY_API_KEY" not in sandbox_env(environ, "claude", (), "/home/u", None)
+    claude = host_rules("claude", None, (), {"ANTHROPIC_BASE_URL": "https://llm.corp.example:8443"})
+    assert allowed(claude, "llm.corp.example", 8443) and allowed(claude, "api.anthropic.com", 443)
+    assert not allowed(claude, "llm.corp.example", 443)

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperCommand
 
 from akira_cli.errors import AkiraError
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -128,7 +128,7 @@ def resolve_task(workspace: Workspace, store: StateStore, ref: str) -> str:
         see = command_line(workspace, "loop", "state", "--task-id", task)
         raise AkiraError(
             f"no readable loop found for '{ref}'; the state file {workspace.shown(corrupt[0])} is corrupt "
-            f"and may be it: run '{see}' to quarantine it and learn how to restore it"
+            f"and may be it: run {in_quotes(see)} to quarantine it and learn how to restore it"
         )
     raise AkiraError(
         f"no loop found for '{ref}' (not a task id, task file or feature name); "

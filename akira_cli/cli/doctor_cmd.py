@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from akira_cli import redaction
-from akira_cli.cli.common import ConfigOption, JsonOption, RootOption, workspace_and_config
+from akira_cli.cli.common import ConfigOption, JsonOption, RootOption
 from akira_cli.cli.loop_cmd import AgentKind
-from akira_cli.workspace import command_line
+from akira_cli.errors import AkiraError
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.doctor import Finding
@@ -30,9 +31,21 @@ def doctor(
     root: RootOption = None,
 ) -> int:
     """Check that a run can start here: the agent CLI, its auth and flags, git, the LLM endpoint."""
+    from akira_cli.config import load_config
     from akira_cli.doctor import context_for, run_checks
 
-    workspace, cfg = workspace_and_config(root, config, {"agent.kind": agent})
+    workspace = Workspace.resolve(root)
+    try:
+        cfg = load_config(workspace.root, config, {"agent.kind": agent})
+    except AkiraError as exc:
+        if not as_json:
+            raise
+        # a config that does not load is what would stop a run first: said as a check, in JSON
+        fix = "fix it as the detail says; 'akira config show' loads it as a run does"
+        check = {"check": "config", "status": "fail", "detail": str(exc), "fix": fix}
+        report = {"ok": False, "workspace": str(workspace.root), "agent": None, "checks": [check]}
+        typer.echo(json.dumps(report, indent=2))
+        return 1
     context = context_for(workspace.root, cfg, cfg.agent.kind)
     key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
     redaction.register_environment([key])
@@ -69,7 +82,7 @@ def print_table(findings: list[Finding], again: str) -> None:
     warnings = sum(f.status == "warn" for f in findings)
     if problems:
         what = "1 problem" if problems == 1 else f"{problems} problems"
-        line = f"{what} would stop a run; fix them and run '{again}' again"
+        line = f"{what} would stop a run; fix them and run {in_quotes(again)} again"
     else:
         what = "1 warning" if warnings == 1 else f"{warnings} warnings"
         line = f"ready to run ({what})" if warnings else "ready to run"

@@ -24,6 +24,7 @@ from akira_cli.cli.loop_start import (
     git_preflight,
     new_loop,
     refuse_unfinished,
+    review_when_warnings,
     spawn_detached,
     start_lock,
     warn_short_secrets,
@@ -144,7 +145,11 @@ def start(
     warn_short_secrets(cfg)
     data = read_task_bytes(path)
     task_file = parse_task_text(data, path)
-    for warning in [*task_file.warnings, *criteria_warnings(task_file)]:
+    for warning in [
+        *task_file.warnings,
+        *criteria_warnings(task_file),
+        *review_when_warnings(cfg, task_file),
+    ]:
         typer.echo(f"akira: warning: {warning}", err=True)
     pending = [step for step in task_file.leaves(include_optional) if not step.ticked]
     preflight(cfg.agent.kind, pending, cfg)

@@ -141,7 +141,7 @@ def undo(
     resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
     branch = state.git.branch if state.git else ""
     names = ", ".join(done.step_id for done in undone)
-    typer.echo(f"akira: reverted step(s) {names} on {branch}; run '{resume}' to do them again", err=True)
+    typer.echo(f"akira: reverted step(s) {names} on {branch}; to do them again, run: {resume}", err=True)
     return 0
 
 

@@ -17,7 +17,7 @@ import typer
 from akira_cli.cli.common import same_file
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import MIN_SECRET, too_short
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -36,6 +36,20 @@ def criteria_warnings(task_file: TaskFile) -> list[str]:
     if spec is None:
         return []
     return spec.warnings + (unknown_id_warnings(task_file, spec) if spec.criteria else [])
+
+
+def review_when_warnings(config: Config, task_file: TaskFile) -> list[str]:
+    """`review.when` ids the task file lacks: those steps would never be reviewed, silently."""
+    when = config.review.when
+    if not config.review.enabled or not isinstance(when, list):
+        return []
+    missing = [step_id for step_id in when if task_file.get(str(step_id)) is None]
+    if not missing:
+        return []
+    return [
+        f"review.when names step(s) {', '.join(map(str, missing))}, which {task_file.path.name} lacks, "
+        "so nothing is reviewed for them; fix the ids in config/autonomous_loop.yaml"
+    ]
 
 
 @contextlib.contextmanager
@@ -123,11 +137,11 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
             raise AkiraError(
                 f"task {state.task_id} on {path} is already being run by process "
                 f"{holder}; stop it with "
-                f"'{command_line(workspace, 'loop', 'stop', '--task-id', state.task_id)}'"
+                f"{in_quotes(command_line(workspace, 'loop', 'stop', '--task-id', state.task_id))}"
             )
         raise AkiraError(
             f"{path} already has an unfinished loop {state.task_id} ({state.status}); continue it "
-            f"with '{command_line(workspace, 'loop', 'resume', '--task-id', state.task_id)}'"
+            f"with {in_quotes(command_line(workspace, 'loop', 'resume', '--task-id', state.task_id))}"
         )
 
 
@@ -156,9 +170,10 @@ def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int
             cwd=workspace.root,
         )
     typer.echo(state.task_id)
+    follow = command_line(workspace, "loop", "logs", "--task-id", state.task_id, "--follow")
     typer.echo(
         f"akira: {state.task_id} runs in the background as process {process.pid}; "
-        f"follow it with '{command_line(workspace, 'loop', 'logs', '--task-id', state.task_id, '--follow')}'",
+        f"follow it with {in_quotes(follow)}",
         err=True,
     )
     return 0

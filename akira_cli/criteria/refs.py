@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from shlex import quote
 
 from akira_cli.criteria.spec import SPECKIT_MENTION_RE, Spec, load_spec
 from akira_cli.tasks.model import Step, TaskFile
@@ -68,8 +69,8 @@ def unknown_id_warnings(task: TaskFile, spec: Spec) -> list[str]:
         for named in missing:
             where = _line_of(lines, step, named)
             warnings.append(
-                f"{task.path}:{where}: step {step.id} names requirement {named}, which "
-                f"{spec.path} lacks; fix the id in tasks.md or add it to {spec.path.name}"
+                f"{quote(str(task.path))}:{where}: step {step.id} names requirement {named}, which "
+                f"{quote(str(spec.path))} lacks; fix the id in tasks.md or add it to {spec.path.name}"
             )
     return warnings
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from shlex import quote
 from typing import Literal
 
 SPEC_FILES = (("requirements.md", "kiro"), ("spec.md", "spec-kit"))
@@ -76,10 +77,14 @@ def load_spec(task_path: Path) -> Spec | None:
         with path.open("rb") as handle:
             data = handle.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
-        spec.warnings.append(f"{path}: cannot read it ({exc.strerror}); the report has no criteria table")
+        spec.warnings.append(
+            f"{quote(str(path))}: cannot read it ({exc.strerror}); the report has no criteria table"
+        )
         return spec
     if len(data) > MAX_SPEC_BYTES:
-        spec.warnings.append(f"{path}: larger than {MAX_SPEC_BYTES} bytes; only its start is read")
+        spec.warnings.append(
+            f"{quote(str(path))}: larger than {MAX_SPEC_BYTES} bytes; only its start is read"
+        )
         data = data[:MAX_SPEC_BYTES]
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
     if kind == "kiro":
@@ -93,7 +98,8 @@ def load_spec(task_path: Path) -> Spec | None:
             else "'- **FR-001**: ...' or '- **SC-001**: ...' lines"
         )
         spec.warnings.append(
-            f"{path}: no acceptance criteria found (akira reads {shape}); the report has no criteria table"
+            f"{quote(str(path))}: no acceptance criteria found (akira reads {shape}); "
+            "the report has no criteria table"
         )
     return spec
 
@@ -147,7 +153,8 @@ class _KiroReader:
             if criterion_id in self.spec.criteria:
                 first = self.spec.criteria[criterion_id].line
                 self.spec.warnings.append(
-                    f"{self.spec.path}:{number}: criterion {criterion_id} is numbered again (first on "
+                    f"{quote(str(self.spec.path))}:{number}: criterion {criterion_id} is numbered again "
+                    "(first on "
                     f"line {first}); the first one counts"
                 )
                 self.criterion = ""
@@ -184,7 +191,8 @@ def _read_speckit(spec: Spec, text: str) -> None:
             if criterion_id in spec.criteria:
                 first = spec.criteria[criterion_id].line
                 spec.warnings.append(
-                    f"{spec.path}:{number}: {criterion_id} is defined again (first on line {first}); "
+                    f"{quote(str(spec.path))}:{number}: {criterion_id} is defined again "
+                    f"(first on line {first}); "
                     "the first one counts"
                 )
                 current = ""

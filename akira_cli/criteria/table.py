@@ -162,13 +162,15 @@ def render(spec: Spec, rows: list[Row], shown: str) -> str:
     if not missing:
         lines.append("- none: every criterion has a verified step")
     for row in missing:
+        disputed = [s.step_id for s in row.steps if s.done and s.verified and s.review == "disputed"]
         why = (
             "no step names it"
             if not row.steps
             else "its steps are not done"
             if not any(step.done for step in row.steps)
+            else f"its checks passed, but the reviewer disputed step(s) {', '.join(disputed)}"
+            if disputed
             else "no step that names it was verified by a check"
-            + (" (or its review disputed it)" if any(s.review == "disputed" for s in row.steps) else "")
         )
         lines.append(f"- **{row.criterion.id}** {_short(row.criterion.text)}: {why}")
     return "\n".join(lines) + "\n"

@@ -74,10 +74,12 @@ def claude(context: DoctorContext) -> tuple[str | None, str]:
 
 
 def codex(context: DoctorContext) -> tuple[str | None, str]:
-    home = Path(context.env.get("CODEX_HOME") or context.home / ".codex")
+    from akira_cli.agents.presets.codex_config import codex_home, codex_provider
+
+    home = codex_home(context.env, context.home)
     provider = codex_provider(home / "config.toml")
     if provider is not None:
-        name, key = provider
+        name, key = provider.name, provider.env_key
         if not key:
             return f"model provider {name!r} in {home / 'config.toml'} needs no key", ""
         if set_variables(context, (key,)):
@@ -90,25 +92,6 @@ def codex(context: DoctorContext) -> tuple[str | None, str]:
     if non_empty(home / "auth.json"):
         return f"logged in ({home / 'auth.json'})", ""
     return None, f"no CODEX_API_KEY or OPENAI_API_KEY, and no login ({home / 'auth.json'})"
-
-
-def codex_provider(config: Path) -> tuple[str, str] | None:
-    """The custom model provider `config.toml` selects, and the variable it reads its key from
-    ("" for none); None for OpenAI's own."""
-    import tomllib
-
-    try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    name = data.get("model_provider")
-    providers = data.get("model_providers")
-    if not isinstance(name, str) or not isinstance(providers, dict):
-        return None
-    if not isinstance(providers.get(name), dict):
-        return None
-    key = providers[name].get("env_key")
-    return name, key if isinstance(key, str) else ""
 
 
 def gemini(context: DoctorContext) -> tuple[str | None, str]:

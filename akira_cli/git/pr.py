@@ -61,18 +61,22 @@ class PullRequests:
         atomic_write(self.body_path, request.body.encode(), durable=False)
         tool = self.tool()
         create = self.create_command(tool or "gh", request, base, head)
+        hand, nothing = self.by_hand(create), "no pull request"
+        if self.record.pr_url:  # an earlier run opened it: by hand, update that one, never a second
+            hand = self.by_hand(self.update_commands(tool or "gh", request, head)[0])
+            nothing = f"the pull request {self.record.pr_url} was not updated"
         if tool is None:
             self.warn(
-                f"no pull request: cannot tell GitHub from GitLab by the remote {self.settings.push}'s URL; "
-                f"set git.pr_tool, or run: {self.by_hand(create)}"
+                f"{nothing}: cannot tell GitHub from GitLab by the remote {self.settings.push}'s URL; "
+                f"set git.pr_tool, or run: {hand}"
             )
             return None
         if shutil.which(tool) is None:
-            self.warn(f"no pull request: {tool} is not on PATH; install it, or run: {self.by_hand(create)}")
+            self.warn(f"{nothing}: {tool} is not on PATH; install it, or run: {hand}")
             return None
         existing = self.existing(tool, head)
         if isinstance(existing, Failure):
-            self.warn(f"no pull request: {existing.said}; run: {self.by_hand(create)}")
+            self.warn(f"{nothing}: {existing.said}; run: {hand}")
             return None
         if existing is None:
             done = self.call(create)

@@ -26,6 +26,7 @@ from akira_cli.git.plumbing import Plumbing
 from akira_cli.redaction import redact
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
+from akira_cli.workspace import in_quotes
 
 NEVER_COMMITTED = (".state", ".hooks", ".akira", "Logs", "Needs_Action", "config")
 """akira's control plane and reports, at the workspace's top: never in a commit."""
@@ -110,12 +111,22 @@ class GitRun:
         if not head:
             first = self.shown("commit", "--allow-empty", "-m", "First commit")
             raise AkiraError(
-                f"{self.root} has no commit yet, so there is no HEAD to branch from; run '{first}'"
+                f"{self.shown_root} has no commit yet, so there is no HEAD to branch from; "
+                f"run {in_quotes(first)}"
             )
         if not self.settings.branch and not self.current_branch():
             switch = self.shown("switch", "<branch>")
             raise AkiraError(
-                f"HEAD is detached in {self.root} and git.branch is empty; run '{switch}' or set git.branch"
+                f"HEAD is detached in {self.shown_root} and git.branch is empty; run {in_quotes(switch)} "
+                "or set git.branch"
+            )
+        push = self.settings.push
+        if push and not re.search(r"[:/\\]", push) and not self.git.ok("remote", "get-url", push):
+            remotes = ", ".join(self.git.out("remote", check=False).split()) or "none"
+            raise AkiraError(
+                f"git.push names {push}, which is not a remote of {self.shown_root} "
+                f"(its remotes: {remotes}); "
+                f"add it with {in_quotes(self.shown('remote', 'add', push, '<url>'))}, or fix git.push"
             )
         return head
 
@@ -148,7 +159,7 @@ class GitRun:
             where = f"on {current}" if current else "detached"
             raise AkiraError(
                 f"HEAD is {where}, not on the task branch {record.branch}; run "
-                f"'{self.shown('switch', record.branch)}', then resume again"
+                f"{in_quotes(self.shown('switch', record.branch))}, then resume again"
             )
 
     def current_branch(self) -> str:
@@ -349,6 +360,12 @@ class GitRun:
         """The repository-relative name (a symlink is named, not followed)."""
         name = Path(os.path.relpath(os.path.abspath(path), self.root)).as_posix()
         return "" if name == "." else name
+
+    @property
+    def shown_root(self) -> str:
+        import shlex
+
+        return shlex.quote(str(self.root))
 
     def shown(self, *args: str) -> str:
         """A git command a person can paste, from any folder."""

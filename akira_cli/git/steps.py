@@ -21,6 +21,7 @@ from akira_cli.git.run import CommitRefused, GitRun, subject
 from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
+from akira_cli.workspace import in_quotes
 
 OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
 IN_HEAD = "HEAD"
@@ -165,7 +166,7 @@ class StepCommits:
             switch = self.run.shown("switch", record.branch)
             raise NeedsPerson(
                 f"HEAD left the task branch {record.branch} during step {step.id} (the agent switched "
-                f"branches?); run '{switch}', then resume"
+                f"branches?); run {in_quotes(switch)}, then resume"
             )
 
     def adopt(self) -> list[str]:

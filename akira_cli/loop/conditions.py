@@ -21,7 +21,7 @@ from akira_cli.errors import (
 from akira_cli.hooks import active_hook
 from akira_cli.state.models import LoopState
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 
 @dataclass
@@ -89,7 +89,7 @@ class Guard:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", state.task_id)
             raise TaskFileDeleted(
                 f"task file {state.task_path} was deleted; restore it (or move it back under "
-                f"Specs/) and run '{resume}'"
+                f"Specs/) and run {in_quotes(resume)}"
             )
         if path is not self._task[1]:
             state.task_path = str(path)
@@ -119,7 +119,7 @@ class Guard:
         if hook is not None:
             raise StopRequested(
                 f"stop hook {self.workspace.shown(hook)} present; delete it or run "
-                f"'{command_line(self.workspace, 'loop', 'resume', '--task-id', state.task_id)}'"
+                f"{in_quotes(command_line(self.workspace, 'loop', 'resume', '--task-id', state.task_id))}"
             )
 
     def check_limits(self, state: LoopState) -> None:

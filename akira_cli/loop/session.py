@@ -14,7 +14,7 @@ from akira_cli.agents.base import choose_kind
 from akira_cli.checks import Judge
 from akira_cli.config import Config
 from akira_cli.display import make_display
-from akira_cli.errors import AkiraError
+from akira_cli.errors import AkiraError, ForceStopped
 from akira_cli.events import EventBus, EventType, JsonlLog
 from akira_cli.fileio import describe_os_error
 from akira_cli.loop.conditions import TaskLocator
@@ -33,7 +33,7 @@ from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.git.run import GitRun
@@ -265,10 +265,14 @@ def run_session(
             stop = loop.run()
         except OSError as exc:
             resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
-            raise AkiraError(describe_os_error(exc, f"run '{resume}'; the saved state is intact")) from None
+            raise AkiraError(
+                describe_os_error(exc, f"run {in_quotes(resume)}; the saved state is intact")
+            ) from None
     where = ""
     if stop.report in ("intervention", "escalation"):
         where = f"; read {workspace.shown(workspace.needs_action / f'{stop.report}_{state.task_id}.md')}"
+    if isinstance(stop, ForceStopped) and state.status == "paused":  # Ctrl-C, a signal, stop --force
+        where += f"; continue with: {command_line(workspace, 'loop', 'resume', '--task-id', state.task_id)}"
     if state.git is not None and state.git.pr_url:
         where += f"; pull request: {state.git.pr_url}"
     print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}{where}", file=sys.stderr)

@@ -19,8 +19,8 @@ from akira_cli.loop.ledger import Ledger
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
-from akira_cli.tasks.source import TaskSource, is_done
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.tasks.source import TaskSource, earns_tick, is_done
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 
 @dataclass
@@ -126,7 +126,7 @@ class TaskBook:
             reason = (
                 f"directives of step(s) {', '.join(changed[:10])} changed in "
                 f"{self.workspace.shown(current)} during an attempt; read them, then delete "
-                f"this hook or run '{resume}' to let them run"
+                f"this hook or run {in_quotes(resume)} to let them run"
             )
             hook = write_hook(self.workspace, self.state, reason)
             self.bus.emit(EventType.LEDGER, running[0], action="directives_held", steps=changed[:20])
@@ -170,7 +170,9 @@ class TaskBook:
         self.marks.pop(step.id, None)
         task = self.mark(path, step.id, "x")
         parent = task.get(step.parent_id) if task and step.parent_id else None
-        while task is not None and parent is not None and is_done(task, parent, self.state.include_optional):
+        while (
+            task is not None and parent is not None and earns_tick(task, parent, self.state.include_optional)
+        ):
             task = self.mark(path, parent.id, "x")
             parent = task.get(parent.parent_id) if task and parent.parent_id else None
 
@@ -211,5 +213,9 @@ class TaskBook:
         for parent in reversed(task.steps if task else []):  # deepest parents first
             if task is None:
                 break
-            if parent.children and not parent.ticked and is_done(task, parent, self.state.include_optional):
+            if (
+                parent.children
+                and not parent.ticked
+                and earns_tick(task, parent, self.state.include_optional)
+            ):
                 task = self.mark(path, parent.id, "x")

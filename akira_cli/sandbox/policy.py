@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,7 @@ def sandbox_env(
     environ: Mapping[str, str], preset: str | None, extra: Iterable[str], home: str, proxy: str | None
 ) -> dict[str, str]:
     """Only what SPEC 15 lists: every other variable (`*_TOKEN`, `*_SECRET`, `*_KEY`) is left out."""
-    patterns = (*BASE_ENV, *PRESET_ENV.get(preset or "", ()), *extra)
+    patterns = (*BASE_ENV, *PRESET_ENV.get(preset or "", ()), *gateway_keys(preset, environ), *extra)
     env = {
         name: value for name, value in environ.items() if any(fnmatch.fnmatchcase(name, p) for p in patterns)
     }
@@ -90,6 +91,28 @@ def sandbox_env(
             env[name] = env[name.lower()] = proxy
         env["NO_PROXY"] = env["no_proxy"] = ""
     return env
+
+
+def gateway_keys(preset: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The variable a preset's gateway reads its key from: codex's model provider's `env_key`."""
+    if preset != "codex":
+        return ()
+    from akira_cli.agents.presets.codex_config import codex_home, codex_provider
+
+    provider = codex_provider(codex_home(environ, Path.home()) / "config.toml")
+    return (provider.env_key,) if provider is not None and provider.env_key else ()
+
+
+def gateway_urls(preset: str | None, environ: Mapping[str, str]) -> list[str]:
+    """Where a person pointed the preset's CLI: its base-URL variables, codex's model provider."""
+    urls = [url for name in PRESET_BASE_URLS.get(preset or "", ()) if (url := environ.get(name))]
+    if preset == "codex":
+        from akira_cli.agents.presets.codex_config import codex_home, codex_provider
+
+        provider = codex_provider(codex_home(environ, Path.home()) / "config.toml")
+        if provider is not None and provider.base_url:
+            urls.append(provider.base_url)
+    return urls
 
 
 def expand(path: str, home: Path) -> Path:
@@ -117,6 +140,11 @@ def state_paths(preset: str | None, home: Path, environ: Mapping[str, str] = os.
     return found
 
 
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?"
+_HOST = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
+"""A host name or IPv4 address, or `*.domain`: no scheme, path, space or bare `*`."""
+
+
 @dataclass(frozen=True)
 class HostRule:
     pattern: str
@@ -128,7 +156,8 @@ class HostRule:
     def parse(cls, text: str) -> HostRule:
         text = text.strip().lower()
         host, _, port = text.partition(":")
-        if not host or (port and not port.isdigit()) or ":" in port:
+        bad_port = bool(port) and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536)
+        if not _HOST.fullmatch(host) or bad_port:
             raise ValueError(
                 f"sandbox.allow_hosts entry '{text}' is not `host`, `*.domain` or either with `:port`"
             )
@@ -161,10 +190,10 @@ def host_rules(
     allow: Iterable[str],
     environ: Mapping[str, str] = os.environ,
 ) -> tuple[HostRule, ...]:
-    """The proxy's rules: the preset's API hosts, or the gateway its base-URL variable names,
-    the host of `llm.base_url`, and `sandbox.allow_hosts`."""
+    """The proxy's rules: the preset's API hosts, the gateway a person pointed it at (its base-URL
+    variable, codex's model provider), the host of `llm.base_url`, and `sandbox.allow_hosts`."""
     rules = [HostRule(host, 443) for host in PRESET_HOSTS.get(preset or "", ())]
-    urls = [base_url, *(environ.get(name) for name in PRESET_BASE_URLS.get(preset or "", ()))]
+    urls = [base_url, *gateway_urls(preset, environ)]
     rules += [rule for url in urls if (rule := url_rule(url)) is not None]
     rules += [HostRule.parse(entry) for entry in allow]
     return tuple(rules)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from shlex import quote
 
 from akira_cli.tasks import directives
 from akira_cli.tasks.directives import DIRECTIVES, STEP_ID
@@ -92,7 +93,7 @@ class _Parser:
         self.warnings: list[str] = []
 
     def warn(self, line: int, message: str) -> None:
-        self.warnings.append(f"{self.path}:{line}: {message}")
+        self.warnings.append(f"{quote(str(self.path))}:{line}: {message}")
 
     def error(self, line: int, problem: str, fix: str) -> TaskFileError:
         return TaskFileError(f"{self.path}:{line}: {problem}; {fix}")

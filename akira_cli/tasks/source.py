@@ -98,3 +98,23 @@ def is_done(
         for child in children
         if child is not None and (include_optional or not child.optional)
     )
+
+
+def earns_tick(
+    task: TaskFile, step: Step, include_optional: bool, completed: frozenset[str] | set[str] = frozenset()
+) -> bool:
+    """A parent akira may tick: done, with at least one step of this run under it. A parent of
+    optional steps only is left open without --include-optional: ticked, it would hide them
+    from a later run that includes them (a ticked parent's children are not run)."""
+    return is_done(task, step, include_optional, completed) and _has_counted_leaf(
+        task, step, include_optional
+    )
+
+
+def _has_counted_leaf(task: TaskFile, step: Step, include_optional: bool) -> bool:
+    if not include_optional and step.optional:
+        return False
+    if not step.children:
+        return True
+    children = (task.get(child) for child in step.children)
+    return any(child is not None and _has_counted_leaf(task, child, include_optional) for child in children)

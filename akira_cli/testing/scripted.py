@@ -18,6 +18,7 @@ Every request is recorded (`ScriptedServer.requests`), so a test can see what th
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -119,7 +120,7 @@ class ScriptedServer:
         self.requests: list[Recorded] = []
         self._faults: list[Fault] = [Fault(f.kind, f.status, f.times, f.reset_in) for f in script.faults]
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Quiet(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -169,6 +170,13 @@ class ScriptedServer:
     def record(self, entry: Recorded) -> None:
         with self._lock:
             self.requests.append(entry)
+
+
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A CLI that drops a connection (its own retry, its exit) is no server error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:

@@ -71,6 +71,8 @@ class RealCli:
             "TMPDIR": str(home / "tmp"),
             **QUIET,
         }
+        if os.environ.get("PYTHONPATH"):  # akira itself from a checkout (a run against older code)
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         SETUPS[self.name](home, url, env)
         return env
 

@@ -13,7 +13,7 @@ from realcli.cases import Case
 from realcli.clis import CLIS, RealCli
 from realcli.e2e import Run, Runner
 from realcli.install import install_seconds
-from realcli.skips import INSTALLED, MISSING, real
+from realcli.skips import INSTALLED, MISSING, install_before_the_tests, real
 
 
 @pytest.fixture
@@ -33,6 +33,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """An `EndToEnd` subclass runs every case for each CLI it names."""
     if "real_cli" in metafunc.fixturenames and metafunc.cls is not None:
         metafunc.parametrize("real_cli", list(getattr(metafunc.cls, "names", ())), indirect=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The selected tests' CLIs are installed now, before any test (and its timeout) starts."""
+    names: set[str] = set()
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "real_cli" in callspec.params:
+            names.add(str(callspec.params["real_cli"]))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    install_before_the_tests(names, reporter.write_line if reporter is not None else print)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ TRANSIENT = {
     "gemini": CASES["gemini"]["rate_limited"],
     "aider": Case("rate_limited", (http(429, AIDER_GIVES_UP),)),
 }
+SAYS_WHEN = ("claude", "codex")
+"""The CLIs whose limit message gives the reset time (`resets 8:02pm (UTC)`, `try again at 7:53 PM`)."""
 LIMIT = {
     "claude": CASES["claude"]["plan_limit"],
     "codex": CASES["codex"]["usage_limit"],
@@ -136,9 +139,9 @@ class EndToEnd:
         quota, aider's `insufficient_quota`: the loop waits (state `waiting_until`, a `usage_limit`
         event), spends no iteration and no failure, and a stop hook ends the wait."""
         loop = run(real_cli, LIMIT[real_cli.name])
-        process = loop.start(
-            "--no-wait"
-        )  # paused by the hook, the process ends (the limit is waited all the same)
+        started = datetime.now(UTC)
+        # --no-wait: paused by the hook, the process ends (a usage limit is waited all the same)
+        process = loop.start("--no-wait")
         try:
             akira.wait_for(
                 lambda: akira.state().waiting_until is not None, timeout=200, what="the usage-limit wait"
@@ -149,7 +152,11 @@ class EndToEnd:
             code, _, err = loop.finish(process, timeout=120)
         state = akira.state()
         assert state.total_failures == 0 and not state.reflections, err
-        assert [e.type for e in akira.events()].count(EventType.USAGE_LIMIT) >= 1
+        waiting = [e for e in akira.events() if e.type == EventType.USAGE_LIMIT]
+        assert waiting, "no usage_limit event"
+        until = datetime.fromisoformat(str(waiting[0].data["waiting_until"]).replace("Z", "+00:00"))
+        if real_cli.name in SAYS_WHEN:  # the reset the CLI printed (to the minute), not a backoff
+            assert abs((until - started).total_seconds() - LIMIT_RESET) < 180, waiting[0].data
         assert code == 3 and state.status == "paused", f"exit {code}: {err[-1500:]}"
         assert not (akira.root / "hello.txt").exists()
 
