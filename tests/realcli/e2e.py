@@ -3,8 +3,8 @@
 skipped as a whole (one line) when this machine cannot install its CLIs.
 
 claude, codex, gemini and aider at their pinned versions, each pointed at a scripted model server on 127.0.0.1, with the
-default preset config (`agent.preset: <cli>`, and for codex and aider the `sandbox:` keys of
-`GATEWAY`), in the sandbox (on by default).
+default preset config (`agent.preset: <cli>`, and for aider the `sandbox:` keys of `GATEWAY`),
+in the sandbox (on by default).
 
 For every preset: ok, recovered (the CLI's own retry gets past one failure), transient (the
 provider fails past the CLI's retries: akira waits and runs it again, no failed attempt), a
@@ -45,12 +45,11 @@ LIMIT = {
     "aider": Case("usage_limit", (usage_limit(AIDER_GIVES_UP, LIMIT_RESET),)),
 }
 GATEWAY = {
-    "codex": 'sandbox:\n  allow_hosts: ["127.0.0.1:{port}"]\n  env: [GATEWAY_API_KEY]\n',
     "aider": 'sandbox:\n  allow_hosts: ["127.0.0.1:{port}"]\n  env: [LITELLM_LOCAL_MODEL_COST_MAP]\n',
 }
 """What a person adds for the sandbox (SPEC 15, on by default) when the gateway is named in the
-CLI's own file (codex's config.toml with its `env_key`, aider's .aider.conf.yml) rather than in
-the preset's base-URL variable, which lets claude's and gemini's in by itself."""
+CLI's own file (aider's .aider.conf.yml). claude's and gemini's base-URL variables and codex's
+model provider in its config.toml (its `base_url`, its `env_key`) let theirs in by themselves."""
 
 
 class Run:
