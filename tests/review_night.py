@@ -107,7 +107,7 @@ class Night:
     def shared(self) -> str:
         """The fakes' logs and script lie in the test's folder, outside the work tree: the
         sandbox lets the steps write there and passes their variables in (SPEC 15)."""
-        return f"sandbox:\n  allow_write: [{str(self.tmp)!r}]\n  env: [REVIEW_*, AGENT_*]\n"
+        return f"sandbox:\n  allow_write: [{str(self.tmp)!r}]\n  env: [FAKE_*]\n"
 
     def verdicts(self, *modes: str, **by_step: list[str]) -> None:
         script = by_step or list(modes)

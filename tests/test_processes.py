@@ -27,8 +27,10 @@ def alive(pid: int) -> bool:
         return False
 
 
-def reapers(task_id: str) -> list[int]:
-    """The live reaper processes of a task (`python -m akira_cli.reaper ... TASK_ID ...`)."""
+def reapers(task_id: str, root: Path | None = None) -> list[int]:
+    """The live reaper processes of a task (`python -m akira_cli.reaper ... TASK_ID ROOT`). With
+    `root`, only this workspace's: a task id is a start's second, and other test runs on the
+    same machine start tasks too."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -38,15 +40,18 @@ def reapers(task_id: str) -> list[int]:
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if b"akira_cli.reaper" in argv and task_id.encode() in argv and alive(int(name)):
+        ours = root is None or str(root).encode() in argv
+        if b"akira_cli.reaper" in argv and task_id.encode() in argv and ours and alive(int(name)):
             found.append(int(name))
     return found
 
 
-def kill_with_its_reaper(process: subprocess.Popen[str] | subprocess.Popen[bytes], task_id: str) -> None:
+def kill_with_its_reaper(
+    process: subprocess.Popen[str] | subprocess.Popen[bytes], task_id: str, root: Path | None = None
+) -> None:
     """A kill -9 that takes the reaper too (the OOM killer, a machine's reboot of a container):
     then only the next resume can kill the leftovers."""
-    for pid in reapers(task_id):
+    for pid in reapers(task_id, root):
         os.kill(pid, signal.SIGKILL)
     process.kill()
 
@@ -61,7 +66,7 @@ def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_aga
     # akira by itself (--die-with-parent; test_sandbox.py); this is the reaper's own test.
     first = akira.spawn("loop", "start", "--task", str(task), "--no-sandbox")
     akira.wait_for(lambda: pids.read_text().strip() != "", 60, "the first command")
-    kill_with_its_reaper(first, akira.task_id())
+    kill_with_its_reaper(first, akira.task_id(), akira.root)
     first.communicate(timeout=30)
     old = int(pids.read_text().split()[0])
     assert alive(old)  # nothing is left to kill it but the resume
@@ -208,12 +213,12 @@ def test_a_kill_9_of_akira_kills_its_commands_and_their_children_without_a_resum
     first = akira.spawn("loop", "start", "--task", str(task), "--no-sandbox")  # $$ and $! as akira sees them
     akira.wait_for(lambda: len(pids.read_text().split()) == 2, 60, "the command and its child")
     task_id = akira.task_id()
-    akira.wait_for(lambda: reapers(task_id) != [], 60, "the reaper")
+    akira.wait_for(lambda: reapers(task_id, akira.root) != [], 60, "the reaper")
     first.kill()
     first.communicate(timeout=30)
     children = [int(pid) for pid in pids.read_text().split()]
     akira.wait_for(lambda: not any(map(alive, children)), 30, "the command and its child to die")
-    akira.wait_for(lambda: reapers(task_id) == [], 30, "the reaper to exit")
+    akira.wait_for(lambda: reapers(task_id, akira.root) == [], 30, "the reaper to exit")
     assert akira.state().status == "running"  # interrupted: the resume continues it
     status = json.loads(akira.cli("loop", "status", "--task-id", task_id, "--json").out)
     assert status["status"] == "interrupted"
@@ -222,7 +227,7 @@ def test_a_kill_9_of_akira_kills_its_commands_and_their_children_without_a_resum
 def test_a_run_that_ends_as_it_should_leaves_no_reaper(akira: Akira) -> None:
     task = akira.write_task("clean", "- [ ] 1. quick\n  - Run: `echo ok > ok.txt`\n")
     assert akira.cli("loop", "start", "--task", str(task)).code == 0
-    assert reapers(akira.task_id()) == []
+    assert reapers(akira.task_id(), akira.root) == []
 
 
 KILL_BEFORE_PGID_RECORDED = r"""

@@ -1,10 +1,10 @@
 """The pinned real agent CLIs (~/.cache/akira/test-clis) run a step of `akira loop start` inside
 the sandbox (SPEC 15, on by default), each pointed at its scripted model server on 127.0.0.1 as a
 person points it at a gateway (tests/realcli/clis.py). The server is reached through the run's
-proxy: claude's and gemini's base-URL variables let their gateway in by themselves; codex's
-`config.toml` and aider's `.aider.conf.yml` name theirs in a file, so the config names it in
-`sandbox.allow_hosts` (and codex's `env_key` in `sandbox.env`), as a person would write it. The
-CLI's own state folder is written inside and kept."""
+proxy: claude's and gemini's base-URL variables and codex's model provider (its config.toml's
+`base_url` and `env_key`) let their gateway in by themselves; aider's `.aider.conf.yml` names
+its own in a file akira does not read, so the config names it in `sandbox.allow_hosts`, as a
+person would write it. The CLI's own state folder is written inside and kept."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ pytestmark = [
 EXTRA = {
     "claude": "",
     "gemini": "",
-    "codex": '  allow_hosts: ["127.0.0.1:{port}"]\n  env: [GATEWAY_API_KEY]\n',
+    "codex": "",
     "aider": '  allow_hosts: ["127.0.0.1:{port}"]\n  env: [LITELLM_LOCAL_MODEL_COST_MAP]\n',
 }
 """What a person adds under `sandbox:` for a gateway named in the CLI's own config file."""

@@ -278,6 +278,6 @@ def test_a_sandboxed_step_dies_with_akira_without_its_reaper(akira: Akira) -> No
     first = akira.spawn("loop", "start", "--task", str(task))
     akira.wait_for(lambda: len(marked(f"sleep\0{mark}")) == 2, 60, "the step's two sleeps")
     assert akira.state().sandboxed is True
-    kill_with_its_reaper(first, akira.task_id())
+    kill_with_its_reaper(first, akira.task_id(), akira.root)
     first.communicate(timeout=30)
     akira.wait_for(lambda: marked(f"sleep\0{mark}") == [], 30, "the sandboxed step to die with akira")

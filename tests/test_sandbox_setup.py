@@ -112,7 +112,8 @@ def test_host_rules() -> None:
 
 
 @needs_bwrap
-def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["nothing-shared", "parent-in-allow-write"])
+def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira, shared: bool) -> None:
     main = repo.root
     steps = "".join(
         f"- [ ] {n}. [P] Write {n}\n"
@@ -120,10 +121,11 @@ def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira) -> None:
         f"  - Exists: `f{n}.txt`\n"
         for n in (1, 2)
     )
+    # nothing shared: the main tree is off limits; or the main tree's parent in sandbox.allow_write
+    # (a person's ~/src): a slot's sandbox keeps the main tree read-only all the same
+    allow = f"  allow_write: [{str(main.parent)!r}]\n" if shared else ""
+    repo.write_config(f"sandbox:\n  mode: on\n{allow}")
     repo.write_task("feat", steps)
-    # the test's folder, the main tree's parent, is in sandbox.allow_write (the repo fixture shares
-    # it): a slot's sandbox keeps the main tree read-only all the same
-    assert f"allow_write: [{str(main.parent)!r}]" in (main / "config" / "autonomous_loop.yaml").read_text()
     git(main, "add", "-A")
     git(main, "commit", "-q", "-m", "the tasks")
     done = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2", "--agent", "script")

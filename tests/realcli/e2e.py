@@ -3,7 +3,8 @@
 skipped as a whole (one line) when this machine cannot install its CLIs.
 
 claude, codex, gemini and aider at their pinned versions, each pointed at a scripted model server on 127.0.0.1, with the
-default preset config (`agent.preset: <cli>` and nothing else).
+default preset config (`agent.preset: <cli>`, and for aider the `sandbox:` keys of `GATEWAY`),
+in the sandbox (on by default).
 
 For every preset: ok, recovered (the CLI's own retry gets past one failure), transient (the
 provider fails past the CLI's retries: akira waits and runs it again, no failed attempt), a
@@ -43,6 +44,12 @@ LIMIT = {
     "gemini": CASES["gemini"]["usage_limit"],
     "aider": Case("usage_limit", (usage_limit(AIDER_GIVES_UP, LIMIT_RESET),)),
 }
+GATEWAY = {
+    "aider": 'sandbox:\n  allow_hosts: ["127.0.0.1:{port}"]\n  env: [LITELLM_LOCAL_MODEL_COST_MAP]\n',
+}
+"""What a person adds for the sandbox (SPEC 15, on by default) when the gateway is named in the
+CLI's own file (aider's .aider.conf.yml). claude's and gemini's base-URL variables and codex's
+model provider in its config.toml (its `base_url`, its `env_key`) let theirs in by themselves."""
 
 
 class Run:
@@ -51,10 +58,11 @@ class Run:
     def __init__(self, akira: Akira, cli: RealCli, case: Case, home: Path) -> None:
         self.akira, self.cli = akira, cli
         self.task = akira.write_task("hello", TASK)
-        akira.write_config(f"agent:\n  preset: {cli.name}\n")
         self.server = ScriptedServer(
             cli.dialect(), Script(akira.root, faults=list(case.faults), bad_key=case.bad_key)
         )
+        gateway = GATEWAY.get(cli.name, "").format(port=self.server.port)
+        akira.write_config(f"agent:\n  preset: {cli.name}\n{gateway}")
         self.server.__enter__()
         self.env = apply_env(cli.environment(home, self.server.url, akira.root), case)
 
