@@ -54,14 +54,24 @@ def quiet() -> Iterator[None]:
             os.close(fd)
 
 
-def init_workspace(root: Path) -> None:
-    """`akira init ROOT` in a subprocess (keeps the in-process timings free of init work)."""
+def init_workspace(root: Path, sandboxed: bool = False) -> None:
+    """`akira init ROOT` in a subprocess (keeps the in-process timings free of init work).
+
+    Unsandboxed unless asked: these benchmarks measure the loop's own cost against bare loops
+    that start no `bwrap`; the sandbox's cost is `sandbox_cost.py`'s, against a bare loop that
+    starts each command under the same `bwrap` flags (SPEC 15)."""
     subprocess.run(
         [*akira_command(), "init", str(root)],
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    if not sandboxed:
+        config = root / "config" / "autonomous_loop.yaml"
+        text = config.read_text(encoding="utf-8")
+        head, sep, tail = text.partition("\nsandbox:")
+        assert sep and "\n  mode: auto" in tail, "the template's sandbox section moved"
+        config.write_text(head + sep + tail.replace("\n  mode: auto", "\n  mode: off", 1), encoding="utf-8")
 
 
 def write_task(root: Path, feature: str, steps: int, command: str) -> Path:
