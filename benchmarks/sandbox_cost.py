@@ -42,10 +42,18 @@ def bare_loop(steps: int, cwd: Path, argv: list[str], env: dict[str, str]) -> fl
 
 
 def workspace(parent: Path, name: str, steps: int, network: str) -> Path:
-    root = fresh_workspace(parent, name, steps)
+    root = fresh_workspace(parent, name, steps)  # unsandboxed, as the loop's own benchmarks run
     config = root / "config" / "autonomous_loop.yaml"
-    config.write_text(config.read_text().replace("network: allow", f"network: {network}", 1))
+    text = config.read_text().replace("network: allow", f"network: {network}", 1)
+    config.write_text(text.replace("\n  mode: off", "\n  mode: on", 1))  # refused, never unconfined
     return root
+
+
+def was_sandboxed(root: Path) -> bool:
+    from akira_cli.state.store import StateStore
+
+    states = [state for _, state in StateStore(root / ".state").scan() if state is not None]
+    return bool(states) and all(state.sandboxed for state in states)
 
 
 def saves_alone(steps: int, cwd: Path) -> float:
@@ -87,7 +95,9 @@ def main() -> int:
             unproxied, _ = dataclasses.replace(sandbox, proxy=None).wrap(["bash", "-c", "true"], shape, env)
             for k in range(args.repeat):
                 bare.append(bare_loop(steps, shape, argv, env))
-                akira.append(run_in_process(workspace(parent, f"akira{k}", steps, args.network), steps))
+                root = workspace(parent, f"akira{k}", steps, args.network)
+                akira.append(run_in_process(root, steps))
+                assert was_sandboxed(root), "the akira run was not sandboxed: its figure would mean nothing"
                 flags_only.append(bare_loop(steps, shape, unproxied, env))
                 plain.append(bare_loop(steps, shape, ["bash", "-c", "true"], env))
                 saves.append(saves_alone(steps, shape))
