@@ -113,19 +113,27 @@ class Result:
     err: str
 
 
+TEST_DATA = Path(__file__).parent / "data"
+"""The captures the fake CLIs replay: under /tmp when the checkout is (CI's may be), where the
+sandbox's private /tmp would hide them from a fake that runs inside it."""
+
+
 def shared_section(folder: Path) -> str:
     """`sandbox:` keys for tests whose steps meet at a gate or keep a ledger in the test's own
     folder, outside the work tree (a private /tmp and a read-only root keep them from it
-    otherwise, SPEC 15), and whose fake agent CLIs read FAKE_* variables."""
-    return f"sandbox:\n  allow_write: [{str(folder)!r}]\n  env: [FAKE_*]\n"
+    otherwise, SPEC 15), whose fake agent CLIs read FAKE_* variables and the test data."""
+    return (
+        f"sandbox:\n  allow_write: [{str(folder)!r}]\n  allow_read: [{str(TEST_DATA)!r}]\n  env: [FAKE_*]\n"
+    )
 
 
 def share_with_steps(root: Path, folder: Path) -> None:
     """The workspace's config with `shared_section(folder)` in place of the template's keys."""
     config = root / "config" / "autonomous_loop.yaml"
     text = config.read_text(encoding="utf-8")
-    assert "  allow_write: []" in text and "  env: []" in text
+    assert "  allow_write: []" in text and "  allow_read: []" in text and "  env: []" in text
     text = text.replace("  allow_write: []", f"  allow_write: [{str(folder)!r}]", 1)
+    text = text.replace("  allow_read: []", f"  allow_read: [{str(TEST_DATA)!r}]", 1)
     config.write_text(text.replace("  env: []", "  env: [FAKE_*]", 1), encoding="utf-8")
 
 
