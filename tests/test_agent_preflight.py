@@ -5,11 +5,11 @@ state, nothing on disk changed. Real git repositories, akira as a real subproces
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import Akira
+from test_git_runs import git
 
 from akira_cli.cli import main
 
@@ -19,12 +19,6 @@ cat > /dev/null
 echo '{"type":"result","subtype":"success","is_error":true,"result":"Refusing: tests are red","session_id":"s1","num_turns":1,"total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":5}}'
 exit 1
 """
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout.strip()
 
 
 @pytest.fixture

@@ -5,11 +5,12 @@ agent (a shell script that acts by step id)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
+
+from test_git_runs import git
+from test_spec_layouts import akira
 
 KIRO_TASKS = """\
 # Implementation Plan
@@ -25,25 +26,6 @@ case "$AKIRA_STEP_ID" in
   fail) exit 3 ;;
 esac
 """
-
-
-def git(root: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
-    return done.stdout.strip()
-
-
-def akira(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if key != "AKIRA_ROOT"}
-    return subprocess.run(
-        [sys.executable, "-m", "akira_cli", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
 
 
 def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:

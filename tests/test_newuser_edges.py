@@ -8,23 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout.strip()
-
-
-def akira(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if key != "AKIRA_ROOT"}
-    return subprocess.run(
-        [sys.executable, "-m", "akira_cli", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+from test_git_runs import git
+from test_spec_layouts import akira
 
 
 def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from test_git_runs import git
 
 from akira_cli.cli import main
 from tests.conftest import Akira
@@ -30,12 +31,6 @@ def akira_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=cwd,
         env=env,
     )
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout.strip()
 
 
 def test_paths_in_a_workspace_with_a_space_are_printed_shell_quoted(tmp_path: Path) -> None:

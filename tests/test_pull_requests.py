@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import Akira
+from test_git_runs import git
 
 from akira_cli.cli import main
 
@@ -112,12 +112,6 @@ REQUIREMENTS = """
 2. WHEN the step runs THEN the system SHALL write b.txt
 3. THE system SHALL log every write
 """
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout.strip()
 
 
 class Forge:
