@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -23,7 +24,17 @@ def codex_home(environ: Mapping[str, str], home: Path) -> Path:
 
 def codex_provider(config: Path) -> Provider | None:
     """The custom provider `config.toml` selects; None for OpenAI's own, or a file that cannot
-    be read (codex itself says what is wrong with it)."""
+    be read (codex itself says what is wrong with it). The sandbox asks before every command it
+    wraps: the file is parsed again only when its stat changes."""
+    try:
+        stat = config.stat()
+    except OSError:
+        return None
+    return _parsed(config, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _parsed(config: Path, mtime_ns: int, size: int) -> Provider | None:
     import tomllib
 
     try:
