@@ -153,7 +153,15 @@ CLIS: dict[str, RealCli] = {
     "aider": RealCli(
         "aider",
         ChatCompletions,
-        ["aider", "--yes-always", "--no-pretty", "--message-file", "{prompt_file}"],
+        [
+            "aider",
+            "--yes-always",
+            "--no-pretty",
+            "--message-file",
+            "{prompt_file}",
+            "--no-auto-commits",
+            "--no-dirty-commits",
+        ],
         "shim/aider",
     ),
 }
