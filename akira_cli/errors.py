@@ -162,6 +162,13 @@ class NeedsPerson(LoopStop):
     report = "intervention"
 
 
+class BranchMoved(LoopStop):
+    """A step moved, made or deleted a branch other than the task's: the person looks first."""
+
+    condition = "branch_moved"
+    report = "intervention"
+
+
 class LoopFailed(LoopStop):
     """An unrecoverable error (for example the agent cannot be built)."""
 

@@ -67,6 +67,11 @@ class CommandWrapper(Protocol):
         """The same confinement with the work tree read-only, for `preset`'s CLI (a reviewer)."""
         ...
 
+    def sharing(self, folder: Path, reading: Sequence[Path] = ()) -> CommandWrapper:
+        """The same confinement with `folder` (akira's, outside the work tree) writable and
+        `reading` readable too."""
+        ...
+
 
 _ENVIRON = threading.Lock()
 _DEVNULL: list[int] = []

@@ -174,7 +174,8 @@ class GitSettings(Section):
     """What a failed attempt's changes become: kept for the next attempt, or reset (the patch is
     saved either way)."""
     verify: bool = True
-    """Run the repository's commit hooks; false skips them."""
+    """Run the repository's commit hooks on each commit, inside the step's sandbox (never on the
+    host); false skips them."""
     push: str | None = None
     """A remote to push the task branch to after each commit; none by default."""
     worktree_link: list[str] = Field(default_factory=lambda: ["node_modules", ".venv", "venv"])

@@ -122,7 +122,11 @@ def undo(
     lock.acquire(f"task {state.task_id}")  # refused while a process runs it
     try:
         cfg = load_config(workspace.root, Path(state.config_file) if state.config_file else None)
-        run = GitRun.detect(workspace.root, Path(state.task_path), cfg.git) if state.git else None
+        run = (
+            GitRun.detect(workspace.root, Path(state.task_path), cfg.git, root=state.git.root)
+            if state.git
+            else None
+        )
         if run is None:
             raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
         archived = store.archived_path(state.task_id)

@@ -49,15 +49,15 @@ class Git:
         return [self.repository(context, version)]
 
     def repository(self, context: DoctorContext, version: tuple[int, int, int]) -> Finding:
-        from akira_cli.git.cli import toplevel
+        from akira_cli.git.cli import Git
 
-        top = toplevel(context.root) if context.config.git.enabled is not False else None
-        if top is None:
+        git = Git.found(context.root) if context.config.git.enabled is not False else None
+        if git is None:
             where = "git.enabled is false" if context.config.git.enabled is False else "not a git repository"
             detail = f"git {shown(version)}; {context.root}: {where}, so runs make no commits"
             return Finding("git", "ok", detail)
-        head = context.tool(["git", "-C", str(top), "rev-parse", "--verify", "-q", "HEAD^{commit}"])
-        if head.code != 0:
+        top = git.root
+        if not git.ok("rev-parse", "--verify", "-q", "HEAD^{commit}"):
             return Finding(
                 "git",
                 "fail",

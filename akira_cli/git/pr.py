@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.fileio import atomic_write
+from akira_cli.git.cli import Git
 from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 
@@ -38,8 +39,8 @@ class Request:
 
 @dataclass
 class PullRequests:
-    root: Path
-    """The repository's top folder (where gh and glab find the remote)."""
+    git: Git
+    """The run's repository (gh and glab find the remote there, through the same pinned one)."""
     settings: GitSettings
     record: GitRecord
     body_path: Path
@@ -113,11 +114,8 @@ class PullRequests:
 
     def remote_url(self) -> str:
         """The push remote's URL as configured (an `insteadOf` rewrite does not hide the host)."""
-        done = subprocess.run(
-            ["git", "-C", str(self.root), "config", "--get", f"remote.{self.settings.push}.url"],
-            capture_output=True, text=True, check=False, timeout=30,
-        )  # fmt: skip
-        return done.stdout.strip() or str(self.settings.push)
+        said = self.git.out("config", "--get", f"remote.{self.settings.push}.url", check=False)
+        return said or str(self.settings.push)
 
     def existing(self, tool: str, head: str) -> str | Failure | None:
         """The open pull request's URL for the branch, None when there is none."""
@@ -162,8 +160,13 @@ class PullRequests:
             command.append("--ready")
         return [command]
 
+    @property
+    def root(self) -> Path:
+        return self.git.root
+
     def call(self, command: list[str]) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "GH_PROMPT_DISABLED": "1", "GIT_TERMINAL_PROMPT": "0", "NO_COLOR": "1"}
+        env = {**os.environ, **self.git.repo.env(), "GH_PROMPT_DISABLED": "1", "GIT_TERMINAL_PROMPT": "0"}
+        env["NO_COLOR"] = "1"
         env.setdefault("GLAB_NO_PROMPT", "1")
         try:
             return subprocess.run(

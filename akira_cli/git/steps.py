@@ -11,25 +11,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from akira_cli.changes import Snapshot
-from akira_cli.errors import NeedsPerson
+from akira_cli.errors import BranchMoved, NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.fileio import atomic_write
 from akira_cli.git import attempts
+from akira_cli.git.branches import BranchWatch
 from akira_cli.git.cli import GitError
-from akira_cli.git.run import CommitRefused, GitRun, subject
+from akira_cli.git.nested import left_out
+from akira_cli.git.run import GitRun, subject
+from akira_cli.git.verify import CommitRefused
 from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
+from akira_cli.templates import render
 from akira_cli.workspace import in_quotes
 
 OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
 IN_HEAD = "HEAD"
 """A file akira committed and nobody changed since: the same as in HEAD, nothing to hash."""
-PROMPT_NOTE = (
-    "\n\n## Commits\nakira commits your work on its task branch after the step's checks pass. "
-    "Do not run git commit, git push or git switch/checkout yourself.\n"
-)
+
+
+def prompt_note() -> str:
+    """What the agent's prompt says of commits on a git-native run."""
+    return "\n\n" + render("commits.md")
 
 
 class StepCommits:
@@ -38,18 +43,18 @@ class StepCommits:
         self.state = state
         self.workdir = workdir
         self.bus = bus
+        self.seen_by_git = workdir.resolve() == run.root
+        """The attempts' changed files come from `git status` (the work folder is the
+        repository's top: the witness looks through `run.git`)."""
         self._head = ""
+        self.branches = BranchWatch(run)
+        """What the engine reads before each attempt (`watch`) and checks after it."""
         self._dirty: dict[str, str | None] = {}
         run.plumb.heal()  # a lock a kill -9 left in the middle of putting the index back
         self._hashed: dict[str, tuple[tuple[int, int], str | None]] = {}
         """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
         self.marks: dict[str, str] = {}
         """Running steps' `[-]` boxes and what they were before (the loop's `TaskBook.marks`)."""
-
-    @property
-    def seen_by_git(self) -> bool:
-        """The attempts' changed files come from `git status` (see `changes.snapshot`)."""
-        return (self.workdir / ".git").exists()
 
     def before(self, files: Snapshot | None) -> None:
         """Before an attempt: where HEAD is (to see what an agent committed itself), and the
@@ -98,6 +103,7 @@ class StepCommits:
             paths = [
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
+        self.note_nested(step, paths)
         task_path = Path(self.state.task_path)
         ticked = ticked_bytes(task_path, task, step, self.state, self.marks)
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
@@ -159,6 +165,23 @@ class StepCommits:
         if self.run.settings.failed_attempt == "reset":
             attempts.restore(self.run, self._dirty, changed)
             self.bus.emit(EventType.LEDGER, step.id, action="attempt_reset", patch=attempt.patch)
+
+    def note_nested(self, step: Step, paths: list[Path]) -> None:
+        """A repository the step made inside the work tree: named, and left out of the commit."""
+        nested = self.run.nested(paths)
+        if nested:
+            self.bus.emit(EventType.WARNING, step.id, message=left_out(nested), nested=nested[:20])
+
+    def moved_branches(self, step: Step) -> BranchMoved | None:
+        """After an attempt: a branch but the task's that moved since the attempt started is
+        reported, and the stop that pauses the run (`branches.py`)."""
+        record = self.state.git
+        found = self.branches.moved(step.id, record.branch) if record is not None else None
+        if found is None:
+            return None
+        line, refs = found
+        self.bus.emit(EventType.WARNING, step.id, message=line, branches=refs[:20])
+        return BranchMoved(line)
 
     def check_branch(self, step: Step) -> None:
         record = self.state.git

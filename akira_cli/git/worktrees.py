@@ -14,12 +14,13 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from akira_cli.git.cli import Git, GitError
+from akira_cli.git.cli import Git, GitError, Repository
+from akira_cli.git.plumbing import STEP_REFS
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 
-STEP_REFS = "refs/heads/akira-step"
 _REF_BAD = re.compile(r"[^A-Za-z0-9._-]")
 INCLUDE_FILE = ".worktreeinclude"
 
@@ -32,6 +33,38 @@ def ref_part(text: str) -> str:
 
 def step_branch(task_id: str, step_id: str) -> str:
     return f"akira-step/{ref_part(task_id)}/{ref_part(step_id)}"
+
+
+def slot_git(main: Git, path: Path) -> Git:
+    """git in the worktree at `path`, pinned to the folder the main repository keeps for it
+    (found from that side, by the `gitdir` file in each of its `worktrees/*`): the slot's own
+    `.git` file lies in the step's work tree, and is never read."""
+    common = main.repo.common_dir
+    wanted = str(path / ".git")
+    try:
+        entries = list(os.scandir(common / "worktrees"))
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            named = (Path(entry.path) / "gitdir").read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if named == wanted:
+            return Git(Repository(path, Path(entry.path), common))
+    raise GitError(f"{path} is not a worktree of {main.root}; run 'git worktree prune' there, then resume")
+
+
+def slot_view(main: Git, path: Path) -> Callable[[], bytes | None]:
+    """The worktree's `git status`, for a witness (None until the slot is made)."""
+
+    def look() -> bytes | None:
+        try:
+            return slot_git(main, path).look()
+        except GitError:
+            return None
+
+    return look
 
 
 class Slots:
@@ -57,8 +90,11 @@ class Slots:
         """Slot `slot` on the step's branch at `tip`, clean; made on first use. Different slots
         are taken on different threads at once."""
         path, branch = self.path(slot), step_branch(self.task_id, step_id)
-        if (path / ".git").is_file():
-            git = Git(path)
+        try:
+            git = slot_git(self.run.git, path) if (path / ".git").is_file() else None
+        except GitError:
+            git = None  # a folder git no longer knows as a worktree: made again below
+        if git is not None:
             git.run("checkout", "-q", "-f", "--no-recurse-submodules", "-B", branch, tip)
             if not self.clean.pop(path, False):
                 # Ignored files (the environment brought in) stay. A linked folder is a symlink,
@@ -68,7 +104,7 @@ class Slots:
             self.link(path)  # a link an agent removed comes back
             return path
         with self._adding:  # one `worktree add` at a time: they share .git/worktrees and refs
-            shutil.rmtree(path, ignore_errors=True)  # a folder git no longer knows as a worktree
+            shutil.rmtree(path, ignore_errors=True)
             path.parent.mkdir(parents=True, exist_ok=True)
             self.run.git.run("worktree", "add", "-q", "-f", "-B", branch, str(path), tip)
         self.bring(path)
@@ -118,7 +154,7 @@ class Slots:
         step lands on the task branch); None when `names` hold no change."""
         if not names:
             return None
-        git = Git(path)
+        git = slot_git(self.run.git, path)
         git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_z(names))
         if git.ok("diff-index", "--cached", "--quiet", "HEAD"):
             return None
@@ -133,7 +169,7 @@ class Slots:
         The slot's index is akira's own; the next `take` resets it."""
         if not names:
             return b"", ""
-        git = Git(path)
+        git = slot_git(self.run.git, path)
         git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_z(names))
         return git.run("diff", "--cached", "--binary", "HEAD").stdout, git.out(
             "diff", "--cached", "--stat", "HEAD"

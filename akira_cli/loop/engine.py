@@ -21,7 +21,7 @@ from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
 from akira_cli.git.hints import worktree_hint
-from akira_cli.git.steps import PROMPT_NOTE, StepCommits
+from akira_cli.git.steps import StepCommits, prompt_note
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
@@ -68,9 +68,14 @@ class StepEngine(Outcomes):
     """On a git-native run, the step commits (SPEC 12)."""
     reviewer: Reviewing | None = None
     """`review.agent`'s reviewer (SPEC 16), when one is set."""
+    held: LoopStop | None = None
+    """A stop found after an attempt whose result still counts (a branch the step moved): the
+    loop raises it at the next step boundary, once the attempt is recorded."""
 
     def __post_init__(self) -> None:
-        self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner)
+        commits = self.commits
+        view = commits.run.git.look if commits is not None and commits.seen_by_git else None
+        self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner, view)
         self.lane = Lane(self.runner, self.witness, self.workdir, self.agent_for)
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
@@ -97,8 +102,10 @@ class StepEngine(Outcomes):
         )
         if lane is self.lane:  # a wave step's lane looks on its own thread, after its slot is ready
             lane.witness.before()
-        if self.commits is not None and lane is self.lane:
-            self.commits.before(lane.witness.looked())
+        if self.commits is not None:
+            self.commits.branches.watch()
+            if lane is self.lane:
+                self.commits.before(lane.witness.looked())
         if not agent.spawns and lane is self.lane:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
         return pending
@@ -148,6 +155,7 @@ class StepEngine(Outcomes):
         step, record, attempt, result = pending.step, pending.record, pending.attempt, pending.result
         assert attempt is not None and result is not None
         self.note_control_plane(step, pending.plane_changed)
+        moved = self.commits.moved_branches(step) if self.commits is not None else None
         main = pending.lane is self.lane
         if main and attempt.outcome == "success" and self.commits is not None:
             self.commits.commit(step, pending.task, record, attempt, self.witness.looked(after=True))
@@ -161,6 +169,7 @@ class StepEngine(Outcomes):
             self.failed(step, record, attempt)
         elif main:
             self.succeeded(record, attempt)
+        self.held = self.held or moved
         return attempt
 
     def request(
@@ -176,7 +185,7 @@ class StepEngine(Outcomes):
             if prompt:
                 self.note_reinjection(step)
         if prompt and self.commits is not None:
-            prompt += PROMPT_NOTE
+            prompt += prompt_note()
         return AgentRequest(
             self.state.task_id,
             step,

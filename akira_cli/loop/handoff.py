@@ -72,7 +72,7 @@ def _hand_off(
     known = record.pr_url
     body_path = workspace.state_dir / "pull_requests" / f"{state.task_id}.md"
     requests = PullRequests(
-        root=commits.run.root,
+        git=commits.run.git,
         settings=config.git,
         record=record,
         body_path=body_path,

@@ -65,12 +65,14 @@ def slot_lane(
     main: CommandRunner,
     control: ControlPlane,
     make_agents: Callable[[CommandRunner], Callable[[Step], Agent]],
+    view: Callable[[], bytes | None] | None = None,
 ) -> Lane:
-    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it."""
+    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it;
+    `view`: git's look at the slot, when the work folder is its top."""
     runner = CommandRunner(
         workdir, env={**(main.env or {}), "AKIRA_WORKTREE": str(path)}, ledger=main.ledger, private_env=True
     )
     if main.wrapper is not None:  # the slot is the step's work tree; the main one is read-only there
         runner.wrapper = main.wrapper.moved(path)
-    witness = Witness(path, workdir, control, runner)
+    witness = Witness(path, workdir, control, runner, view)
     return Lane(runner, witness, workdir, make_agents(runner), slot, path)

@@ -86,15 +86,25 @@ def agent_workdir(workspace: Workspace, config: Config) -> Path:
 
 
 def step_commits(
-    workspace: Workspace, config: Config, state: LoopState, workdir: Path, bus: EventBus
+    workspace: Workspace,
+    config: Config,
+    state: LoopState,
+    workdir: Path,
+    bus: EventBus,
+    runner: CommandRunner,
 ) -> StepCommits | None:
     """A git-native run's commits (SPEC 12), when it started as one; its HEAD must be on the
-    task branch: a resume never switches branches under a person's feet."""
+    task branch: a resume never switches branches under a person's feet. With `git.verify`, the
+    repository's hooks run as the steps' commands do (in the sandbox)."""
     run = git_run(workspace, config, state)
     if run is None:
         return None
     from akira_cli.git.steps import StepCommits
 
+    if config.git.verify:
+        from akira_cli.git.verify import CommitHooks
+
+        run.hooks = CommitHooks(run.git, runner, config.agent.command_timeout_seconds)
     return StepCommits(run, state, workdir, bus)
 
 
@@ -105,7 +115,7 @@ def git_run(workspace: Workspace, config: Config, state: LoopState) -> GitRun | 
         return None
     from akira_cli.git.run import GitRun
 
-    run = GitRun.detect(workspace.root, Path(state.task_path), config.git)
+    run = GitRun.detect(workspace.root, Path(state.task_path), config.git, root=state.git.root)
     if run is not None:
         run.check_resume(state.git)
     return run
@@ -145,7 +155,7 @@ def build_loop(
         should_stop=lambda: False,
         limits=LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, lambda: None, lambda _: False),
         judge=llm_judge(config, client),
-        commits=step_commits(workspace, config, state, workdir, bus),
+        commits=step_commits(workspace, config, state, workdir, bus, runner),
     )
     loop = AutonomousLoop(
         workspace,

@@ -23,9 +23,10 @@ from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
 from akira_cli.events import EventType
 from akira_cli.fileio import atomic_write
 from akira_cli.git import landing
+from akira_cli.git.nested import left_out, nested_repositories, outside_nested
 from akira_cli.git.run import GitRun, subject
 from akira_cli.git.steps import StepCommits, safe
-from akira_cli.git.worktrees import Slots
+from akira_cli.git.worktrees import Slots, slot_view
 from akira_cli.loop.lanes import Lane, Pending, slot_lane
 from akira_cli.runner import tail
 from akira_cli.state.models import CurrentStep
@@ -222,7 +223,8 @@ class Waves:
             engine = self.loop.engine
             assert self.loop.agents_for is not None
             workdir = path / os.path.relpath(engine.workdir, self.run.root)
-            lane = slot_lane(slot, path, workdir, engine.runner, engine.control, self.loop.agents_for)
+            view = slot_view(self.run.git, path) if workdir == path else None
+            lane = slot_lane(slot, path, workdir, engine.runner, engine.control, self.loop.agents_for, view)
             self.lanes[slot] = lane
         lane.runner.killed = self.loop.forced.is_set()
         return lane
@@ -236,6 +238,11 @@ class Waves:
             attempt, lane = pending.attempt, pending.lane
             if attempt is not None and attempt.outcome == "success" and lane.path is not None:
                 names = self.committable(lane, attempt.files_changed)
+                nested = nested_repositories(lane.path, self.names(lane, attempt.files_changed))
+                if nested:
+                    self.loop.bus.emit(
+                        EventType.WARNING, pending.step.id, message=left_out(nested), nested=nested[:20]
+                    )
                 message = f"{subject(pending.step.id, pending.step.title)}\n\nAkira-Step: {pending.step.id}\n"
                 pending.commit = self.slots.commit(lane.path, pending.step.id, names, message)
                 self.slots.clean[lane.path] = len(names) == len(attempt.files_changed)
@@ -261,10 +268,21 @@ class Waves:
         attempt.output_tail = f"{attempt.output_tail}\n\n{summary}".strip()[-4000:]
 
     def committable(self, lane: Lane, changed: list[str]) -> list[str]:
+        """The slot-relative names of what a step changed that its commit may hold: not the
+        task file, nor the control plane, nor a repository the step made inside."""
         assert lane.path is not None
         task = self.run.relative(Path(self.state.task_path))
-        names = [os.path.relpath(lane.workdir / name, lane.path) for name in changed]
-        return [name for name in names if name != task and not self.run.is_control(self.run.root / name)]
+        names = [
+            name
+            for name in self.names(lane, changed)
+            if name != task and not self.run.is_control(self.run.root / name)
+        ]
+        return outside_nested(lane.path, names)
+
+    @staticmethod
+    def names(lane: Lane, changed: list[str]) -> list[str]:
+        assert lane.path is not None
+        return [os.path.relpath(lane.workdir / name, lane.path) for name in changed]
 
     def end(self, pending: Pending) -> UsageLimit | None:
         """The attempt's bookkeeping (a success in its worktree lands next); the usage limit

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +34,18 @@ class _Look:
 
 
 class Witness:
-    def __init__(self, root: Path, workdir: Path, control: ControlPlane, runner: CommandRunner) -> None:
+    def __init__(
+        self,
+        root: Path,
+        workdir: Path,
+        control: ControlPlane,
+        runner: CommandRunner,
+        view: Callable[[], bytes | None] | None = None,
+    ) -> None:
         self.root, self.workdir, self.control, self.runner = root, workdir, control, runner
+        self.view = view
+        """git's view of the work folder (`Git.look`), when it is the top of the run's
+        repository; else the files are walked (a `.git` a step makes is never asked)."""
         self._before: _Look | None = None
         self._after: _Look | None = None
         self._task: tuple[Path | None, str | None] = (None, None)
@@ -43,7 +54,7 @@ class Witness:
     def files(self) -> Snapshot | None:
         """The work folder's files; akira's own folders are skipped when it is the workspace."""
         skip = AKIRA_AREAS if self.workdir == self.root else frozenset()
-        return snapshot(self.workdir, skip, self._walker)
+        return snapshot(self.workdir, skip, self._walker, self.view)
 
     def before(self) -> None:
         """Looks at both just before the agent runs."""

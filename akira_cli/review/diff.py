@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.git.cli import Git, GitError
+from akira_cli.git.nested import outside_nested
+from akira_cli.git.worktrees import slot_git
 
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
@@ -34,8 +36,9 @@ class StepDiffs:
         attempt = pending.attempt
         names = list(attempt.files_changed) if attempt is not None else []
         try:
-            if pending.lane.path is not None:
-                return bounded(*slot_diff(pending.lane.path, pending.lane.workdir, names))
+            if pending.lane.path is not None and self.commits is not None:
+                git = slot_git(self.commits.run.git, pending.lane.path)
+                return bounded(*slot_diff(git, pending.lane.workdir, names))
             if self.commits is not None:
                 paths = [self.commits.workdir / name for name in names]
                 patch, stat = self.commits.diff(paths)
@@ -58,13 +61,15 @@ class StepDiffs:
         return f"{head}\n{bounded(patch, stat)}\n\n### This step\n"
 
 
-def slot_diff(top: Path, workdir: Path, names: list[str]) -> tuple[str, str]:
-    """A parallel step's changes in its worktree against the worktree's HEAD (the wave's base,
-    where the attempt started), through a temporary index: the slot's own index is untouched."""
-    wanted = [Path(os.path.relpath(workdir / name, top)).as_posix() for name in names]
+def slot_diff(git: Git, workdir: Path, names: list[str]) -> tuple[str, str]:
+    """A parallel step's changes in its worktree (`git`'s) against the worktree's HEAD (the
+    wave's base, where the attempt started), through a temporary index: the slot's own index is
+    untouched. A repository the step made inside is not looked into."""
+    wanted = outside_nested(
+        git.root, [Path(os.path.relpath(workdir / name, git.root)).as_posix() for name in names]
+    )
     if not wanted:
         return "", ""
-    git = Git(top)
     with tempfile.TemporaryDirectory(prefix="akira-review-") as folder:
         env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
         git.run("read-tree", "HEAD", env=env)

@@ -4,6 +4,7 @@ variables, its own PID namespace and no network of its own but akira's proxy."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -13,10 +14,11 @@ from pathlib import Path
 from akira_cli.sandbox import policy
 from akira_cli.sections import SandboxSettings
 
-PLANE = ("config", ".hooks", ".state", ".akira", "Logs/completion_reports", "Needs_Action")
-"""The control plane inside the work tree (SPEC 11), bound read-only over the writable tree."""
-GIT_PLANE = ("hooks", "config", "info")
-"""Inside `.git/`: what would run or steer git for akira; the rest stays writable for commits."""
+PLANE = ("config", ".hooks", ".state", ".akira", ".akira/worktrees", "Logs", "Done", "Needs_Action")
+"""The control plane inside the work tree: akira's folders at the workspace's top, made before
+the first step where they are missing (`make_plane`), so that each is bound read-only over the
+writable tree and a step can neither write nor make one (nor rename it: a mount point cannot
+be). The whole `.git` is bound read-only too: akira makes the commits."""
 SOCKET = "/tmp/.akira/proxy.sock"
 """Where the proxy's socket appears inside."""
 FORWARD = str(Path(__file__).with_name("forward.py"))
@@ -85,6 +87,15 @@ class Sandbox:
         )
         return replace(self, tree=tree, workspace=inner, origin=self.origin or self.tree)
 
+    def sharing(self, folder: Path, reading: Sequence[Path] = ()) -> Sandbox:
+        """The same sandbox with `folder` writable and `reading` readable too (a commit's
+        folder and the hooks folder, for the repository's hooks: `git/verify.py`)."""
+        update = {
+            "allow_write": [*self.settings.allow_write, str(folder)],
+            "allow_read": [*self.settings.allow_read, *map(str, reading)],
+        }
+        return replace(self, settings=self.settings.model_copy(update=update))
+
     def looking(self, preset: str | None = None) -> Sandbox:
         """A read-only sandbox: the work tree and `.git` cannot be written (a reviewer's). With
         `preset`, its CLI's state folders, variables and executable are the ones let in."""
@@ -128,26 +139,30 @@ class Sandbox:
         return out
 
     def _plane(self) -> list[str]:
-        out: list[str] = []
-        git = self.git_dir
-        if git is not None and not git.is_relative_to(self.tree):  # a slot's: commits write the common .git
-            out += ["--ro-bind" if self.read_only else "--bind", str(git), str(git)]
         places = [self.workspace / name for name in PLANE]
-        if git is not None:
-            places += [git / name for name in GIT_PLANE]
-        if (task := self._task()) is not None:
-            places.append(task)
+        places.append(self.tree / ".git")  # the repository, or a worktree's `gitdir:` file
+        if self.git_dir is not None and not self.git_dir.is_relative_to(self.tree):
+            places.append(self.git_dir)  # the common `.git` a worktree's file names
+        places += self._task()
+        out: list[str] = []
         for path in places:
             if os.path.lexists(path):
                 out += ["--ro-bind", str(path), str(path)]
         return out
 
-    def _task(self) -> Path | None:
+    def _task(self) -> list[Path]:
+        """The running task file in this work tree, and its spec folder (not the tree's top)."""
         task = self.task_path()
-        if task is None:
-            return None
         main = self.origin or self.tree
-        return self.tree / task.relative_to(main) if task.is_relative_to(main) else None
+        if task is None or not task.is_relative_to(main):
+            return []
+        here = self.tree / task.relative_to(main)
+        spec = here.parent
+        return (
+            [here]
+            if spec in (self.tree, self.workspace) or not spec.is_relative_to(self.tree)
+            else [spec, here]
+        )
 
     def _hidden(self, shown: list[Path]) -> list[str]:
         """Secrets and `sandbox.deny` that would be visible: an empty folder or file over each."""
@@ -165,6 +180,24 @@ class Sandbox:
         return out
 
 
+def make_plane(workspace: Path) -> None:
+    """akira's folders, made where missing before a step runs: a read-only bind needs a place.
+    A link found on the way is not followed (nothing is made through it)."""
+    for name in PLANE:
+        folder = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in name.split("/"):
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=folder)
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+        except OSError:
+            pass  # a link or a file in the way: not made, and not bound (`_plane` looks again)
+        finally:
+            os.close(folder)
+
+
 def build(
     bwrap: str,
     workspace: Path,
@@ -177,6 +210,7 @@ def build(
     tree, git_dir = repository_of(workdir)
     if not workspace.is_relative_to(tree):
         tree, git_dir = repository_of(workspace)
+    make_plane(workspace)
     home = Path.home()
     wanted = policy.PRESET_EXECUTABLES.get(preset or "", ())
     tools = tuple(policy.tool_paths(os.environ.get("PATH", ""), home, wanted))
