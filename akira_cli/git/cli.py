@@ -66,7 +66,8 @@ SAFE_CONFIG = (
     ("push.recurseSubmodules", "no"),
     # no repository on this machine is reached for a submodule (see REMOTE_COMMANDS)
     ("protocol.file.allow", "never"),
-    # diff programs and textconv drivers, named by config and chosen per file by `.gitattributes`
+    # an external diff program (textconv and per-file diff drivers are COMMAND_OPTIONS' job): an
+    # empty one fails closed, should a command without `--no-ext-diff` ever ask for it
     ("diff.external", ""),
     # `git log` would start gpg to check signatures
     ("log.showSignature", "false"),
@@ -85,8 +86,10 @@ COMMAND_OPTIONS = {
     "diff-index": ("--ignore-submodules=all",),
     "diff-tree": ("--ignore-submodules=all",),
     "log": ("--no-ext-diff", "--no-textconv"),
+    "show": ("--no-ext-diff", "--no-textconv"),
 }
-"""Put right after the subcommand: what its own options can switch off beyond the config."""
+"""Put right after the subcommand: what its own options can switch off beyond the config (the
+diff programs and textconv drivers that `.gitattributes`, a file a step writes, picks per file)."""
 REMOTE_COMMANDS = ("push", "fetch", "clone", "ls-remote")
 """They reach the person's own remote (`git.push`, the fleet's `--repo`), which may be a path on
 this machine: for them the file transport is git's default `user`, which allows what a person
