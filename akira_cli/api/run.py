@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from akira_cli.agents import REGISTRY, Agent, AgentContext
 from akira_cli.agents.base import choose_kind
 from akira_cli.api.models import Finished
+from akira_cli.api.partners import RunReports
 from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType
@@ -168,6 +169,7 @@ def build_loop(
         ledger=ChildLedger(store.children_path(state.task_id)),
         on_start=store.sync_pending,
     )
+    commits = step_commits(workspace, config, state, workdir, bus)
     client = llm_client(config, state, bus)
     context = AgentContext(config, workspace, runner, bus, state.task_id, client)
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
@@ -184,7 +186,7 @@ def build_loop(
         should_stop=lambda: False,
         limits=LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, lambda: None, lambda _: False),
         judge=llm_judge(config, client),
-        commits=step_commits(workspace, config, state, workdir, bus),
+        commits=commits,
     )
     loop = AutonomousLoop(
         workspace,
@@ -195,23 +197,24 @@ def build_loop(
         engine,
         watcher,
         TaskLocator(workspace, watcher, state.task_file_identity),
+        RunReports(workspace, config, store, bus, commits),
         wait=wait,
         tasks=tasks,
     )
     engine.pause, engine.should_stop = loop.pause, loop.stop_wanted
     from akira_cli.review.build import step_reviewer
 
-    engine.reviewer = step_reviewer(config, workspace, state, bus, engine.commits)
+    engine.reviewer = step_reviewer(config, workspace, state, bus, commits)
 
     def agents_for(lane_runner: CommandRunner) -> AgentPool:
         lane_context = AgentContext(config, workspace, lane_runner, bus, state.task_id, client)
         return AgentPool(state.agent_kind or config.agent.kind, lane_context)
 
     loop.agents_for = agents_for
-    if state.parallel > 1 and engine.commits is not None:
+    if state.parallel > 1 and commits is not None:
         from akira_cli.loop.waves import Waves
 
-        loop.waves = Waves(loop, engine.commits.run, engine.commits, state.parallel)
+        loop.waves = Waves(loop, commits.run, commits, state.parallel)
     engine.limits.pause, engine.limits.save = loop.pause, lambda: store.save(state)
     return loop
 
