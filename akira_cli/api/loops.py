@@ -3,6 +3,7 @@ work), then run here to its stop, or in a process of its own (`detach`, the defa
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,7 +109,7 @@ def start(
         state.advisory_checks = True
         store.save(state)
     if detach:
-        return started(workspace, state, prepare.spawn_detached(workspace, state, no_wait))
+        return started(store, state, prepare.spawn_detached(workspace, state, no_wait))
     say(f"started {state.task_id} on {workspace.shown(path)}")
     tasks = TaskSource.seeded(path, data, parsed)  # the loop does not parse it again
     return here(workspace, cfg, store, state, no_wait, show, lock, tasks)
@@ -198,15 +199,17 @@ def resume(
     prepare.bring_back(workspace, state)
     if detach:
         store.save(state)
-        return started(workspace, state, prepare.spawn_detached(workspace, state, no_wait))
+        return started(store, state, prepare.spawn_detached(workspace, state, no_wait))
     say(f"resuming {state.task_id} at iteration {state.iteration}")
     return here(workspace, cfg, store, state, no_wait, show, None, None)
 
 
-def started(workspace: Workspace, state: LoopState, pid: int) -> Started:
+def started(store: StateStore, state: LoopState, process: subprocess.Popen[bytes]) -> Started:
     from akira_cli.api.models import Started
+    from akira_cli.api.prepare import running_as
 
-    return Started(task_id=state.task_id, status=state.status, pid=pid)
+    status = running_as(store, state, process)
+    return Started(task_id=state.task_id, status=status, pid=process.pid)
 
 
 def here(

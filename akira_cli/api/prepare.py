@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,9 @@ from akira_cli.api.lookup import same_file
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import MIN_SECRET, too_short
 from akira_cli.workspace import Workspace, command_line, in_quotes
+
+DETACH_WAIT = 30.0
+"""How long a detached start waits for its process to take the task's lock."""
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -144,10 +148,10 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
         )
 
 
-def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int:
+def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> subprocess.Popen[bytes]:
     """The run in a process of its own (`loop resume` on the saved state), in a new session: it
-    outlives the caller, as `--detach` promises. Its pid; a thread reaps it, so a long-lived
-    caller (the MCP server) keeps no zombie."""
+    outlives the caller, as `--detach` promises. A thread reaps it, so a long-lived caller (the
+    MCP server) keeps no zombie."""
     out = workspace.state_dir / "logs" / f"{state.task_id}.out"
     out.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "akira_cli", "loop", "resume", "--task-id", state.task_id]
@@ -162,7 +166,28 @@ def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int
             cwd=workspace.root,
         )
     threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
-    return process.pid
+    return process
+
+
+def running_as(store: StateStore, state: LoopState, process: subprocess.Popen[bytes]) -> str:
+    """Waits (up to `DETACH_WAIT` seconds) until the detached process holds the task, so that
+    whoever polls next sees it running, never "interrupted"; its status then. A process that
+    ended first left its answer in the state, or its refusal as the last line of its output."""
+    deadline = time.monotonic() + DETACH_WAIT
+    while time.monotonic() < deadline and process.poll() is None:
+        if store.lock(state.task_id).holder() == process.pid:
+            return "running"
+        time.sleep(0.02)
+    if process.poll() is None:
+        return "running"  # still starting on a slow machine: it takes the lock or says why in its log
+    after = store.load(state.task_id)
+    if process.returncode == 1 and after.status == state.status:
+        out = store.dir / "logs" / f"{state.task_id}.out"
+        lines = out.read_text(encoding="utf-8", errors="replace").strip().splitlines() if out.exists() else []
+        raise AkiraError(
+            lines[-1].removeprefix("akira: error: ") if lines else f"task {state.task_id} did not start"
+        )
+    return after.status
 
 
 def bring_back(workspace: Workspace, state: LoopState) -> None:
