@@ -21,15 +21,15 @@ from typing import Any
 
 import pytest
 from conftest import Akira, share_with_steps
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from test_git_runs import git
 
 from akira_cli.cli import main
 
 pytest.importorskip("mcp")
 
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
 TOKEN = "a-test-token-long-enough"
 START = [sys.executable, "-m", "akira_cli", "loop", "start", "--task", "Specs/race/tasks.md", "--no-wait"]
@@ -388,3 +388,16 @@ def test_a_start_racing_the_cli_runs_the_task_once(repo: Akira, tmp_path: Path) 
     )
     if not error:
         assert data is not None and data["task_id"] == task_id
+
+
+def test_only_akira_mcp_imports_the_sdk() -> None:
+    """`akira --help` and the other commands start without the MCP SDK (and its web stack)."""
+    probe = (
+        "import sys\nfrom akira_cli.cli import main\nmain(sys.argv[1:])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'starlette', 'uvicorn')))"
+    )
+    for args in (["--help"], ["mcp", "--help"]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60
+        )
+        assert done.stdout.strip().splitlines()[-1] == "[]", (args, done.stdout[-500:])
