@@ -264,7 +264,7 @@ class AutonomousLoop:
                 kept = self.waves.slots.listing() if self.waves is not None else []
                 others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
                 self.reports.escalation(self.state, stop, kept, others)
-            self.reports.hand_off(self.state, stop)  # the pull request (SPEC 16)
+            self.reports.hand_off(self.state, stop)  # the pull request, if one is wanted
         finally:
             self.checkpoint()
             self.book.unmark()  # no step runs now: no `[-]` left in the file

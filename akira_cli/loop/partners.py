@@ -54,7 +54,7 @@ class Where(Protocol):
 
 
 class Reviewer(Protocol):
-    """A second agent's verdict on an attempt whose checks passed, before its commit (SPEC 16),
+    """A second agent's verdict on an attempt whose checks passed, before its commit,
     or None when it is not asked; the engine decides what the verdict does to the attempt."""
 
     def review(
