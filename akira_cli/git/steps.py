@@ -32,23 +32,19 @@ IN_HEAD = "HEAD"
 """A file akira committed and nobody changed since: the same as in HEAD, nothing to hash."""
 
 
-def prompt_note() -> str:
-    """What the agent's prompt says of commits on a git-native run."""
-    return "\n\n" + render("commits.md")
-
-
 class StepCommits:
     def __init__(self, run: GitRun, state: LoopState, workdir: Path, bus: EventBus) -> None:
         self.run = run
         self.state = state
         self.workdir = workdir
         self.bus = bus
+        self.prompt_note = "\n\n" + render("commits.md")
         self.seen_by_git = workdir.resolve() == run.root
         """The attempts' changed files come from `git status` (the work folder is the
         repository's top: the witness looks through `run.git`)."""
+        self.look = run.git.look if self.seen_by_git else None
         self._head = ""
         self.branches = BranchWatch(run)
-        """What the engine reads before each attempt (`watch`) and checks after it."""
         self._dirty: dict[str, str | None] = {}
         run.plumb.heal()  # a lock a kill -9 left in the middle of putting the index back
         self._hashed: dict[str, tuple[tuple[int, int], str | None]] = {}
@@ -144,6 +140,12 @@ class StepCommits:
         reviewer's diff, SPEC 16)."""
         return attempts.attempt_diff(self.run, self._dirty, changed)
 
+    def hint(self, slot: Path, workdir: Path, said: str) -> str:
+        """The worktree hint for a parallel step that failed in `slot` (`git.hints`)."""
+        from akira_cli.git.hints import worktree_hint
+
+        return worktree_hint(self.run, slot, workdir, said, self.run.settings.worktree_link)
+
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
         """A failed attempt's changes: saved as a patch, summed up for the reflection and the
         next prompt, and with `git.failed_attempt: reset` undone (the patch keeps them)."""
@@ -171,6 +173,9 @@ class StepCommits:
         nested = self.run.nested(paths)
         if nested:
             self.bus.emit(EventType.WARNING, step.id, message=left_out(nested), nested=nested[:20])
+
+    def watch_branches(self) -> None:
+        self.branches.watch()
 
     def moved_branches(self, step: Step) -> BranchMoved | None:
         """After an attempt: a branch but the task's that moved since the attempt started is
