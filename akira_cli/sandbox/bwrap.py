@@ -140,9 +140,10 @@ class Sandbox:
 
     def _plane(self) -> list[str]:
         places = [self.workspace / name for name in PLANE]
-        places.append(self.tree / ".git")  # the repository, or a worktree's `gitdir:` file
-        if self.git_dir is not None and not self.git_dir.is_relative_to(self.tree):
-            places.append(self.git_dir)  # the common `.git` a worktree's file names
+        if self.git_dir is not None:  # a tree that is no repository: akira runs no git in it
+            places.append(self.tree / ".git")  # the repository, or a worktree's `gitdir:` file
+            if not self.git_dir.is_relative_to(self.tree):
+                places.append(self.git_dir)  # the common `.git` a worktree's file names
         places += self._task()
         out: list[str] = []
         for path in places:
