@@ -264,9 +264,9 @@ class GitRun:
     def plain_commit(
         self, author: tuple[str, ...], env: dict[str, str], message: str, subject: str, head: str
     ) -> str:
-        """The same commit in a large repository: its tree, the commit and
-        the branch moved from `head` to it (a compare-and-swap: a HEAD that moved meanwhile is an
-        error), without `git commit`'s refresh of every index entry."""
+        """The same commit in a large repository: its tree, the commit and the branch moved from
+        `head` to it (a compare-and-swap: a HEAD that moved meanwhile is an error), without `git
+        commit`'s refresh of every index entry."""
         tree = self.git.out("write-tree", env=env)
         sha = self.git.out(*author, "commit-tree", tree, "-p", head, "-F", "-", stdin=message.encode())
         self.git.run("update-ref", "-m", f"commit: {subject}", "HEAD", sha, head)

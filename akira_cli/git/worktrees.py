@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import threading
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from pathlib import Path
 from akira_cli.git.cli import Git, GitError, Repository
 from akira_cli.git.plumbing import STEP_REFS
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
+from akira_cli.workspace import in_quotes
 
 _REF_BAD = re.compile(r"[^A-Za-z0-9._-]")
 INCLUDE_FILE = ".worktreeinclude"
@@ -40,7 +42,7 @@ def slot_git(main: Git, path: Path) -> Git:
     (found from that side, by the `gitdir` file in each of its `worktrees/*`): the slot's own
     `.git` file lies in the step's work tree, and is never read."""
     common = main.repo.common_dir
-    wanted = str(path / ".git")
+    wanted = os.path.join(os.path.realpath(path), ".git")
     try:
         entries = list(os.scandir(common / "worktrees"))
     except OSError:
@@ -52,7 +54,10 @@ def slot_git(main: Git, path: Path) -> Git:
             continue
         if named == wanted:
             return Git(Repository(path, Path(entry.path), common))
-    raise GitError(f"{path} is not a worktree of {main.root}; run 'git worktree prune' there, then resume")
+    prune = shlex.join(["git", "-C", str(main.root), "worktree", "prune"])
+    raise GitError(
+        f"{shlex.quote(str(path))} is not a worktree git knows; run {in_quotes(prune)}, then resume"
+    )
 
 
 def slot_view(main: Git, path: Path) -> Callable[[], bytes | None]:

@@ -140,7 +140,7 @@ class Sandbox:
 
     def _plane(self) -> list[str]:
         places = [self.workspace / name for name in PLANE]
-        if self.git_dir is not None:  # a tree that is no repository: akira runs no git in it
+        if self.git_dir is not None:  # (in a tree that is no repository, akira runs no git)
             places.append(self.tree / ".git")  # the repository, or a worktree's `gitdir:` file
             if not self.git_dir.is_relative_to(self.tree):
                 places.append(self.git_dir)  # the common `.git` a worktree's file names
@@ -194,7 +194,7 @@ def make_plane(workspace: Path) -> None:
                 os.close(folder)
                 folder = inner
         except OSError:
-            pass  # a link or a file in the way: not made, and not bound (`_plane` looks again)
+            pass  # a link or a file in the way: nothing is made through it
         finally:
             os.close(folder)
 
