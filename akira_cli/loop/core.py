@@ -10,7 +10,6 @@ other exception saves on its way out. The task file's side lives in `taskbook.Ta
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from akira_cli import nofollow
 from akira_cli.config import Config
 from akira_cli.control import ResumeRequest, apply_resume, take_request
 from akira_cli.errors import (
@@ -34,6 +34,7 @@ from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.taskbook import TaskBook
+from akira_cli.nofollow import Refused
 from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
 from akira_cli.state.records import passed_checks
@@ -180,11 +181,8 @@ class AutonomousLoop:
         self.state.status = "running"
         if self.engine.commits is not None:
             self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
-        if self.waves is not None and (self.state.current_steps or self.waves.slots.folder.exists()):
-            stale = [step.step_id for step in self.state.current_steps]
-            removed = self.waves.clean()  # their groups were killed at the session's start
-            self.state.current_steps = []
-            self.bus.emit(EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale)
+        if self.waves is not None:
+            self.waves.prepare()  # stale slots removed, their folder made before any step runs
         self.checkpoint()
         self.bus.emit(
             EventType.LOOP_STARTED,
@@ -229,7 +227,7 @@ class AutonomousLoop:
         if self.every(settings.backup_state_every_n_iterations):
             self.store.backup(self.state)
         if settings.create_progress_reports and self.every(settings.progress_report_every_n_iterations):
-            progress_report(self.workspace, self.state)
+            self.report(progress_report)
             self.engine.witness.forget()  # in Logs/, which git may show as the work's
 
     def every(self, n: int) -> bool:
@@ -258,17 +256,17 @@ class AutonomousLoop:
             if stop.report == "completion":
                 self.complete(stop)
             elif stop.report == "intervention":
-                intervention_request(self.workspace, self.state, stop)
+                self.report(intervention_request, stop)
             elif stop.report == "escalation":
                 kept = self.waves.slots.listing() if self.waves is not None else []
                 others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
-                escalation(self.workspace, self.state, stop, kept, others)
+                self.report(escalation, stop, kept, others)
             self.hand_off(stop)
         finally:
             self.checkpoint()
             self.book.unmark()  # no step runs now: no `[-]` left in the file
             if self.config.autonomous_loop.create_progress_reports:
-                progress_report(self.workspace, self.state)  # the last one tells how it ended
+                self.report(progress_report)  # the last one tells how it ended
         if stop.status == "paused":
             self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
         if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
@@ -292,7 +290,11 @@ class AutonomousLoop:
         if self.waves is not None:
             self.waves.clean()  # `git worktree list` shows only what the person had
         if self.state.moving_to_done:
-            self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+            try:
+                self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+            except OSError as exc:  # a link on the way (`Refused`): it stays, its ticks committed there
+                self.state.moved_from = None
+                self.bus.emit(EventType.WARNING, message=f"the task was not moved to Done/: {exc}")
             self.state.moving_to_done = False
         if self.engine.commits is not None and self.state.moved_from:
             moved_from = self.workspace.require_inside(Path(self.state.moved_from))
@@ -303,7 +305,7 @@ class AutonomousLoop:
             self.engine.commits.commit_ticks(self.state.feature or self.workspace.feature_of(task))
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
-            completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))
+            self.report(completion_report, open_steps, self.store.all_completed(self.state))
         self.bus.emit(
             EventType.LOOP_COMPLETED,
             task_path=self.state.task_path,
@@ -312,20 +314,25 @@ class AutonomousLoop:
         )
 
     def move_to_done(self, path: Path) -> Path:
-        """Moves the feature folder (or a loose task file) to Done/<feature>/."""
-        self.workspace.require_inside(path)
+        """Moves the feature folder (or a loose task file) to Done/<feature>/; a link a step put
+        on either way is refused (`nofollow.Refused`), never followed."""
+        root, real = self.workspace.root, self.workspace.require_inside(path).resolve()
         feature = self.state.feature or self.workspace.feature_of(path)
         target = self.workspace.done / feature
-        if target.exists():
+        if os.path.lexists(target):
             target = self.workspace.done / f"{feature}_{self.state.task_id}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        is_feature_dir = path.name == "tasks.md" and path.parent.parent == self.workspace.specs
-        if is_feature_dir:
-            shutil.move(str(path.parent), str(target))
+        if path.name == "tasks.md" and path.parent.parent == self.workspace.specs:  # the feature folder
+            nofollow.move(root, real.parent.relative_to(root), target.relative_to(root))
             return target / path.name
-        target.mkdir(parents=True)
-        shutil.move(str(path), str(target / "tasks.md"))
+        nofollow.move(root, real.relative_to(root), target.relative_to(root) / "tasks.md")
         return target / "tasks.md"
+
+    def report(self, write: Callable[..., Path], *args: object) -> None:
+        """A report in the work tree; a link a step put on its way is refused and said."""
+        try:
+            write(self.workspace, self.state, *args)
+        except Refused as exc:
+            self.bus.emit(EventType.WARNING, message=f"{write.__name__.replace('_', ' ')} not written: {exc}")
 
     def wait_for_resume(self, stop: LoopStop) -> bool:
         if stop.status != "paused" or not self.wait or isinstance(stop, ForceStopped):
