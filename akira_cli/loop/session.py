@@ -139,7 +139,7 @@ def build_loop(
         bus,
         runner,
         pool,
-        StepPrompts(workspace, config),
+        StepPrompts(workspace, config, lambda message: bus.emit(EventType.WARNING, message=message)),
         build_reflection(workspace, config, bus, client),
         pause=lambda _: False,  # the three replaced by the loop's own below
         should_stop=lambda: False,
@@ -249,6 +249,7 @@ def run_session(
         sandbox = stack.enter_context(sandbox_for(workspace, config, state, bus))
         state.sandboxed = sandbox is not None
         loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks)
+        stack.callback(loop.locator.close)
         loop.engine.runner.wrapper = sandbox  # every command of the run starts inside (SPEC 15)
         if loop.engine.runner.ledger is not None:
             stack.callback(loop.engine.runner.ledger.close)  # runs after the kill below (LIFO)
