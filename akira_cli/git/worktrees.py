@@ -211,12 +211,10 @@ class Slots:
                         self.warn(f"{self.folder / name} was a symbolic link; akira removed the link only")
             with nofollow.folder(self.run.workspace, self.parts[:-1]) as fd:
                 os.rmdir(self.parts[-1], dir_fd=fd)
-        except FileNotFoundError:
-            pass
         except nofollow.Refused as exc:
             self.warn(f"the task's worktrees were not removed: {exc}; nothing was deleted there")
         except OSError:
-            pass
+            pass  # no slots' folder, or one that still holds what could not be removed
         self.run.git.run("worktree", "prune", check=False)
         prefix = f"{STEP_REFS}/{ref_part(self.task_id)}/"
         refs = self.run.git.out("for-each-ref", "--format=delete %(refname)", prefix, check=False)

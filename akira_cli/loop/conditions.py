@@ -77,18 +77,18 @@ class TaskLocator:
         info = _regular(path)
         if info is not None and self.identity in (None, (info.st_dev, info.st_ino)):
             return path
+        if info is not None and not self._lives():  # the old file is gone: this one was saved in its place
+            self.remember(path, info)
+            return path
         moved = self.watcher.follow(path) if self.watcher else None
         found = moved if moved is not None and self._ours(moved) else self._scan()
-        if info is None:
-            return found
-        if found is not None or self._lives():  # another stands at its path, the task file elsewhere
+        if info is not None:  # another file stands at its path while akira's lives on, elsewhere
             self.replaced = path
-            return found
-        self.remember(path, info)  # the old file is gone: this one was saved in its place
-        return path
+        return found
 
     def _lives(self) -> bool:
-        """Whether the task file akira holds still has a name somewhere (unknown: no)."""
+        """Whether the task file akira holds still has a name somewhere. Unknown (not held yet,
+        as at a resume) is no: a deleted file's inode number may be a new file's now."""
         try:
             return self._held is not None and os.fstat(self._held).st_nlink > 0
         except OSError:
