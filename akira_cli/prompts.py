@@ -7,10 +7,12 @@ and what the person reads never drift apart.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from akira_cli import nofollow
 from akira_cli.config import Config, LoopSettings
 from akira_cli.criteria.refs import requirement_texts
 from akira_cli.reflection.memory import ReflectionMemory
@@ -96,25 +98,37 @@ def failure_lines(failed: list[Attempt]) -> list[str]:
 CONTEXT_FILES = ("requirements.md", "design.md", "spec.md", "plan.md", "data-model.md", "proposal.md")
 """What Kiro, spec-kit and OpenSpec keep next to tasks.md."""
 DESIGN_PART_CHARS = 1500
+MAX_DESIGN_BYTES = 2_000_000
 
 
-def spec_context(workspace: Workspace, task: TaskFile, step: Step) -> str:
-    """The spec's other files, and the part of its design that speaks of this step."""
+def spec_context(
+    workspace: Workspace, task: TaskFile, step: Step, warn: Callable[[str], object] = lambda _: None
+) -> str:
+    """The spec's other files, and the part of its design that speaks of this step. A design
+    that leads out of the spec's folder (a link a step put there) is left out, and `warn` says so."""
     folder = task.path.parent
     present = [folder / name for name in CONTEXT_FILES if (folder / name).is_file()]
     if not present:
         return ""
     lines = ["## The spec", *[f"- `{workspace.relative(path)}`" for path in present]]
-    part = design_part(folder / "design.md", step.title)
+    try:
+        part = design_part(folder, step.title)
+    except nofollow.Refused as exc:
+        warn(f"{workspace.relative(folder / 'design.md')} is left out of the prompt: {exc.strerror}")
+        part = ""
     if part:
         lines += ["", "From the design:", "", part]
     return "\n".join(lines) + "\n"
 
 
-def design_part(path: Path, title: str) -> str:
-    """The design.md section that shares the most words with the step's title."""
+def design_part(folder: Path, title: str) -> str:
+    """The section of the spec folder's design.md that shares the most words with the step's
+    title. The file is read as akira reads the spec (`nofollow.read`): a regular file, whose
+    links stay in the folder; anything else is `nofollow.Refused`."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = nofollow.read(folder, "design.md", MAX_DESIGN_BYTES).decode("utf-8", errors="replace")
+    except nofollow.Refused:
+        raise
     except OSError:
         return ""
     words = {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", title.lower())}
@@ -146,6 +160,8 @@ def where(task: TaskFile, step: Step) -> str:
 class StepPrompts:
     workspace: Workspace
     config: Config
+    warn: Callable[[str], object] = lambda _: None
+    """Says what of the spec was left out, and why."""
 
     def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str:
         failed = [a for a in record.window() if a.outcome == "failure"]
@@ -161,7 +177,7 @@ class StepPrompts:
                 where=where(task, step),
                 details=_list([f"- {d}" for d in step.details], ""),
                 requirements="## Requirements\n" + _list(wanted) + "\n" if wanted else "",
-                context=spec_context(self.workspace, task, step),
+                context=spec_context(self.workspace, task, step, self.warn),
                 lessons=self.lessons(state),
                 checks=_list(self.checks(step), "- the agent reports success"),
                 workdir=self.config.agent.workdir or ".",

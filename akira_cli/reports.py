@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+from akira_cli import nofollow
 from akira_cli.errors import LoopStop
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write
@@ -18,6 +19,8 @@ from akira_cli.workspace import Workspace, command_line
 
 GUIDANCE = re.compile(r"^##\s+Guidance\s*$(.*?)(?=^##\s|^---\s*$|\Z)", re.M | re.S | re.I)
 COMMENT = re.compile(r"<!--.*?-->", re.S)
+MAX_REQUEST = 1_000_000
+"""How much of an intervention or escalation file is read for its guidance."""
 
 
 def _bullets(lines: list[str]) -> str:
@@ -48,7 +51,7 @@ def completion_report(
     """`open_steps`: what was still open when a person moved the task to Done/ (declared done).
     `done`: every completed step, the ones only the journal holds included."""
     path = workspace.reports / f"{state.task_id}.md"
-    atomic_write(path, completion_text(workspace, state, open_steps, done).encode())
+    atomic_write(path, completion_text(workspace, state, open_steps, done).encode(), root=workspace.root)
     return path
 
 
@@ -197,6 +200,7 @@ def progress_report(workspace: Workspace, state: LoopState) -> Path:
             recent=_recent_attempts(state),
         ).encode(),
         durable=False,  # rewritten every few iterations; the state file is the record
+        root=workspace.root,
     )
     return path
 
@@ -223,6 +227,7 @@ def intervention_request(workspace: Workspace, state: LoopState, stop: LoopStop)
             resume=command_line(workspace, "loop", "resume", "--task-id", state.task_id),
             cancel=command_line(workspace, "loop", "cancel", "--task-id", state.task_id),
         ).encode(),
+        root=workspace.root,
     )
     return path
 
@@ -289,6 +294,7 @@ def escalation(
             else b""
         )
         + other_failures(workspace, state, others or []).encode(),
+        root=workspace.root,
     )
     return path
 
@@ -326,8 +332,9 @@ def take_guidance(workspace: Workspace, task_id: str) -> str | None:
     """Reads `## Guidance` from the request files and files them away in .state/archive/."""
     found: list[str] = []
     for path in request_files(workspace, task_id):
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            match = GUIDANCE.search(path.read_text(encoding="utf-8"))
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # a link out of the tree is not followed
+            data = nofollow.read(workspace.root, path.relative_to(workspace.root), MAX_REQUEST)
+            match = GUIDANCE.search(data.decode("utf-8"))
             text = COMMENT.sub("", match.group(1)).strip() if match else ""
             if text:
                 found.append(text)

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from akira_cli import reports
+from akira_cli import nofollow, reports
+from akira_cli.events import EventType
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -27,16 +30,25 @@ class RunReports:
     commits: StepCommits | None
 
     def progress(self, state: LoopState) -> None:
-        reports.progress_report(self.workspace, state)
+        self.write(reports.progress_report, state)
 
     def completion(self, state: LoopState, open_steps: list[str], completed: list[CompletedStep]) -> None:
-        reports.completion_report(self.workspace, state, open_steps, completed)
+        self.write(reports.completion_report, state, open_steps, completed)
 
     def intervention(self, state: LoopState, stop: LoopStop) -> None:
-        reports.intervention_request(self.workspace, state, stop)
+        self.write(reports.intervention_request, state, stop)
 
     def escalation(self, state: LoopState, stop: LoopStop, kept: list[str], others: list[str]) -> None:
-        reports.escalation(self.workspace, state, stop, kept, others)
+        self.write(reports.escalation, state, stop, kept, others)
+
+    def write(self, report: Callable[..., Path], *args: object) -> None:
+        """A report in the work tree; a link a step put on its way is refused and said."""
+        try:
+            report(self.workspace, *args)
+        except nofollow.Refused as exc:
+            self.bus.emit(
+                EventType.WARNING, message=f"{report.__name__.replace('_', ' ')} not written: {exc}"
+            )
 
     def hand_off(self, state: LoopState, stop: LoopStop) -> None:
         from akira_cli.loop.handoff import hand_off, wants_pull_request

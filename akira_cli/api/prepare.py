@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -204,9 +203,14 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
         )
     if workspace.area_of(path) != "Needs_Action":
         return
+    from akira_cli import nofollow
+
     target = workspace.specs / (state.feature or path.stem) / "tasks.md"
-    if target.exists():
+    if os.path.lexists(target):
         raise AkiraError(f"cannot move {path} back to {target}: a file is already there")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(path), str(target))
+    root = workspace.root
+    try:  # no link a step put on either way is followed
+        nofollow.move(root, path.resolve().relative_to(root), target.relative_to(root))
+    except nofollow.Refused as exc:
+        raise AkiraError(f"cannot move {path} back to {target}: {exc}, then resume again") from None
     state.task_path = str(target)

@@ -57,6 +57,7 @@ def run(
         sandbox = stack.enter_context(sandbox_for(workspace, config, state, bus))
         state.sandboxed = sandbox is not None
         loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks)
+        stack.callback(loop.locator.close)
         loop.engine.runner.wrapper = sandbox  # every command of the run starts inside (SPEC 15)
         return loop
 
@@ -190,7 +191,7 @@ def build_loop(
         bus,
         runner,
         pool,
-        StepPrompts(workspace, config),
+        StepPrompts(workspace, config, lambda message: bus.emit(EventType.WARNING, message=message)),
         build_reflection(workspace, config, bus, client),
         pause=lambda _: False,  # the three replaced by the loop's own below
         should_stop=lambda: False,

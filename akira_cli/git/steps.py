@@ -8,13 +8,15 @@ the task file with the step's tick (the loop writes the same tick to the file af
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from akira_cli.changes import Snapshot
 from akira_cli.errors import BranchMoved, NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
-from akira_cli.fileio import atomic_write
+from akira_cli.fileio import atomic_write, read_all
 from akira_cli.git import attempts
 from akira_cli.git.branches import BranchWatch
 from akira_cli.git.cli import GitError
@@ -300,11 +302,23 @@ def ticked_bytes(
     """The task file's bytes with `step` ticked, and its parents whose children are then all
     done, as the loop will tick them after its save; the `[-]` of the other running steps
     (`marks`) as their boxes were before (a commit carries ticks only). None when the file
-    cannot be read."""
+    cannot be read, or is not the task file akira knows (another put at its path, `TaskLocator`)."""
     try:
-        data = bytearray(path.read_bytes())
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or state.task_file_identity not in (
+            None,
+            (info.st_dev, info.st_ino),
+        ):
+            return None
+        data = bytearray(read_all(fd))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     done = state.completed_ids() | {step.id}
     for other_id, box in (marks or {}).items():
         other = task.get(other_id)

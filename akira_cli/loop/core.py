@@ -10,7 +10,6 @@ other exception saves on its way out. The task file's side lives in `taskbook.Ta
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from akira_cli import nofollow
 from akira_cli.config import Config
 from akira_cli.control import ResumeRequest, apply_resume, take_request
 from akira_cli.errors import (
@@ -184,11 +184,8 @@ class AutonomousLoop:
         self.state.status = "running"
         if self.engine.commits is not None:
             self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
-        if self.waves is not None and (self.state.current_steps or self.waves.slots.folder.exists()):
-            stale = [step.step_id for step in self.state.current_steps]
-            removed = self.waves.clean()  # their groups were killed at the session's start
-            self.state.current_steps = []
-            self.bus.emit(EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale)
+        if self.waves is not None:
+            self.waves.prepare()  # stale slots removed, their folder made before any step runs
         self.checkpoint()
         self.bus.emit(
             EventType.LOOP_STARTED,
@@ -288,7 +285,11 @@ class AutonomousLoop:
         if self.waves is not None:
             self.waves.clean()  # `git worktree list` shows only what the person had
         if self.state.moving_to_done:
-            self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+            try:
+                self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+            except OSError as exc:  # a link on the way (`Refused`): it stays, its ticks committed there
+                self.state.moved_from = None
+                self.bus.emit(EventType.WARNING, message=f"the task was not moved to Done/: {exc}")
             self.state.moving_to_done = False
         if self.engine.commits is not None and self.state.moved_from:
             moved_from = self.workspace.require_inside(Path(self.state.moved_from))
@@ -308,19 +309,17 @@ class AutonomousLoop:
         )
 
     def move_to_done(self, path: Path) -> Path:
-        """Moves the feature folder (or a loose task file) to Done/<feature>/."""
-        self.workspace.require_inside(path)
+        """Moves the feature folder (or a loose task file) to Done/<feature>/; a link a step put
+        on either way is refused (`nofollow.Refused`), never followed."""
+        root, real = self.workspace.root, self.workspace.require_inside(path).resolve()
         feature = self.state.feature or self.workspace.feature_of(path)
         target = self.workspace.done / feature
-        if target.exists():
+        if os.path.lexists(target):
             target = self.workspace.done / f"{feature}_{self.state.task_id}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        is_feature_dir = path.name == "tasks.md" and path.parent.parent == self.workspace.specs
-        if is_feature_dir:
-            shutil.move(str(path.parent), str(target))
+        if path.name == "tasks.md" and path.parent.parent == self.workspace.specs:  # the feature folder
+            nofollow.move(root, real.parent.relative_to(root), target.relative_to(root))
             return target / path.name
-        target.mkdir(parents=True)
-        shutil.move(str(path), str(target / "tasks.md"))
+        nofollow.move(root, real.relative_to(root), target.relative_to(root) / "tasks.md")
         return target / "tasks.md"
 
     def wait_for_resume(self, stop: LoopStop) -> bool:

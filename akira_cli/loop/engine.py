@@ -20,6 +20,7 @@ from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
+from akira_cli.loop.conditions import replaced_stop
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
@@ -120,6 +121,7 @@ class StepEngine(Outcomes):
         if lane is self.lane:
             self.runner.sync_pending()  # whatever ran, durable before the result is looked at
         pending.plane_changed, files_changed = lane.witness.after()
+        pending.task_replaced = lane.witness.replaced
         self.account(pending.record, result, pending.agent.name, pending.spent)
         gating = bool(self.config.checks) and not self.state.advisory_checks
         extra = evidence_check(step, self.config, pending.agent.name, files_changed, gating)
@@ -146,6 +148,10 @@ class StepEngine(Outcomes):
         step, record, attempt, result = pending.step, pending.record, pending.attempt, pending.result
         assert attempt is not None and result is not None
         self.note_control_plane(step, pending.plane_changed)
+        if pending.task_replaced:  # before its commit: nothing of the attempt is taken
+            raise replaced_stop(
+                self.workspace, self.state, Path(self.state.task_path), f"while step {step.id} ran"
+            )
         moved = self.commits.moved_branches(step) if self.commits is not None else None
         main = pending.lane is self.lane
         if main and attempt.outcome == "success" and self.commits is not None:

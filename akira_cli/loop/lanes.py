@@ -51,6 +51,8 @@ class Pending:
     result: AgentResult | None = None
     retries: int = 0
     plane_changed: list[str] = field(default_factory=list)
+    task_replaced: bool = False
+    """Another task file or folder stands at the task file's path after the run (`Witness`)."""
     attempt: Attempt | None = None
     commit: str | None = None
     """A wave step's commit on its step branch (made in its slot)."""

@@ -70,7 +70,7 @@ class Waves:
     def __init__(self, loop: Host, run: GitRun, commits: StepCommits, size: int) -> None:
         self.loop, self.run, self.commits, self.size = loop, run, commits, size
         self.state = loop.state
-        self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link))
+        self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link), self.warn)
         self.lanes: dict[int, Lane] = {}
         self.base = ""
         """The task branch's tip when the running wave started: every step branch starts there."""
@@ -364,7 +364,25 @@ class Waves:
     def forget(self, step_id: str) -> None:
         self.state.current_steps = [step for step in self.state.current_steps if step.step_id != step_id]
 
+    def prepare(self) -> None:
+        """At a start or a resume: the slots a crash left, removed (their groups were killed at
+        the session's start), and the slots' folder made before any step runs."""
+        if self.state.current_steps or self.slots.listing():
+            stale = [step.step_id for step in self.state.current_steps]
+            removed = self.clean()
+            self.state.current_steps = []
+            self.loop.bus.emit(
+                EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale
+            )
+        try:
+            self.slots.prepare()
+        except OSError as exc:  # a link where the slots go: the first wave refuses it and pauses
+            self.warn(f"the worktree slots' folder was not made: {exc}")
+
     def clean(self) -> int:
         """The task's worktrees and step branches, removed (completion, or stale after a crash)."""
         self.lanes.clear()
         return self.slots.remove()
+
+    def warn(self, message: str) -> None:
+        self.loop.bus.emit(EventType.WARNING, message=message)

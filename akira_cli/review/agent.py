@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.agents.presets import PRESETS, Preset
-from akira_cli.fileio import name_path
+from akira_cli.fileio import atomic_write, name_path
 from akira_cli.git.steps import safe
-from akira_cli.redaction import redact_bytes
 from akira_cli.runner import CommandResult, CommandRunner, tail
 from akira_cli.sections import AgentSettings, ReviewSettings
 from akira_cli.usage import Usage
@@ -90,9 +89,8 @@ class CommandReviewer:
 
     def ask(self, prompt: str, runner: CommandRunner, step_id: str, attempt: int) -> Answer:
         prompt_file = self.prompts / f"review_{self.task_id}_{safe(step_id)}_{attempt}.md"
-        try:
-            prompt_file.parent.mkdir(parents=True, exist_ok=True)
-            prompt_file.write_bytes(redact_bytes(prompt.encode()))
+        try:  # secrets masked; no link a step put in .state/ is followed (`nofollow`)
+            atomic_write(prompt_file, prompt.encode(), durable=False, root=self.prompts.parent)
         except OSError as exc:
             name_path(exc, prompt_file)
             return Answer(failure=f"the review prompt could not be written: {exc}")

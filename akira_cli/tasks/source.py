@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -26,8 +25,6 @@ class TaskSource:
         self._task: TaskFile | None = None
         self._data: bytearray | None = None
         self._seen = 0
-        self.stat: os.stat_result | None = None
-        """The file's stat right after akira's last checkbox write."""
 
     @classmethod
     def seeded(cls, path: Path, data: bytes, task: TaskFile) -> TaskSource:
@@ -68,7 +65,7 @@ class TaskSource:
             self._data[step.box_offset : step.box_offset + 1] = box.encode()  # what akira wrote
         else:
             self._data = None  # parsed anew by set_box: the next load reads the bytes again
-        self.stat = stat = path.stat()
+        stat = path.stat()
         self._task, self._key, self._seen = (
             task,
             (stat.st_ino, stat.st_mtime_ns, stat.st_size),
