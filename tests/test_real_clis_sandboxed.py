@@ -117,11 +117,13 @@ def test_codex_with_its_codex_home_outside_the_home_keeps_its_state(tmp_path: Pa
 
 
 def test_a_moved_state_folder_is_bound_but_never_the_root_or_the_home(tmp_path: Path) -> None:
-    from akira_cli.sandbox.policy import state_paths
+    from akira_cli.sandbox.clistate import lay_out
 
-    home, moved = tmp_path / "home", tmp_path / "claude-config"
+    home, moved, private = tmp_path / "home", tmp_path / "claude-config", tmp_path / "private"
     home.mkdir()
-    found = state_paths("claude", home, {"CLAUDE_CONFIG_DIR": str(moved)})
-    assert moved in found and moved.is_dir()  # made, so what the CLI writes there is kept
+    private.mkdir()
+    found = [real for real, _ in lay_out("claude", home, private, {"CLAUDE_CONFIG_DIR": str(moved)}).roots]
+    assert moved in found and moved.is_dir()  # made, so what the CLI keeps there is kept
     for wrong in ("/", str(home), str(tmp_path), "relative/path"):
-        assert state_paths("codex", home, {"CODEX_HOME": wrong}) == [home / ".codex"], wrong
+        roots = lay_out("codex", home, private, {"CODEX_HOME": wrong}).roots
+        assert [real for real, _ in roots] == [home / ".codex"], wrong

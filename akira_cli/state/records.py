@@ -96,6 +96,9 @@ class Attempt(Model):
     """A failed attempt's changes on a git-native run: `.state/attempts/<task>/<step>-<n>.patch`."""
     review: ReviewResult | None = None
     """The reviewer's verdict (SPEC 16), when a reviewer looked at this attempt."""
+    refused: list[str] = Field(default_factory=list)
+    """What the sandbox refused a failed attempt, each with the line that allows it (also first
+    in `error`)."""
 
     @property
     def verified(self) -> bool:
