@@ -38,7 +38,14 @@ CHECK = {name: "  - Exists: `hello.txt`\n" for name in ("claude", "codex", "gemi
 }
 """The step's check. The scripted server answers aider 0.86 with text, never an edit (its
 captures have none either): its check is the model's answer in the chat history it keeps."""
-STATE = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini", "aider": ".aider.conf.yml"}
+RECORDS = {
+    "claude": ".claude/projects/*/*.jsonl",
+    "codex": ".codex/sessions/*/*/*/*.jsonl",
+    "gemini": ".gemini/tmp/*/chats/*.jsonl",
+    "aider": ".aider.conf.yml",
+}
+"""The CLI's session records in the real home, where it keeps them outside akira too (aider's
+are in the work tree: its own file in the home stays)."""
 
 
 @pytest.mark.timeout(300)
@@ -77,7 +84,7 @@ def test_a_real_cli_works_a_step_in_the_sandbox_through_the_proxy(tmp_path: Path
         assert (root / "hello.txt").read_text() == Script(root).content
     state = json.loads(next((root / ".state").rglob("autonomous_loop_*.json")).read_text())
     assert state["sandboxed"] is True and state["status"] == "completed"
-    assert (home / STATE[name]).exists()  # the CLI's own state, bound in from the home, kept
+    assert list(home.glob(RECORDS[name])), f"{name} kept no session record in the real home"
 
 
 @pytest.mark.timeout(300)
