@@ -123,10 +123,11 @@ class LiveDisplay:
             ("attempt success rate", f"{state.success_rate:.0%}  ({done} steps done)"),
             ("elapsed", f"{elapsed:.0f}s   ETA {self.eta(elapsed, done)}"),
             ("last", self.last or "-"),
-            *[("sandbox refused", line) for line in self.refused],
         ]
         for label, value in rows:
             table.add_row(label, Text(value, no_wrap=True, overflow="ellipsis"))
+        for line in self.refused:  # never cut either: it ends with the line that allows it
+            table.add_row("sandbox refused", Text(line, overflow="fold"))
         if state.status == "paused" and self.resume:  # never cut: a person must read all of it
             table.add_row(
                 "to continue", Text(f"delete the stop hook, or run: {self.resume}", overflow="fold")
