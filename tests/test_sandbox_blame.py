@@ -109,6 +109,13 @@ def test_a_refused_host_is_named_with_the_line_that_allows_it(
     attempts = state.steps["1"].window()
     assert attempts and all(a.error.splitlines()[0] == line for a in attempts), attempts[-1].error
     assert line in state.sandbox_refused
+    from akira_cli.config import Config
+    from akira_cli.prompts import StepPrompts
+    from akira_cli.workspace import Workspace
+
+    config = Config()
+    config.reflection.max_reflections_in_prompt = 0  # the failure lines alone say it
+    assert line in StepPrompts(Workspace(root), config).retry(state, state.steps["1"], attempts)
     # The person: the console, live and at the end, and the escalation file.
     live = [row for row in done.stdout.splitlines() if "sandbox_denied" in row]
     assert live and "step 1" in live[0] and line in live[0], done.stdout

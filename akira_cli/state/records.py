@@ -108,7 +108,10 @@ class Attempt(Model):
         return bool(deterministic) and all(c.passed for c in checks)
 
     def summary(self) -> str:
-        """The error's most telling line: what a retry prompt lists per failure."""
+        """The error's most telling line: what a retry prompt lists per failure. What the sandbox
+        refused, when that stopped the attempt, comes first in the error and is that line."""
+        if self.refused and self.error.startswith(self.refused[0]):
+            return self.refused[0]
         return key_line(self.error) if self.error.strip() else "failed"
 
     def render(self, full: bool = True) -> str:
