@@ -4,6 +4,7 @@ hosts and variables, the environment passed in, and the proxy's host rules."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -93,22 +94,24 @@ def sandbox_env(
     proxy: str | None,
     exact: Iterable[str] = (),
 ) -> dict[str, str]:
-    """Only what SPEC 15 lists: every other variable (`*_TOKEN`, `*_SECRET`, `*_KEY`) is left out.
+    """Only the listed variables: every other variable (`*_TOKEN`, `*_SECRET`, `*_KEY`) is left out.
     `exact`: names taken from the agent CLI's own configuration (codex's `env_key`), each passed
     by its exact name, never as a pattern."""
-    patterns = (*BASE_ENV, *PRESET_ENV.get(preset or "", ()), *extra)
+    passed = _passed((*BASE_ENV, *PRESET_ENV.get(preset or "", ()), *extra))
     names = set(exact)
-    env = {
-        name: value
-        for name, value in environ.items()
-        if name in names or any(fnmatch.fnmatchcase(name, p) for p in patterns)
-    }
+    env = {name: value for name, value in environ.items() if name in names or passed.match(name)}
     env["HOME"], env["TMPDIR"] = home, "/tmp"
     if proxy is not None:
         for name in PROXY_NAMES:
             env[name] = env[name.lower()] = proxy
         env["NO_PROXY"] = env["no_proxy"] = ""
     return env
+
+
+@functools.lru_cache(maxsize=16)
+def _passed(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """The variable-name patterns as one expression: asked for every variable of every command."""
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns))
 
 
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -101,7 +101,7 @@ def open_sandbox(
         preset = preset_of(config, kind)
         rules = policy.host_rules(preset, config.llm.base_url, config.sandbox.allow_hosts)
         reviewer = (config.review.agent or "").strip()
-        if reviewer in policy.PRESET_HOSTS and reviewer != preset:  # SPEC 16: its API too
+        if reviewer in policy.PRESET_HOSTS and reviewer != preset:  # the reviewer's API too
             rules += policy.host_rules(reviewer, None, ())
         proxy = Proxy(rules, refusals.note).start()
         try:

@@ -1,5 +1,5 @@
 """The step's tools under the hidden home and the private /tmp, bound back read-only, and the
-secrets that stay hidden even there (SPEC 15: a tool folder comes without the credentials that
+secrets that stay hidden even there (a tool folder comes without the credentials that
 live beside it). Both are worked out once per run."""
 
 from __future__ import annotations
