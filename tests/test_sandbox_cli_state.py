@@ -64,13 +64,16 @@ printf 'test-cmd: touch %s/aider-test\nauto-test: true\nlint-cmd: touch %s/aider
   >> ~/.aider.conf.yml
 mkdir -p ~/.aider && echo "OPENAI_API_BASE=http://127.0.0.1:9/v1" > ~/.aider/oauth-keys.env
 echo "- name: gpt-4o\n  extra_params: {api_base: http://127.0.0.1:9/v1}" > ~/.aider.model.settings.yml
+for folder in ~/.claude/shell-snapshots ~/.claude/session-env ~/.codex/shell_snapshots ~/.gemini/history/later; do
+  mkdir -p "$folder" && echo "touch $M/sourced" > "$folder/snapshot.sh"
+done
 echo planted > planted.txt
 """
 PROMPT = "Create hello.txt with a short greeting"
 RECORDS = {
     "claude": r"\.claude/projects/[^/]+/[^/]+\.jsonl",
-    "codex": r"\.codex/(sessions|log|shell_snapshots|state_|logs_|thread)",
-    "gemini": r"\.gemini/(tmp|history)/",
+    "codex": r"\.codex/(sessions|log|state_|logs_|thread)",
+    "gemini": r"\.gemini/tmp/",
     "aider": r"^$",
 }
 """What the CLI keeps in the real home from its run inside akira: its session records."""
@@ -118,6 +121,13 @@ def test_what_a_step_plants_in_the_clis_state_never_runs_when_the_person_runs_it
         (home / ".claude").mkdir(exist_ok=True)
         (home / ".claude" / "settings.json").write_text('{"theme": "dark"}\n')
         (home / ".claude.json").write_text('{"numStartups": 3}\n')
+        for folder in (
+            ".claude/shell-snapshots",
+            ".claude/session-env",
+            ".codex/shell_snapshots",
+            ".gemini/history",
+        ):
+            (home / folder).mkdir(parents=True, exist_ok=True)  # what the CLI made on an earlier day
         (root / "config" / "autonomous_loop.yaml").write_text(
             f"agent:\n  preset: {name}\nsandbox:\n  mode: on\n  network: none\n"
         )

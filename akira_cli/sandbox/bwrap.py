@@ -96,7 +96,7 @@ class Sandbox:
     refusals: Refusals = field(default_factory=Refusals)
     """What the run's proxy refused, by work tree (`lane`)."""
 
-    @property
+    @cached_property
     def lane(self) -> str:
         """The name a work tree's requests carry to the proxy, so that a refusal is its step's."""
         return hashlib.sha256(str(self.tree).encode()).hexdigest()[:12]
@@ -250,7 +250,7 @@ def build(
     if not workspace.is_relative_to(tree):
         tree, git_dir = repository_of(workspace)
     home = Path.home()
-    private = private or PrivateHome(home, settings.deny)
+    private = PrivateHome(home, settings.deny) if private is None else private
     return Sandbox(
         bwrap,
         tree,

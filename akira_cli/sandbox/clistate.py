@@ -28,7 +28,7 @@ from pathlib import Path
 from akira_cli.sandbox.policy import Gateway, expand, gateway
 
 PROJECT = "{project}"
-COPY_LIMIT = 16 * 1024 * 1024
+COPY_LIMIT = 64 * 1024 * 1024
 """A file or folder larger than this is bound read-only rather than copied."""
 
 
@@ -46,8 +46,8 @@ class CliState:
     copied: tuple[str, ...] = ()
     """Folders it rewrites as it starts, copied for the run (codex installs its own skills)."""
     scratch: tuple[str, ...] = ()
-    """Folders it rewrites that need not outlive the run, private and empty (claude restores
-    `~/.claude.json` from its backups: a step's backup must not reach the real one)."""
+    """Folders it writes that must not outlive the run, private and empty: claude restores
+    `~/.claude.json` from its backups and sources its shell snapshots."""
     guarded: tuple[str, ...] = ()
     """Inside its records, read-only all the same (claude's project memory, loaded as instructions)."""
 
@@ -57,20 +57,8 @@ CLI_STATE: dict[str, CliState] = {
         ("~/.claude", "~/.claude.json"),
         ("CLAUDE_CONFIG_DIR",),
         records=(f"projects/{PROJECT}",),
-        kept=(
-            ".credentials.json",
-            "history.jsonl",
-            "todos",
-            "file-history",
-            "shell-snapshots",
-            "session-env",
-            "statsig",
-            "debug",
-            "plans",
-            "logs",
-            "telemetry",
-        ),
-        scratch=("projects", "backups", "sessions"),
+        kept=(".credentials.json", "history.jsonl", "todos", "file-history", "debug", "logs", "telemetry"),
+        scratch=("projects", "backups", "sessions", "shell-snapshots", "session-env", "statsig", "plans"),
         guarded=(f"projects/{PROJECT}/memory",),
     ),
     "codex": CliState(
@@ -82,22 +70,24 @@ CLI_STATE: dict[str, CliState] = {
             "history.jsonl",
             "archived_sessions",
             "log",
-            "shell_snapshots",
             "thread-writer-locks",
             "state_*.sqlite*",
             "logs_*.sqlite*",
             "thread_history_*.sqlite*",
         ),
         copied=("skills",),
-        scratch=("tmp", ".tmp"),
+        scratch=("tmp", ".tmp", "shell_snapshots"),
     ),
     "gemini": CliState(
         ("~/.gemini",),
-        records=("tmp", "history"),
+        records=("tmp",),
         kept=("oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json"),
+        scratch=("history",),
     ),
     "aider": CliState(("~/.aider*",), kept=("caches",)),
 }
+"""Shell snapshots and session environments are sourced before the CLI's commands, plans and
+feature flags steer it, and gemini runs git in its checkpoints' history: scratch, never kept."""
 
 
 def project_name(folder: Path) -> str | None:

@@ -195,12 +195,13 @@ def host_rules(
     base_url: str | None,
     allow: Iterable[str],
     environ: Mapping[str, str] = os.environ,
-    home: Path | None = None,
+    pointed: Gateway | None = None,
 ) -> tuple[HostRule, ...]:
-    """The proxy's rules: the preset's API hosts, the gateway a person pointed it at (its base-URL
-    variable, codex's model provider), the host of `llm.base_url`, and `sandbox.allow_hosts`."""
+    """The proxy's rules: the preset's API hosts, the gateway a person pointed it at (`pointed`,
+    read at the run's start; else read now), the host of `llm.base_url`, and `sandbox.allow_hosts`."""
     rules = [HostRule(host, 443) for host in PRESET_HOSTS.get(preset or "", ())]
-    urls = [base_url, *gateway(preset, environ, home or Path.home()).urls]
+    pointed = pointed or gateway(preset, environ, Path.home())
+    urls = [base_url, *pointed.urls]
     rules += [rule for url in urls if (rule := url_rule(url)) is not None]
     rules += [HostRule.parse(entry) for entry in allow]
     return tuple(rules)

@@ -99,10 +99,11 @@ def open_sandbox(
         from akira_cli.sandbox.proxy import Proxy
 
         preset = preset_of(config, kind)
-        rules = policy.host_rules(preset, config.llm.base_url, config.sandbox.allow_hosts)
+        pointed = private.layout(preset).gateway  # read once, with the CLI's state laid out
+        rules = policy.host_rules(preset, config.llm.base_url, config.sandbox.allow_hosts, pointed=pointed)
         reviewer = (config.review.agent or "").strip()
         if reviewer in policy.PRESET_HOSTS and reviewer != preset:  # the reviewer's API too
-            rules += policy.host_rules(reviewer, None, ())
+            rules += policy.host_rules(reviewer, None, (), pointed=private.layout(reviewer).gateway)
         proxy = Proxy(rules, refusals.note).start()
         try:
             yield build_sandbox(

@@ -97,8 +97,8 @@ class Attempt(Model):
     review: ReviewResult | None = None
     """The reviewer's verdict (SPEC 16), when a reviewer looked at this attempt."""
     refused: list[str] = Field(default_factory=list)
-    """What the sandbox refused a failed attempt, each with the line that allows it (also first
-    in `error`)."""
+    """What the sandbox refused a failed attempt, each with the line that allows it: in `error`
+    too, what stopped it first, the rest after."""
 
     @property
     def verified(self) -> bool:
