@@ -196,6 +196,10 @@ def test_a_refusal_line_names_a_rule_that_parses_and_never_a_control_character()
         assert allow.startswith("sandbox.allow_hosts: [")
         config = Config.model_validate(load("sandbox:\n  allow_hosts: " + allow.split(": ", 1)[1]))
         assert allowed(host_rules(None, None, config.sandbox.allow_hosts, {}), host, port), line
+    from akira_cli.sandbox.blame import item
+
+    for path in ("~/.venvs/x", "~/my venvs/x", "/tmp/a,b]", "~/x: y", "*.x"):
+        assert load(f"allow_read: [{item(path)}]")["allow_read"] == [path], path
     shown = Refusal("evil\x1b]0;title\x07.example.com", 443).line()
     assert "\x1b" not in shown and "\x07" not in shown
     assert len(Refusal("a" * 5000, 443).line()) < 700

@@ -9,6 +9,7 @@ the step's that runs there (`Refusals.begin`)."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import threading
@@ -30,6 +31,12 @@ def shown_host(host: str) -> str:
     return clean if len(clean) <= HOST_SHOWN else clean[: HOST_SHOWN - 1] + "…"
 
 
+def item(text: str) -> str:
+    """`text` as an item of a YAML list written on one line: bare when YAML reads it back as it
+    is, else quoted."""
+    return text if re.fullmatch(r"[A-Za-z0-9_~/][\w.~/:+*-]*", text) else json.dumps(text)
+
+
 @dataclass(frozen=True)
 class Refusal:
     host: str
@@ -45,7 +52,7 @@ class Refusal:
         """What stopped a step: the failure text names the host, or a proxy's refusal."""
         return (
             f"the sandbox refused {shown_host(self.host)}:{self.port}; "
-            f"to allow it: sandbox.allow_hosts: [{self.rule}]"
+            f"to allow it: sandbox.allow_hosts: [{item(self.rule)}]"
         )
 
     def note(self) -> str:
@@ -53,7 +60,7 @@ class Refusal:
         told, in other words than `line`, so that no reflection takes it for the cause."""
         return (
             f"while the step ran, the sandbox also refused {shown_host(self.host)}:{self.port} "
-            f"(to allow it: sandbox.allow_hosts: [{self.rule}])"
+            f"(to allow it: sandbox.allow_hosts: [{item(self.rule)}])"
         )
 
     def named_by(self, said: str) -> bool:
@@ -131,7 +138,7 @@ def hidden_paths(said: str, home: Path, shown: Iterable[Path], secrets: Iterable
             continue
         line = (
             f"{_tilde(path, home)} is hidden by the sandbox; to allow it: "
-            f"sandbox.allow_read: [{_tilde(_prefix(path, home), home)}] (or --no-sandbox)"
+            f"sandbox.allow_read: [{item(_tilde(_prefix(path, home), home))}] (or --no-sandbox)"
         )
         if line not in lines:
             lines.append(line)
