@@ -31,6 +31,7 @@ SHOWN = {
     EventType.SYSTEMIC_ISSUE,
     EventType.WARNING,
     EventType.REVIEW,
+    EventType.SANDBOX_DENIED,
 }
 
 
@@ -71,6 +72,8 @@ class LiveDisplay:
         self.resume = resume
         self.started = time.monotonic()
         self.last = ""
+        self.refused: list[str] = []
+        """What the sandbox refused, the last few, each with the line that allows it."""
         self.total = 0
         self.live = Live(
             get_renderable=self.render, console=self.console, refresh_per_second=2, transient=False
@@ -84,6 +87,9 @@ class LiveDisplay:
             self.total = int(event.data.get("steps_total") or 0)
         if event.type in SHOWN:
             self.last = event.line()
+        if event.type == EventType.SANDBOX_DENIED:
+            step = f"step {event.step_id}: " if event.step_id else ""
+            self.refused = [*self.refused, f"{step}{event.data.get('fix', '')}"][-3:]
         if event.type in AT_ONCE:
             self.live.refresh()
 
@@ -120,6 +126,8 @@ class LiveDisplay:
         ]
         for label, value in rows:
             table.add_row(label, Text(value, no_wrap=True, overflow="ellipsis"))
+        for line in self.refused:  # never cut either: it ends with the line that allows it
+            table.add_row("sandbox refused", Text(line, overflow="fold"))
         if state.status == "paused" and self.resume:  # never cut: a person must read all of it
             table.add_row(
                 "to continue", Text(f"delete the stop hook, or run: {self.resume}", overflow="fold")

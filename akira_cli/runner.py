@@ -72,6 +72,16 @@ class CommandWrapper(Protocol):
         `reading` readable too."""
         ...
 
+    def begin(self, step_id: str) -> None:
+        """The step whose commands run next in this work tree: what is refused from now is its."""
+        ...
+
+    def blame(self, said: str) -> tuple[list[str], list[str]]:
+        """What the confinement refused since `begin`, one line each with the line of
+        configuration that allows it: what `said` (a failure's text) shows stopped the step (a
+        host it names, a hidden path it did not find), and what else was refused."""
+        ...
+
 
 _ENVIRON = threading.Lock()
 _DEVNULL: list[int] = []

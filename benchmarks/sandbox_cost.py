@@ -89,7 +89,7 @@ def main() -> int:
         shape = fresh_workspace(parent, "shape", 1)
         config = Config()
         config.sandbox.network = args.network
-        with open_sandbox(config, shape, shape, lambda: None, lambda _: None) as sandbox:
+        with open_sandbox(config, shape, shape, lambda: None, lambda *_: None) as sandbox:
             assert sandbox is not None
             argv, env = sandbox.wrap(["bash", "-c", "true"], shape, dict(os.environ))
             unproxied, _ = dataclasses.replace(sandbox, proxy=None).wrap(["bash", "-c", "true"], shape, env)

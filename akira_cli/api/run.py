@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
+    from akira_cli.sandbox.blame import Refusal
     from akira_cli.sandbox.bwrap import Sandbox
 
 
@@ -234,13 +235,15 @@ def sandbox_for(
     workspace: Workspace, config: Config, state: LoopState, bus: EventBus
 ) -> contextlib.AbstractContextManager[Sandbox | None]:
     """The run's sandbox and its proxy (SPEC 15), or None."""
+    from akira_cli.sandbox.blame import shown_host
     from akira_cli.sandbox.session import open_sandbox
 
     def warn(message: str) -> None:
         bus.emit(EventType.WARNING, message=message)
 
-    def denied(host: str) -> None:
-        bus.emit(EventType.SANDBOX_DENIED, host=host)
+    def denied(step_id: str | None, refusal: Refusal) -> None:
+        host, port = shown_host(refusal.host), refusal.port
+        bus.emit(EventType.SANDBOX_DENIED, step_id, host=host, port=port, fix=refusal.line())
 
     task = lambda: Path(state.task_path)  # noqa: E731 (a person may move it)
     return open_sandbox(

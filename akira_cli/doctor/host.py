@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -71,7 +72,8 @@ class Git:
 class Sandbox:
     """The sandbox (SPEC 15): `bwrap` tried once with a step's flags, as `loop start` tries it.
     `sandbox.mode: on` without a working sandbox stops a run (fail); `auto` runs unconfined with a
-    warning (warn)."""
+    warning (warn). What it refused the workspace's failed steps, each with the line that allows
+    it (warn)."""
 
     name = "sandbox"
 
@@ -85,11 +87,41 @@ class Sandbox:
         found = probe(settings)
         if found.ok:
             detail = f"bwrap at {found.bwrap}; network: {settings.network}"
-            return [Finding("sandbox", "ok", detail)]
+            return [Finding("sandbox", "ok", detail), *refused(context.root / ".state")]
         fix = found.fix or "run with --no-sandbox (sandbox.mode: off)"
         if settings.mode == "on":
             return [Finding("sandbox", "fail", f"sandbox.mode is on, and {found.cause}", fix)]
         return [Finding("sandbox", "warn", f"{found.cause}; runs go on unsandboxed", fix)]
+
+
+REFUSED_STATES = 5
+"""The newest task states whose refusals `doctor` names."""
+_ALLOW = re.compile(r"to allow it: (sandbox\.\w+: \[[^\]]*\])")
+
+
+def refused(state_dir: Path) -> list[Finding]:
+    """What the sandbox refused the failed steps of the newest loops (`sandbox_refused` in their
+    state), each with the configuration line that allows it."""
+    from akira_cli.fileio import read_bounded
+
+    found: dict[str, Finding] = {}
+    try:
+        paths = sorted(state_dir.glob("autonomous_loop_*.json"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return []
+    for path in paths[-REFUSED_STATES:]:
+        try:
+            state = json.loads(read_bounded(path, 16 * 1024 * 1024))
+            lines, task = state.get("sandbox_refused") or [], state.get("task_id", path.stem)
+        except (OSError, ValueError, AttributeError):
+            continue
+        for line in lines if isinstance(lines, list) else []:
+            allow = _ALLOW.search(str(line))
+            if allow is not None:
+                what = str(line).split("to allow it:")[0].strip(" ;(")
+                fix = f"{allow[1]} in config/autonomous_loop.yaml (or run with --no-sandbox)"
+                found[allow[1]] = Finding("sandbox", "warn", f"{task}: {what}", fix)
+    return list(found.values())
 
 
 class LLMEndpoint:

@@ -141,7 +141,7 @@ class LoopRun:
             return None
         self.report("running", message=f"setup: {command}")
         try:
-            with open_sandbox(config, clone, clone, lambda: None, lambda _: None) as sandbox:  # SPEC 15
+            with open_sandbox(config, clone, clone, lambda: None, lambda *_: None) as sandbox:  # SPEC 15
                 argv, env = ["bash", "-c", command], None
                 if sandbox is not None:
                     argv, env = sandbox.wrap(argv, clone, dict(os.environ))

@@ -112,6 +112,8 @@ class StepEngine(Outcomes):
         """The agent's run and the evaluation; on a wave step's own thread, it writes nothing
         the loop's thread reads while it runs but the shared usage."""
         lane, step, request = pending.lane, pending.step, pending.request
+        if lane.runner.wrapper is not None:
+            lane.runner.wrapper.begin(step.id)  # what the sandbox refuses from now on is this step's
         if lane is not self.lane:
             lane.witness.before()
         result, pending.retries = self.execute(pending.agent, request, waits=lane is self.lane)
@@ -136,6 +138,7 @@ class StepEngine(Outcomes):
             self.reviewed(attempt)
         if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
+        self.blame_sandbox(lane.runner.wrapper, attempt)
         if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
             hint = self.commits.hint(lane.path, lane.workdir, f"{attempt.error}\n{attempt.output_tail}")
             attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error

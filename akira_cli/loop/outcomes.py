@@ -10,7 +10,8 @@ from akira_cli.config import Config
 from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
-from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.runner import CommandWrapper
+from akira_cli.state.models import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step
 from akira_cli.workspace import Workspace, command_line
 
@@ -46,6 +47,17 @@ class Outcomes:
             reflections=record.reflections[-3:],
             guidance=bool(record.guidance),
         )
+
+    def blame_sandbox(self, wrapper: CommandWrapper | None, attempt: Attempt) -> None:
+        """What the sandbox refused a failed attempt comes first in its failure text, with the
+        line that allows it: the agent, the reflection and the person read that the sandbox, not
+        the code, stopped it. On the attempt's own thread: the state takes it in `failed`."""
+        if wrapper is None or attempt.outcome != "failure":
+            return
+        stopped, also = wrapper.blame(f"{attempt.error}\n{attempt.output_tail}")
+        attempt.refused = [*stopped, *also]
+        if attempt.refused:
+            attempt.error = "\n".join([*stopped, attempt.error, *also])
 
     def count_progress(self, attempt: Attempt) -> None:
         """The circuit breaker of the Ralph loop runners: no file changed and no check passed."""
@@ -98,6 +110,9 @@ class Outcomes:
         )
 
     def failed(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
+        if attempt.refused:
+            kept = [line for line in self.state.sandbox_refused if line not in attempt.refused]
+            self.state.sandbox_refused = [*kept, *attempt.refused][-KEEP_ENTRIES:]
         self.state.total_failures += 1
         self.state.consecutive_failures += 1
         self.state.failed_steps.append(
@@ -115,6 +130,7 @@ class Outcomes:
             approach=attempt.approach,
             signature=attempt.error_signature,
             mechanism="reflection" if self.config.reflection.enabled else "none",
+            **({"refused": attempt.refused} if attempt.refused else {}),
         )
         self.reflection.after_failure(self.state, record, attempt)
         window = record.window()

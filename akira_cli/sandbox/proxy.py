@@ -11,6 +11,8 @@ interception and their own process and logging, none of which this wants.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import os
 import tempfile
@@ -30,7 +32,8 @@ HOP_HEADERS = (b"proxy-connection", b"connection", b"keep-alive", b"proxy-author
 class Proxy:
     """Started once per run (`start`), closed at its end (`close`); its loop runs on a thread."""
 
-    def __init__(self, rules: Iterable[HostRule], on_denied: Callable[[str], None]) -> None:
+    def __init__(self, rules: Iterable[HostRule], on_denied: Callable[[str, str, int], None]) -> None:
+        """`on_denied(lane, host, port)`: `lane` is the work tree the request names (`lane()`)."""
         self.rules = tuple(rules)
         self.on_denied = on_denied
         self.folder = Path(tempfile.mkdtemp(prefix="akira-proxy-"))
@@ -113,7 +116,7 @@ class Proxy:
             return await _reply(writer, 400, "Bad Request")
         port = int(port_text)
         if not allowed(self.rules, host, port):
-            self.on_denied(host)
+            self.on_denied(lane(rest), host, port)
             return await _reply(writer, 403, f"Forbidden: {host}:{port} is not in sandbox.allow_hosts")
         try:
             up_reader, up_writer = await asyncio.wait_for(
@@ -129,6 +132,22 @@ class Proxy:
             await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
         finally:
             up_writer.close()
+
+
+def lane(headers: bytes) -> str:
+    """The work tree a request comes from: the password of its `Proxy-Authorization` (the
+    sandbox sets the proxy's URL to `http://akira:<lane>@...`); "" when it sends none."""
+    for line in headers.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"proxy-authorization":
+            scheme, _, token = value.strip().partition(b" ")
+            if scheme.lower() != b"basic":
+                return ""
+            try:
+                return base64.b64decode(token, validate=True).decode("latin-1").partition(":")[2][:64]
+            except (binascii.Error, ValueError):
+                return ""
+    return ""
 
 
 def _origin_form(method: str, path: str, version: str, rest: bytes) -> bytes:

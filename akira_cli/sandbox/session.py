@@ -15,13 +15,15 @@ from akira_cli.sandbox.probe import decide, probe
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
+    from akira_cli.sandbox.blame import Refusal, Refusals
     from akira_cli.sandbox.bwrap import Sandbox
+    from akira_cli.sandbox.home import PrivateHome
 
 
 def preset_of(config: Config, kind: str | None = None) -> str | None:
     """The agent CLI a run uses, for its state folders, API hosts and variables."""
     chosen = kind or config.agent.kind
-    return chosen if chosen in policy.PRESET_STATE else config.agent.preset
+    return chosen if chosen in policy.PRESET_EXECUTABLES else config.agent.preset
 
 
 def resolve(config: Config, flag: bool | None, warn: Callable[[str], None]) -> bool:
@@ -50,6 +52,8 @@ def build_sandbox(
     kind: str | None = None,
     port: int | None = None,
     socket: Path | None = None,
+    private: PrivateHome | None = None,
+    refusals: Refusals | None = None,
 ) -> Sandbox:
     """The run's sandbox (probed already); a proxy's socket and port when `network: allow`."""
     from akira_cli.sandbox.bwrap import Proxied, build
@@ -58,7 +62,10 @@ def build_sandbox(
     if not found.ok or found.bwrap is None:
         raise AkiraError(f"the sandbox is on but cannot work: {found.line()}")
     proxied = Proxied(socket, port) if socket is not None and port is not None else None
-    return build(found.bwrap, workspace, workdir, config.sandbox, preset_of(config, kind), task_path, proxied)
+    preset = preset_of(config, kind)
+    return build(
+        found.bwrap, workspace, workdir, config.sandbox, preset, task_path, proxied, private, refusals
+    )
 
 
 @contextlib.contextmanager
@@ -67,33 +74,53 @@ def open_sandbox(
     workspace: Path,
     workdir: Path,
     task_path: Callable[[], Path | None],
-    on_denied: Callable[[str], None],
+    on_denied: Callable[[str | None, Refusal], None],
     *,
     kind: str | None = None,
     warn: Callable[[str], None] = lambda _: None,
 ) -> Iterator[Sandbox | None]:
-    """None when the run is not sandboxed; else the sandbox, with its proxy running meanwhile."""
+    """None when the run is not sandboxed; else the sandbox, with its private home made and its
+    proxy running meanwhile. `on_denied(step_id, refusal)`: once per refused host and port per step."""
     if config.sandbox.mode == "auto":
         resolve(config, None, warn)
     if config.sandbox.mode == "off":
         yield None
         return
-    if config.sandbox.network != "allow":
-        yield build_sandbox(config, workspace, workdir, task_path, kind=kind)
-        return
-    from akira_cli.sandbox.proxy import Proxy
+    from akira_cli.sandbox.blame import Refusals
+    from akira_cli.sandbox.home import PrivateHome
 
-    rules = policy.host_rules(preset_of(config, kind), config.llm.base_url, config.sandbox.allow_hosts)
-    reviewer = (config.review.agent or "").strip()
-    if reviewer in policy.PRESET_HOSTS and reviewer != preset_of(config, kind):  # SPEC 16: its API too
-        rules += policy.host_rules(reviewer, None, ())
-    proxy = Proxy(rules, on_denied).start()
+    private, refusals = PrivateHome(Path.home(), config.sandbox.deny), Refusals(on_denied)
     try:
-        yield build_sandbox(
-            config, workspace, workdir, task_path, kind=kind, port=proxy.port, socket=proxy.socket
-        )
+        if config.sandbox.network != "allow":
+            yield build_sandbox(
+                config, workspace, workdir, task_path, kind=kind, private=private, refusals=refusals
+            )
+            return
+        from akira_cli.sandbox.proxy import Proxy
+
+        preset = preset_of(config, kind)
+        pointed = private.layout(preset).gateway  # read once, with the CLI's state laid out
+        rules = policy.host_rules(preset, config.llm.base_url, config.sandbox.allow_hosts, pointed=pointed)
+        reviewer = (config.review.agent or "").strip()
+        if reviewer in policy.PRESET_HOSTS and reviewer != preset:  # the reviewer's API too
+            rules += policy.host_rules(reviewer, None, (), pointed=private.layout(reviewer).gateway)
+        proxy = Proxy(rules, refusals.note).start()
+        try:
+            yield build_sandbox(
+                config,
+                workspace,
+                workdir,
+                task_path,
+                kind=kind,
+                port=proxy.port,
+                socket=proxy.socket,
+                private=private,
+                refusals=refusals,
+            )
+        finally:
+            proxy.close()
     finally:
-        proxy.close()
+        private.close()
 
 
 def describe(sandboxed: bool | None) -> str:
@@ -114,6 +141,6 @@ def baseline(config: Config, workspace: Path, workdir: Path, task: Path, kind: s
     from akira_cli.runner import CommandRunner
 
     runner = CommandRunner(workdir)
-    with open_sandbox(config, workspace, workdir, lambda: task, lambda _: None, kind=kind) as sandbox:
+    with open_sandbox(config, workspace, workdir, lambda: task, lambda *_: None, kind=kind) as sandbox:
         runner.wrapper = sandbox
         return red_baseline(config, runner)

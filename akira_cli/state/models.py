@@ -210,6 +210,9 @@ class LoopState(Model):
     """Whether the last run's steps ran in the sandbox (SPEC 15); None before a run."""
     sandbox_flag: bool | None = None
     """`--sandbox` (True) or `--no-sandbox` (False) as given at start, kept for resumes."""
+    sandbox_refused: list[str] = Field(default_factory=list)
+    """What the sandbox refused steps that failed, each with the line that allows it (the last
+    `KEEP_ENTRIES`), for `akira doctor`."""
     _sealed: set[str] = PrivateAttr(default_factory=set)
     """Ids of the completed steps sealed into the journal (read back by the store on load)."""
     _done: tuple[int, set[str]] = PrivateAttr(default=(-1, set()))
