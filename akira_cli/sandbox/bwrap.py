@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from akira_cli.sandbox import policy
 from akira_cli.sections import SandboxSettings
@@ -38,12 +39,23 @@ def repository_of(folder: Path) -> tuple[Path, Path | None]:
     return folder, None
 
 
+class Rooms(Protocol):
+    """The run's private network namespaces (`netns.Rooms`), where the proxy listens."""
+
+    def enter(self, tree: Path) -> list[str] | None:
+        """The command line prefix that starts a command in `tree`'s; None: none here."""
+        ...
+
+
 @dataclass(frozen=True)
 class Proxied:
-    """The run's proxy as a step reaches it: its socket outside, the port of the forwarder inside."""
+    """The run's proxy as a step reaches it: on 127.0.0.1:`port` inside, in the room `rooms`
+    has for the work tree, else through a forwarder started in front of each command that
+    listens there and hands each connection to `socket`."""
 
     socket: Path
     port: int
+    rooms: Rooms | None = None
 
 
 @dataclass(frozen=True)
@@ -73,10 +85,13 @@ class Sandbox:
     ) -> tuple[list[str], dict[str, str]]:
         proxy_url = f"http://127.0.0.1:{self.proxy.port}" if self.proxy is not None else None
         env = policy.sandbox_env(environ, self.preset, self.settings.env, str(self.home), proxy_url)
-        command = list(argv)
-        if self.proxy is not None:
+        command, room = list(argv), None
+        if self.proxy is not None and self.proxy.rooms is not None:
+            room = self.proxy.rooms.enter(self.tree)
+        if self.proxy is not None and room is None:
             command = [sys.executable, "-I", "-S", FORWARD, SOCKET, str(self.proxy.port), "--", *command]
-        return [self.bwrap, *self.flags(), "--chdir", str(cwd), "--", *command], env
+        start = [*room, "--", self.bwrap] if room is not None else [self.bwrap]
+        return [*start, *self.flags(room is not None), "--chdir", str(cwd), "--", *command], env
 
     def moved(self, tree: Path) -> Sandbox:
         """The same sandbox for a worktree slot at `tree`: the main work tree is read-only there."""
@@ -94,11 +109,12 @@ class Sandbox:
         tools = tuple(policy.tool_paths(os.environ.get("PATH", ""), self.home, wanted))
         return replace(self, read_only=True, preset=preset, tools=tools)
 
-    def flags(self) -> list[str]:
+    def flags(self, in_room: bool = False) -> list[str]:
+        """`in_room`: the command starts in its room's network namespace (it makes none)."""
         home = str(self.home)
         out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
-        if self.settings.network != "all":
+        if self.settings.network != "all" and not in_room:
             out.append("--unshare-net")
         shown: list[Path] = [self.tree]
         if home != "/":  # a private, empty $HOME at the same path (a tree inside it is bound back below)
@@ -123,7 +139,7 @@ class Sandbox:
         out += ["--ro-bind" if self.read_only else "--bind", tree, tree]
         out += self._plane()
         out += self._hidden(shown)
-        if self.proxy is not None:
+        if self.proxy is not None and not in_room:
             out += ["--ro-bind", str(self.proxy.socket), SOCKET]
         return out
 

@@ -15,7 +15,7 @@ from akira_cli.sandbox.probe import decide, probe
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
-    from akira_cli.sandbox.bwrap import Sandbox
+    from akira_cli.sandbox.bwrap import Proxied, Sandbox
 
 
 def preset_of(config: Config, kind: str | None = None) -> str | None:
@@ -48,17 +48,21 @@ def build_sandbox(
     task_path: Callable[[], Path | None],
     *,
     kind: str | None = None,
-    port: int | None = None,
-    socket: Path | None = None,
+    proxied: Proxied | None = None,
 ) -> Sandbox:
-    """The run's sandbox (probed already); a proxy's socket and port when `network: allow`."""
-    from akira_cli.sandbox.bwrap import Proxied, build
+    """The run's sandbox (probed already); how it reaches the proxy when `network: allow`."""
+    from akira_cli.sandbox.bwrap import build
 
+    return build(
+        bwrap_of(config), workspace, workdir, config.sandbox, preset_of(config, kind), task_path, proxied
+    )
+
+
+def bwrap_of(config: Config) -> str:
     found = probe(config.sandbox)
     if not found.ok or found.bwrap is None:
         raise AkiraError(f"the sandbox is on but cannot work: {found.line()}")
-    proxied = Proxied(socket, port) if socket is not None and port is not None else None
-    return build(found.bwrap, workspace, workdir, config.sandbox, preset_of(config, kind), task_path, proxied)
+    return found.bwrap
 
 
 @contextlib.contextmanager
@@ -71,8 +75,11 @@ def open_sandbox(
     *,
     kind: str | None = None,
     warn: Callable[[str], None] = lambda _: None,
+    step: Callable[[], object] = lambda: None,
 ) -> Iterator[Sandbox | None]:
-    """None when the run is not sandboxed; else the sandbox, with its proxy running meanwhile."""
+    """None when the run is not sandboxed; else the sandbox, with its proxy running meanwhile
+    (and its rooms, `netns.py`, closed at the end). `step`: which step runs, for the proxy's
+    reports (once per refused host per step)."""
     if config.sandbox.mode == "auto":
         resolve(config, None, warn)
     if config.sandbox.mode == "off":
@@ -81,19 +88,23 @@ def open_sandbox(
     if config.sandbox.network != "allow":
         yield build_sandbox(config, workspace, workdir, task_path, kind=kind)
         return
+    from akira_cli.sandbox.bwrap import Proxied
+    from akira_cli.sandbox.netns import Rooms
     from akira_cli.sandbox.proxy import Proxy
 
     rules = policy.host_rules(preset_of(config, kind), config.llm.base_url, config.sandbox.allow_hosts)
     reviewer = (config.review.agent or "").strip()
     if reviewer in policy.PRESET_HOSTS and reviewer != preset_of(config, kind):  # SPEC 16: its API too
         rules += policy.host_rules(reviewer, None, ())
-    proxy = Proxy(rules, on_denied).start()
+    bwrap = bwrap_of(config)
+    proxy = Proxy(rules, on_denied, warn, step).start()
+    rooms = Rooms(bwrap, proxy.port, proxy)
     try:
-        yield build_sandbox(
-            config, workspace, workdir, task_path, kind=kind, port=proxy.port, socket=proxy.socket
-        )
+        proxied = Proxied(proxy.socket, proxy.port, rooms)
+        yield build_sandbox(config, workspace, workdir, task_path, kind=kind, proxied=proxied)
     finally:
-        proxy.close()
+        proxy.close()  # it stops serving the rooms' sockets first
+        rooms.close()
 
 
 def describe(sandboxed: bool | None) -> str:
