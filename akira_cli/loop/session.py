@@ -15,7 +15,7 @@ from akira_cli.checks import Judge
 from akira_cli.config import Config
 from akira_cli.display import make_display
 from akira_cli.errors import AkiraError, ForceStopped
-from akira_cli.events import EventBus, EventType, JsonlLog
+from akira_cli.events import EventBus, EventType, JsonlLog, printable
 from akira_cli.fileio import describe_os_error
 from akira_cli.loop.conditions import TaskLocator
 from akira_cli.loop.core import AutonomousLoop
@@ -276,5 +276,5 @@ def run_session(
         where += f"; continue with: {command_line(workspace, 'loop', 'resume', '--task-id', state.task_id)}"
     if state.git is not None and state.git.pr_url:
         where += f"; pull request: {state.git.pr_url}"
-    print(f"akira: {state.task_id} {state.status}: {redact(stop.message)}{where}", file=sys.stderr)
+    print(f"akira: {state.task_id} {state.status}: {printable(redact(stop.message))}{where}", file=sys.stderr)
     return stop.exit_code
