@@ -97,8 +97,11 @@ class Rooms:
             return self._rooms[tree]
 
     def close(self) -> None:
+        """Ends the rooms; a command started after this gets none (their descriptors' numbers
+        may name other files by then)."""
         with self._lock:
             self._closed = True
+            self._rooms.clear()
             for room in self._made:
                 room.close()
             self._made.clear()
