@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,6 +41,8 @@ LOOK = """readlink /proc/self/ns/net
 echo "forwarders: $(cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -o '[f]orward[.]py' | wc -l)"
 {py} -c 'import urllib.request as u; print("allowed:", u.urlopen("http://127.0.0.1:{port}/ok", timeout=30).read())'
 kill -0 {akira} 2> /dev/null; echo "signal akira: $?"
+setsid sleep {mark} > /dev/null 2>&1 &
+until pgrep -x sleep > /dev/null; do :; done
 """
 
 
@@ -92,7 +95,9 @@ def look(tree: Path, slot: Path, port: int) -> dict[str, object]:
         assert sandbox is not None
         runner, other = CommandRunner(tree), CommandRunner(slot)
         runner.wrapper, other.wrapper = sandbox, sandbox.moved(slot)
-        first = runner.run(LOOK.format(py=sys.executable, port=port, akira=os.getpid()), 60).output
+        mark = f"2718{os.getpid()}"
+        first = runner.run(LOOK.format(py=sys.executable, port=port, akira=os.getpid(), mark=mark), 60).output
+        left = lived(f"sleep\0{mark}".encode())
         again = runner.run("readlink /proc/self/ns/net", 60).output.strip()
         beside = other.run("readlink /proc/self/ns/net", 60).output.strip()
         argv = sandbox.wrap(["true"], tree, {})[0]
@@ -103,7 +108,24 @@ def look(tree: Path, slot: Path, port: int) -> dict[str, object]:
         "host": os.readlink("/proc/self/ns/net"),
         "starts": Path(argv[0]).name,
         "held_after": namespaces_held(),
+        "left": left,
     }
+
+
+def lived(mark: bytes, within: float = 60) -> bool:
+    """Whether a process whose command line holds `mark` is still alive after `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = False
+        for entry in Path("/proc").iterdir():
+            try:
+                alive = alive or (entry.name.isdigit() and mark in (entry / "cmdline").read_bytes())
+            except OSError:
+                continue
+        if not alive:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def check(seen: dict[str, object]) -> None:
@@ -117,6 +139,7 @@ def check(seen: dict[str, object]) -> None:
     assert seen["again"] == room  # the tree's room is kept for the run
     assert str(seen["slot"]).startswith("net:[") and seen["slot"] not in (room, seen["host"])
     assert seen["held_after"] == []  # the rooms end with the run
+    assert seen["left"] is False  # the command's leftover died with it
 
 
 def test_a_trees_commands_share_a_room_of_their_own_with_the_proxy_in_it(
@@ -131,7 +154,7 @@ def test_a_trees_commands_share_a_room_of_their_own_with_the_proxy_in_it(
     assert server.hits == ["/ok"]
     tools = tmp_path / "bin"  # what LOOK runs, and no nsenter
     tools.mkdir()
-    for name in ("bash", "readlink", "cat", "tr", "grep", "wc"):
+    for name in ("bash", "readlink", "cat", "tr", "grep", "wc", "setsid", "sleep", "pgrep"):
         (tools / name).symlink_to(shutil.which(name) or name)
     monkeypatch.setenv("PATH", str(tools))
     seen = look(tree, slot, server.server_address[1])
@@ -155,7 +178,10 @@ def ordinary_python(env: dict[str, str]) -> list[str] | None:
     return None
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="switches to uid 65534")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="root switches to uid 65534 here (as an ordinary user, the test above is this one)",
+)
 def test_the_rooms_work_for_an_ordinary_user(server: Server) -> None:
     """As uid 65534 (`setpriv`): the room is joined through its own user namespace."""
     import akira_cli
