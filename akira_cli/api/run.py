@@ -14,7 +14,7 @@ from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
 from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
-from akira_cli.events import EventBus, EventType
+from akira_cli.events import EventBus, EventType, printable
 from akira_cli.loop.conditions import TaskLocator
 from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import StepEngine
@@ -79,7 +79,7 @@ def finished(workspace: Workspace, state: LoopState, stop: LoopStop) -> Finished
         task_id=state.task_id,
         status=state.status,
         exit_code=stop.exit_code,
-        message=redact(stop.message),
+        message=printable(redact(stop.message)),  # it can carry what a step wrote
         where=where,
     )
 
@@ -254,4 +254,5 @@ def sandbox_for(
         denied,
         kind=state.agent_kind,
         warn=warn,
+        step=lambda: [step.step_id for step in (state.current_step, *state.current_steps) if step],
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Protocol
 
 from akira_cli.sandbox import policy
 from akira_cli.sandbox.blame import Refusals, hidden_paths
@@ -62,12 +63,23 @@ def repository_of(folder: Path) -> tuple[Path, Path | None]:
     return folder, None
 
 
+class Rooms(Protocol):
+    """The run's private network namespaces (`netns.Rooms`), where the proxy listens."""
+
+    def enter(self, tree: Path) -> list[str] | None:
+        """The command line prefix that starts a command in `tree`'s; None: none here."""
+        ...
+
+
 @dataclass(frozen=True)
 class Proxied:
-    """The run's proxy as a step reaches it: its socket outside, the port of the forwarder inside."""
+    """The run's proxy as a step reaches it: on 127.0.0.1:`port` inside, in the room `rooms`
+    has for the work tree, else through a forwarder started in front of each command that
+    listens there and hands each connection to `socket`."""
 
     socket: Path
     port: int
+    rooms: Rooms | None = None
 
 
 @dataclass(frozen=True)
@@ -112,10 +124,13 @@ class Sandbox:
         env = policy.sandbox_env(
             environ, self.preset, self.settings.env, str(self.home), proxy_url, self.keys
         )
-        command = list(argv)
-        if self.proxy is not None:
+        command, room = list(argv), None
+        if self.proxy is not None and self.proxy.rooms is not None:
+            room = self.proxy.rooms.enter(self.tree)
+        if self.proxy is not None and room is None:
             command = [sys.executable, "-I", "-S", FORWARD, SOCKET, str(self.proxy.port), "--", *command]
-        return [self.bwrap, *self.flags(cwd), "--chdir", str(cwd), "--", *command], env
+        start = [*room, "--", self.bwrap] if room is not None else [self.bwrap]
+        return [*start, *self.flags(cwd, room is not None), "--chdir", str(cwd), "--", *command], env
 
     def begin(self, step_id: str) -> None:
         self.refusals.begin(self.lane, step_id)
@@ -153,9 +168,10 @@ class Sandbox:
         keys = self.private.layout(preset).gateway.keys
         return replace(self, read_only=True, preset=preset, tools=self.private.tools(preset), keys=keys)
 
-    def flags(self, cwd: Path | None = None) -> list[str]:
+    def flags(self, cwd: Path | None = None, in_room: bool = False) -> list[str]:
+        """`in_room`: the command starts in its room's network namespace (it makes none)."""
         out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *isolation()]
-        if self.settings.network != "all":
+        if self.settings.network != "all" and not in_room:
             out.append("--unshare-net")
         out += self._home
         if self.private is not None:  # the CLI's records named after the work folder (claude's)
@@ -169,7 +185,7 @@ class Sandbox:
         out += ["--ro-bind" if self.read_only else "--bind", tree, tree]
         out += self._plane()
         out += self._hidden
-        if self.proxy is not None:
+        if self.proxy is not None and not in_room:
             out += ["--ro-bind", str(self.proxy.socket), SOCKET]
         return out
 

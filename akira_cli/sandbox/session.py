@@ -16,7 +16,7 @@ from akira_cli.sandbox.probe import decide, probe
 if TYPE_CHECKING:
     from akira_cli.config import Config
     from akira_cli.sandbox.blame import Refusal, Refusals
-    from akira_cli.sandbox.bwrap import Sandbox
+    from akira_cli.sandbox.bwrap import Proxied, Sandbox
     from akira_cli.sandbox.home import PrivateHome
 
 
@@ -50,22 +50,24 @@ def build_sandbox(
     task_path: Callable[[], Path | None],
     *,
     kind: str | None = None,
-    port: int | None = None,
-    socket: Path | None = None,
+    proxied: Proxied | None = None,
     private: PrivateHome | None = None,
     refusals: Refusals | None = None,
 ) -> Sandbox:
-    """The run's sandbox (probed already); a proxy's socket and port when `network: allow`."""
-    from akira_cli.sandbox.bwrap import Proxied, build
+    """The run's sandbox (probed already); how it reaches the proxy when `network: allow`."""
+    from akira_cli.sandbox.bwrap import build
 
+    preset = preset_of(config, kind)
+    return build(
+        bwrap_of(config), workspace, workdir, config.sandbox, preset, task_path, proxied, private, refusals
+    )
+
+
+def bwrap_of(config: Config) -> str:
     found = probe(config.sandbox)
     if not found.ok or found.bwrap is None:
         raise AkiraError(f"the sandbox is on but cannot work: {found.line()}")
-    proxied = Proxied(socket, port) if socket is not None and port is not None else None
-    preset = preset_of(config, kind)
-    return build(
-        found.bwrap, workspace, workdir, config.sandbox, preset, task_path, proxied, private, refusals
-    )
+    return found.bwrap
 
 
 @contextlib.contextmanager
@@ -78,9 +80,12 @@ def open_sandbox(
     *,
     kind: str | None = None,
     warn: Callable[[str], None] = lambda _: None,
+    step: Callable[[], object] = lambda: None,
 ) -> Iterator[Sandbox | None]:
     """None when the run is not sandboxed; else the sandbox, with its private home made and its
-    proxy running meanwhile. `on_denied(step_id, refusal)`: once per refused host and port per step."""
+    proxy running meanwhile (and its rooms, `netns.py`, closed at the end).
+    `on_denied(step_id, refusal)`: once per refused host and port per step; `step`: which step
+    runs, for the proxy's bounds on what it reports."""
     if config.sandbox.mode == "auto":
         resolve(config, None, warn)
     if config.sandbox.mode == "off":
@@ -96,6 +101,8 @@ def open_sandbox(
                 config, workspace, workdir, task_path, kind=kind, private=private, refusals=refusals
             )
             return
+        from akira_cli.sandbox.bwrap import Proxied
+        from akira_cli.sandbox.netns import Rooms
         from akira_cli.sandbox.proxy import Proxy
 
         preset = preset_of(config, kind)
@@ -104,21 +111,24 @@ def open_sandbox(
         reviewer = (config.review.agent or "").strip()
         if reviewer in policy.PRESET_HOSTS and reviewer != preset:  # the reviewer's API too
             rules += policy.host_rules(reviewer, None, (), pointed=private.layout(reviewer).gateway)
-        proxy = Proxy(rules, refusals.note).start()
+        bwrap = bwrap_of(config)
+        proxy = Proxy(rules, refusals.note, warn, step).start()
+        rooms = Rooms(bwrap, proxy.port, proxy)
         try:
+            proxied = Proxied(proxy.socket, proxy.port, rooms)
             yield build_sandbox(
                 config,
                 workspace,
                 workdir,
                 task_path,
                 kind=kind,
-                port=proxy.port,
-                socket=proxy.socket,
+                proxied=proxied,
                 private=private,
                 refusals=refusals,
             )
         finally:
-            proxy.close()
+            proxy.close()  # it stops serving the rooms' sockets first
+            rooms.close()
     finally:
         private.close()
 
