@@ -313,7 +313,7 @@ def test_idle_connections_time_out(tmp_path: Path) -> None:
 
     silent = socket.create_server(("127.0.0.1", 0))  # accepts, and never says a word
     port = silent.getsockname()[1]
-    proxy = Proxy([HostRule.parse(f"127.0.0.1:{port}")], lambda _: None, idle=0.3).start()
+    proxy = Proxy([HostRule.parse(f"127.0.0.1:{port}")], lambda *_: None, idle=0.3).start()
     try:
         mute = socket.socket(socket.AF_UNIX)
         mute.connect(str(proxy.socket))
