@@ -9,7 +9,7 @@ from pathlib import Path
 from akira_cli.fileio import RACY_NS, read_bounded
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import parse_task_text, read_task_bytes
-from akira_cli.tasks.writeback import set_box
+from akira_cli.tasks.writeback import write_box
 
 
 class TaskSource:
@@ -48,32 +48,22 @@ class TaskSource:
         if key == self._key and self._task is not None:
             if stat.st_mtime_ns < self._seen - RACY_NS:
                 return self._task
-            data = _same_size(path, stat.st_size) or read_task_bytes(path)
-            if self._data is not None and self._data == data:
+            if self._data is not None and self._data == (_same_size(path, stat.st_size) or b""):
                 self._seen = time.time_ns()
                 return self._task
-        else:
-            data = read_task_bytes(path)
+        data = read_task_bytes(path)
         self._task, self._data = parse_task_text(data, path), bytearray(data)
         self._key, self._seen = key, time.time_ns()
         return self._task
 
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
-        stat = path.stat()
-        fresh = self._task is not None and self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        known = self._task if fresh else None
-        task = set_box(path, step_id, box, known=known)
-        step = task.get(step_id)
-        if task is known and self._data is not None and step is not None:
-            self._data[step.box_offset : step.box_offset + 1] = box.encode()  # what akira wrote
-        else:
-            self._data = None  # parsed anew by set_box: the next load reads the bytes again
+        """Writes one checkbox by the step's id (see `write_box`), patching the last parse
+        while the file still holds the bytes it was parsed from."""
+        known = (self._task, bytes(self._data)) if self._task is not None and self._data is not None else None
+        task, data = write_box(path, step_id, box, known)
         self.stat = stat = path.stat()
-        self._task, self._key, self._seen = (
-            task,
-            (stat.st_ino, stat.st_mtime_ns, stat.st_size),
-            time.time_ns(),
-        )
+        self._task, self._data = task, bytearray(data)
+        self._key, self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), time.time_ns()
         return task
 
 

@@ -1,0 +1,145 @@
+"""A person edits tasks.md while the loop runs: a completed step never runs again, and a box is
+written on its own step's line. Each test holds the loop at the exact moment of one race with a
+gate it controls (a FIFO a step's command or a sandbox start waits on, an inotify event, or an
+edit made by name inside the checkbox write), never with a sleep.
+
+`benchmarks/edit_race.py` is the stress these windows were found with.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import Akira
+from watchdog.events import FileClosedNoWriteEvent, FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, inotify and file leases are Linux's"),
+    pytest.mark.timeout(180),
+]
+
+
+def gate(folder: Path) -> Path:
+    fifo = folder / "gate"
+    os.mkfifo(fifo)
+    return fifo
+
+
+def release(fifo: Path) -> None:
+    """Lets the command blocked reading `fifo` go on (its open waits for this one)."""
+    with open(fifo, "w") as writer:
+        writer.write("go\n")
+
+
+def ledger(akira: Akira) -> list[str]:
+    return (akira.root / "ledger.txt").read_text().split()
+
+
+class ReadAttempts(FileSystemEventHandler):
+    """Sets `read` each time a process opens `path` only to read it and closes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.read = str(path), threading.Event()
+
+    def on_closed_no_write(self, event: FileSystemEvent) -> None:
+        if isinstance(event, FileClosedNoWriteEvent) and event.src_path == self.path:
+            self.read.set()
+
+
+def test_the_loop_never_reads_a_task_file_between_two_chunks_of_a_save(akira: Akira, tmp_path: Path) -> None:
+    """A person saves as `cat >` does: truncate, then 512-byte chunks. The first chunk holds
+    step 1 alone; read then, the file would say every step is done."""
+    fifo = gate(tmp_path)
+    notes = "".join(f"  - note {n}: what this step is for, in the person's words\n" for n in range(12))
+    head = (
+        f"# Plan\n\n- [ ] 1. One\n  - Run: `echo 1 >> ledger.txt; touch {tmp_path}/ran; read -r _ < {fifo}`\n"
+    )
+    tail = "- [ ] 2. Two\n  - Run: `echo 2 >> ledger.txt`\n"
+    task = akira.write_task("f", head + notes + tail)
+    saved = (head.replace("- [ ] 1.", "- [-] 1.") + notes + tail).encode()
+    assert saved.index(b"- [ ] 2.") > 512  # the first chunk ends inside step 1's notes
+    loop = akira.spawn("loop", "start", "--task", str(task), "--no-sandbox")
+    akira.wait_for(lambda: (tmp_path / "ran").exists(), 90, "step 1's command")
+    attempts = ReadAttempts(task)
+    observer = Observer()
+    observer.schedule(attempts, str(task.parent))
+    observer.start()
+    try:
+        fd = os.open(task, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, saved[:512])
+            release(fifo)  # step 1 ends: the loop looks at the file, in the middle of the save
+            assert attempts.read.wait(90), "the loop never looked at the task file"
+            os.write(fd, saved[512:])
+        finally:
+            os.close(fd)
+    finally:
+        observer.stop()
+        observer.join()
+    _, err = loop.communicate(timeout=90)
+    assert loop.returncode == 0, err
+    assert ledger(akira) == ["1", "2"]
+    assert {step.step_id for step in akira.state().completed_steps} == {"1", "2"}
+
+
+# Runs the CLI with the checkbox write wrapped by name: the first time step 1's box is to become
+# `[-]`, a person's save lands right then, in place, with steps 1 and 2 swapped.
+SWAP_AT_WRITE = r"""
+import os, sys
+from pathlib import Path
+
+import akira_cli.tasks.writeback as writeback
+from akira_cli.cli import main
+
+real, swapped = writeback._patch, []
+
+
+def _patch(path, step, char, *rest):
+    if step.id == "1" and char == "-" and not swapped:
+        swapped.append(True)
+        text = Path(path).read_text()
+        one, two, three = (text.index(f"- [ ] {n}.") for n in (1, 2, 3))
+        moved = text[:one] + text[two:three] + text[one:two] + text[three:]
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, moved.encode())
+        os.close(fd)
+    return real(path, step, char, *rest)
+
+
+writeback._patch = _patch
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_box_is_written_on_its_own_steps_line_when_a_save_moves_it(akira: Akira, tmp_path: Path) -> None:
+    fifo = gate(tmp_path)
+    task = akira.write_task(
+        "f",
+        f"""
+        - [ ] 1. One
+          - Run: `echo 1 >> ledger.txt; touch {tmp_path}/ran; read -r _ < {fifo}`
+        - [ ] 2. Two, with a longer title
+          - Run: `echo 2 >> ledger.txt`
+        - [ ] 3. Three
+          - Run: `echo 3 >> ledger.txt`
+        """,
+    )
+    argv = ["loop", "start", "--task", str(task), "--no-sandbox", "--root", str(akira.root)]
+    loop = subprocess.Popen([sys.executable, "-c", SWAP_AT_WRITE, *argv], stderr=subprocess.PIPE, text=True)
+    akira.wait_for(lambda: (tmp_path / "ran").exists(), 90, "step 1's command")
+    text = task.read_text()
+    assert "- [-] 1. One" in text and "- [ ] 2. Two" in text, text  # the running mark is step 1's
+    assert text.index("2. Two") < text.index("1. One")  # where the person's save moved it
+    release(fifo)
+    _, err = loop.communicate(timeout=90)
+    assert loop.returncode == 0, err
+    assert sorted(ledger(akira)) == ["1", "2", "3"]
+    done = {step.step_id: step.done_by for step in akira.state().completed_steps}
+    assert done == {"1": "akira", "2": "akira", "3": "akira"}
+    assert "- [x] 2. Two" in (akira.root / "Done" / "f" / "tasks.md").read_text()
