@@ -9,6 +9,7 @@ edit made by name inside the checkbox write), never with a sleep.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -18,6 +19,9 @@ import pytest
 from conftest import Akira
 from watchdog.events import FileClosedNoWriteEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+
+from akira_cli.sandbox.probe import find_bwrap, probe
+from akira_cli.sections import SandboxSettings
 
 pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, inotify and file leases are Linux's"),
@@ -143,3 +147,44 @@ def test_a_box_is_written_on_its_own_steps_line_when_a_save_moves_it(akira: Akir
     done = {step.step_id: step.done_by for step in akira.state().completed_steps}
     assert done == {"1": "akira", "2": "akira", "3": "akira"}
     assert "- [x] 2. Two" in (akira.root / "Done" / "f" / "tasks.md").read_text()
+
+
+@pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
+def test_a_check_whose_sandbox_cannot_start_is_started_again_and_the_step_never_reruns(
+    akira: Akira, tmp_path: Path
+) -> None:
+    """bwrap binds the task file read-only over the work tree; a person's save that takes the
+    file away while it does so makes bwrap fail before the check runs. That check never ran:
+    it is started again, and the step's command does not run a second time."""
+    fifo = gate(tmp_path)
+    gated = tmp_path / "gated-bwrap"  # the real bwrap, held once: at the first start of the check
+    gated.write_text(
+        "#!/bin/bash\n"
+        f'case "$*" in *"grep -q"*) if [ ! -e {tmp_path}/held ]; then\n'
+        f"  touch {tmp_path}/held; read -r _ < {fifo}\n"
+        "fi;; esac\n"
+        f'exec {find_bwrap(SandboxSettings())} "$@"\n'
+    )
+    gated.chmod(gated.stat().st_mode | stat.S_IXUSR)
+    akira.write_config(f"sandbox:\n  mode: on\n  bwrap: {str(gated)!r}\n")
+    task = akira.write_task(
+        "f",
+        """
+        - [ ] 1. Count
+          - Run: `echo 1 >> ledger.txt`
+          - Verify: `grep -q '^1' ledger.txt`
+        """,
+    )
+    loop = akira.spawn("loop", "start", "--task", str(task), "--no-wait")
+    akira.wait_for(lambda: (tmp_path / "held").exists(), 90, "the check's sandbox starting")
+    away = tmp_path / "tasks.md.saving"
+    os.replace(task, away)  # the person's save has the file away at this instant
+    release(fifo)
+    _, err = loop.communicate(timeout=90)
+    assert loop.returncode == 3, err  # the task file is gone: paused, after the step was recorded
+    os.replace(away, task)
+    resumed = akira.cli("loop", "resume", "--task-id", akira.task_id(), timeout=90)
+    assert resumed.code == 0, resumed.err
+    assert ledger(akira) == ["1"]
+    (done,) = akira.state().completed_steps
+    assert done.step_id == "1" and done.attempts == 1 and done.verified

@@ -69,14 +69,15 @@ class Sandbox:
     """The main work tree, when `tree` is a slot (the task file's place is mapped from it)."""
 
     def wrap(
-        self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str]
+        self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str], status_fd: int | None = None
     ) -> tuple[list[str], dict[str, str]]:
         proxy_url = f"http://127.0.0.1:{self.proxy.port}" if self.proxy is not None else None
         env = policy.sandbox_env(environ, self.preset, self.settings.env, str(self.home), proxy_url)
         command = list(argv)
         if self.proxy is not None:
             command = [sys.executable, "-I", "-S", FORWARD, SOCKET, str(self.proxy.port), "--", *command]
-        return [self.bwrap, *self.flags(), "--chdir", str(cwd), "--", *command], env
+        status = ["--json-status-fd", str(status_fd)] if status_fd is not None else []
+        return [self.bwrap, *self.flags(), *status, "--chdir", str(cwd), "--", *command], env
 
     def moved(self, tree: Path) -> Sandbox:
         """The same sandbox for a worktree slot at `tree`: the main work tree is read-only there."""
