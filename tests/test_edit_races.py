@@ -188,3 +188,31 @@ def test_a_check_whose_sandbox_cannot_start_is_started_again_and_the_step_never_
     assert ledger(akira) == ["1"]
     (done,) = akira.state().completed_steps
     assert done.step_id == "1" and done.attempts == 1 and done.verified
+
+
+def test_a_hook_between_a_steps_commands_lets_the_step_be_checked_and_recorded(
+    akira: Akira, tmp_path: Path
+) -> None:
+    fifo = gate(tmp_path)
+    task = akira.write_task(
+        "f",
+        f"""
+        - [ ] 1. Two commands
+          - Run: `echo 1 >> ledger.txt; touch {tmp_path}/ran; read -r _ < {fifo}`
+          - Run: `echo 1b >> ledger.txt`
+          - Verify: `grep -q '^1b' ledger.txt`
+        - [ ] 2. Next
+          - Run: `echo 2 >> ledger.txt`
+        """,
+    )
+    loop = akira.spawn("loop", "start", "--task", str(task), "--no-wait")
+    akira.wait_for(lambda: (tmp_path / "ran").exists(), 90, "step 1's first command")
+    (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("a look between two commands\n")
+    release(fifo)
+    _, err = loop.communicate(timeout=90)
+    assert loop.returncode == 3, err
+    state = akira.state()
+    assert state.status == "paused" and state.completed_ids() == {"1"}  # checked and recorded
+    resumed = akira.cli("loop", "resume", "--task-id", state.task_id, timeout=90)
+    assert resumed.code == 0, resumed.err
+    assert ledger(akira) == ["1", "1b", "2"]  # step 1's commands ran once each
