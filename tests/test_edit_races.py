@@ -216,3 +216,72 @@ def test_a_hook_between_a_steps_commands_lets_the_step_be_checked_and_recorded(
     resumed = akira.cli("loop", "resume", "--task-id", state.task_id, timeout=90)
     assert resumed.code == 0, resumed.err
     assert ledger(akira) == ["1", "1b", "2"]  # step 1's commands ran once each
+
+
+# Runs the CLI with `TaskLock.holder` held by name: the first call, which `loop stop` makes after
+# it read the state and wrote its hook, waits at a FIFO. argv: SIGNAL-FILE FIFO akira-args...
+HOLD_AT_HOLDER = r"""
+import sys
+from pathlib import Path
+
+from akira_cli.cli import main
+from akira_cli.state.store import TaskLock
+
+signal_file, fifo, argv = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+real = TaskLock.holder
+
+
+def holder(self):
+    if not signal_file.exists():
+        signal_file.touch()
+        with open(fifo) as gate:
+            gate.read()
+    return real(self)
+
+
+TaskLock.holder = holder
+sys.exit(main(argv))
+"""
+
+
+def test_a_stop_that_finds_the_process_gone_keeps_what_it_saved(akira: Akira, tmp_path: Path) -> None:
+    """`loop stop` reads the state, writes its hook and asks who runs the task. The process
+    saw the hook, recorded its step and exited in between: the copy `loop stop` read is older
+    than the state on disk, and saving it would drop that step from the ledger."""
+    fifo, held, stop_gate = gate(tmp_path), tmp_path / "stop-held", tmp_path / "stop-gate"
+    os.mkfifo(stop_gate)
+    task = akira.write_task(
+        "f",
+        f"""
+        - [ ] 1. One
+          - Run: `echo 1 >> ledger.txt; touch {tmp_path}/ran; read -r _ < {fifo}`
+        - [ ] 2. Two
+          - Run: `echo 2 >> ledger.txt`
+        """,
+    )
+    loop = akira.spawn("loop", "start", "--task", str(task), "--no-wait", "--no-sandbox")
+    akira.wait_for(lambda: (tmp_path / "ran").exists(), 90, "step 1's command")
+    argv = [
+        str(held),
+        str(stop_gate),
+        "loop",
+        "stop",
+        "--task-id",
+        akira.task_id(),
+        "--root",
+        str(akira.root),
+    ]
+    stop = subprocess.Popen([sys.executable, "-c", HOLD_AT_HOLDER, *argv], stderr=subprocess.PIPE, text=True)
+    akira.wait_for(held.exists, 90, "`loop stop` to read the state and write its hook")
+    release(fifo)  # step 1 ends; the loop records it, sees the hook, pauses and exits
+    _, err = loop.communicate(timeout=90)
+    assert loop.returncode == 3, err
+    release(stop_gate)
+    _, err = stop.communicate(timeout=90)
+    assert stop.returncode == 0, err
+    state = akira.state()
+    assert state.status == "paused" and state.completed_ids() == {"1"}
+    task.write_text(task.read_text().replace("- [x] 1.", "- [ ] 1."))  # a person reverts the box
+    resumed = akira.cli("loop", "resume", "--task-id", state.task_id, timeout=90)
+    assert resumed.code == 0, resumed.err
+    assert ledger(akira) == ["1", "2"]
