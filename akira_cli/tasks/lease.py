@@ -7,7 +7,8 @@ lease is granted only while no process has the file open for writing, and while 
 it, a process that opens the file to write (or truncates it) waits until akira lets go. A write
 lease is granted only while no other process has the file open at all. So a read under a read
 lease sees a whole save, and a checkbox written under a write lease lands in the bytes it was
-checked against. The lease is held for one read or one checkbox, microseconds.
+checked against. The lease is held for one read or one checkbox, microseconds. (A pager kept
+open on the file refuses akira a write lease; `writeback._patch` says what it does then.)
 
 Where the system gives no lease (another user's file, a network file system, a filter that
 forbids it), akira reads and writes without one, as it did before, and `hold` says so.

@@ -24,7 +24,8 @@ class TaskSource:
     def __init__(self) -> None:
         self._key: tuple[int, int, int] | None = None
         self._task: TaskFile | None = None
-        self._data: bytearray | None = None
+        self._data: bytes | None = None
+        """The bytes `_task` was parsed from, as akira last read or wrote them."""
         self._seen = 0
         self.stat: os.stat_result | None = None
         """The file's stat right after akira's last checkbox write."""
@@ -38,7 +39,7 @@ class TaskSource:
         seen = time.time_ns()
         stat = path.stat()
         if _same_size(path, stat.st_size) == data:  # after the stat: a later edit moves its time
-            source._task, source._data = task, bytearray(data)
+            source._task, source._data = task, data
             source._key, source._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), seen
         return source
 
@@ -52,17 +53,17 @@ class TaskSource:
                 self._seen = time.time_ns()
                 return self._task
         data = read_task_bytes(path)
-        self._task, self._data = parse_task_text(data, path), bytearray(data)
+        self._task, self._data = parse_task_text(data, path), data
         self._key, self._seen = key, time.time_ns()
         return self._task
 
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
         """Writes one checkbox by the step's id (see `write_box`), patching the last parse
         while the file still holds the bytes it was parsed from."""
-        known = (self._task, bytes(self._data)) if self._task is not None and self._data is not None else None
+        known = (self._task, self._data) if self._task is not None and self._data is not None else None
         task, data = write_box(path, step_id, box, known)
         self.stat = stat = path.stat()
-        self._task, self._data = task, bytearray(data)
+        self._task, self._data = task, data
         self._key, self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), time.time_ns()
         return task
 

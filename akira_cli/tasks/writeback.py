@@ -6,9 +6,11 @@ person wrote it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from akira_cli.fileio import name_path
@@ -17,6 +19,9 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import SETTLE_SECONDS, TaskFileError, parse_task_text, read_task_bytes
 
 WRITABLE_BOXES = (" ", "x", "X", "-", "~")
+READER_WAIT = 0.05
+"""How long a box waits for a write lease while other processes have the file open, before it
+is written without one when they only read it (a pager kept open on tasks.md)."""
 
 REQUIREMENT_HEADING_RE = re.compile(
     r"#{2,4}[ \t]+Requirement[ \t]+(?P<id>\d+(?:\.\d+)*)\.?[ \t]*"
@@ -41,8 +46,9 @@ def write_box(
     The box is written by the step's identity, never by a line number or an offset alone: only
     while the file holds exactly the bytes the step's offset was parsed from, checked and written
     under a write lease (`tasks.lease`) that keeps every other process from opening the file
-    meanwhile. A person's edit that moved the step's line (a swap, a rewrite in place) makes the
-    file be read and parsed again, and the step found again by its id.
+    meanwhile (see `_patch` for a file a pager keeps open). A person's edit that moved the step's
+    line (a swap, a rewrite in place) makes the file be read and parsed again, and the step found
+    again by its id.
 
     `known` is a parse of the file and the bytes it was parsed from (the loop's last look): while
     the file still holds them, it is patched without being parsed again (the loop does this
@@ -73,8 +79,47 @@ def _patch(path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
     """Writes one byte in place while the file holds exactly `seen` (the bytes `step` was
     parsed from): the bytes now, or None when the file holds other bytes. The inode and the rest
     of the file stay as they are. Not fsynced on purpose: the state file is the truth, and the
-    loop re-ticks completed steps from it after a crash."""
-    at = step.box_offset
+    loop re-ticks completed steps from it after a crash.
+
+    Compared and written under a write lease, granted only while no other process has the file
+    open: one that opens it for a moment (a person's read before a save) is waited for. A file
+    that another process keeps open only to read it (a pager) is compared and written without a
+    lease after `READER_WAIT`, once a read lease shows that no process has it open for writing;
+    a writer is waited for, up to `SETTLE_SECONDS`."""
+    started = time.monotonic()
+    while True:
+        with _opened(path) as fd:
+            try:
+                lease.hold(fd, write=True)  # False (no leases here): written as before, unleased
+            except lease.Busy:
+                pass
+            else:
+                return _write(fd, path, step, char, seen)
+        waited = time.monotonic() - started
+        if waited >= READER_WAIT and not _written_to(path):
+            with _opened(path) as fd:
+                return _write(fd, path, step, char, seen)
+        if waited >= SETTLE_SECONDS:
+            raise TaskFileError(f"{path}: another process keeps it open for writing")
+        time.sleep(0.002)
+
+
+def _write(fd: int, path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
+    try:
+        if os.pread(fd, len(seen) + 1, 0) != seen:
+            return None
+        if step.box != char:
+            os.pwrite(fd, char.encode("ascii"), step.box_offset)
+            step.box = char
+    except OSError as exc:
+        name_path(exc, path)
+        raise
+    return seen[: step.box_offset] + char.encode("ascii") + seen[step.box_offset + 1 :]
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[int]:
+    """The task file open for writing; closing it lets go of a lease taken on it."""
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
@@ -84,34 +129,24 @@ def _patch(path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
             f"{path}: cannot write the task file ({exc.strerror}); check its permissions"
         ) from None
     try:
-        _lease(fd, path)
-        if os.pread(fd, len(seen) + 1, 0) != seen:
-            return None
-        if step.box != char:
-            os.pwrite(fd, char.encode("ascii"), at)
-            step.box = char
-        return seen[:at] + char.encode("ascii") + seen[at + 1 :]
-    except OSError as exc:
-        name_path(exc, path)
-        raise
+        yield fd
     finally:
-        os.close(fd)  # lets go of the lease
+        os.close(fd)
 
 
-def _lease(fd: int, path: Path) -> None:
-    """A write lease on the file (unless this system gives none), waited for while another
-    process has the file open, for up to `SETTLE_SECONDS`."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        try:
-            lease.hold(fd, write=True)
-            return
-        except lease.Busy:
-            if time.monotonic() >= deadline:
-                raise TaskFileError(
-                    f"{path}: another process keeps it open; its checkbox is written at the next look"
-                ) from None
-            time.sleep(0.002)
+def _written_to(path: Path) -> bool:
+    """Whether another process has the file open for writing (a read lease is refused then)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except BlockingIOError:
+        return True  # another process holds a lease on it
+    try:
+        lease.hold(fd)
+    except lease.Busy:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def load_requirements(feature_dir: Path) -> dict[str, str]:
