@@ -218,30 +218,35 @@ def test_a_hook_between_a_steps_commands_lets_the_step_be_checked_and_recorded(
     assert ledger(akira) == ["1", "1b", "2"]  # step 1's commands ran once each
 
 
-# Runs the CLI with `TaskLock.holder` held by name: the first call, which `loop stop` makes after
-# it read the state and wrote its hook, waits at a FIFO. argv: SIGNAL-FILE FIFO akira-args...
-HOLD_AT_HOLDER = r"""
+# Runs the CLI with one method of `TaskLock` held by name: its first call waits at a FIFO.
+# argv: METHOD SIGNAL-FILE FIFO akira-args...
+HOLD_AT = r"""
 import sys
 from pathlib import Path
 
 from akira_cli.cli import main
 from akira_cli.state.store import TaskLock
 
-signal_file, fifo, argv = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
-real = TaskLock.holder
+method, signal_file, fifo, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4:]
+real = getattr(TaskLock, method)
 
 
-def holder(self):
+def held(self, *args):
     if not signal_file.exists():
         signal_file.touch()
         with open(fifo) as gate:
             gate.read()
-    return real(self)
+    return real(self, *args)
 
 
-TaskLock.holder = holder
+setattr(TaskLock, method, held)
 sys.exit(main(argv))
 """
+
+
+def held_at(method: str, signal: Path, fifo: Path, akira: Akira, *args: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-c", HOLD_AT, method, str(signal), str(fifo), *args, "--root", str(akira.root)]
+    return subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
 
 
 def test_a_stop_that_finds_the_process_gone_keeps_what_it_saved(akira: Akira, tmp_path: Path) -> None:
@@ -261,17 +266,7 @@ def test_a_stop_that_finds_the_process_gone_keeps_what_it_saved(akira: Akira, tm
     )
     loop = akira.spawn("loop", "start", "--task", str(task), "--no-wait", "--no-sandbox")
     akira.wait_for(lambda: (tmp_path / "ran").exists(), 90, "step 1's command")
-    argv = [
-        str(held),
-        str(stop_gate),
-        "loop",
-        "stop",
-        "--task-id",
-        akira.task_id(),
-        "--root",
-        str(akira.root),
-    ]
-    stop = subprocess.Popen([sys.executable, "-c", HOLD_AT_HOLDER, *argv], stderr=subprocess.PIPE, text=True)
+    stop = held_at("holder", held, stop_gate, akira, "loop", "stop", "--task-id", akira.task_id())
     akira.wait_for(held.exists, 90, "`loop stop` to read the state and write its hook")
     release(fifo)  # step 1 ends; the loop records it, sees the hook, pauses and exits
     _, err = loop.communicate(timeout=90)
@@ -283,5 +278,44 @@ def test_a_stop_that_finds_the_process_gone_keeps_what_it_saved(akira: Akira, tm
     assert state.status == "paused" and state.completed_ids() == {"1"}
     task.write_text(task.read_text().replace("- [x] 1.", "- [ ] 1."))  # a person reverts the box
     resumed = akira.cli("loop", "resume", "--task-id", state.task_id, timeout=90)
+    assert resumed.code == 0, resumed.err
+    assert ledger(akira) == ["1", "2"]
+
+
+def test_a_resume_that_read_the_state_before_another_resume_ran_refuses_to_run(
+    akira: Akira, tmp_path: Path
+) -> None:
+    """Two `loop resume` at once: the second read the state, then waited for the lock while the
+    first ran step 1 and paused. Run from its copy, it would run step 1 again."""
+    fifo, held, resume_gate = gate(tmp_path), tmp_path / "resume-held", tmp_path / "resume-gate"
+    os.mkfifo(resume_gate)
+    task = akira.write_task(
+        "f",
+        f"""
+        - [ ] 1. One
+          - Run: `echo 1 >> ledger.txt; [ -e {tmp_path}/ran ] || {{ touch {tmp_path}/ran; read -r _ < {fifo}; }}`
+        - [ ] 2. Two
+          - Run: `echo 2 >> ledger.txt`
+        """,
+    )
+    hook = akira.root / ".hooks" / "stop_autonomous_loop.md"
+    hook.write_text("not yet\n")
+    assert akira.cli("loop", "start", "--task", str(task), "--no-wait", "--no-sandbox").code == 3
+    task_id = akira.task_id()
+    late = held_at("acquire", held, resume_gate, akira, "loop", "resume", "--task-id", task_id, "--no-wait")
+    akira.wait_for(held.exists, 90, "the second resume to read the state")
+    first = akira.spawn("loop", "resume", "--task-id", task_id, "--no-wait")
+    akira.wait_for(lambda: (tmp_path / "ran").exists(), 90, "step 1's command")
+    hook.write_text("a look\n")
+    release(fifo)
+    _, err = first.communicate(timeout=90)
+    assert first.returncode == 3, err
+    assert akira.state().completed_ids() == {"1"}
+    task.write_text(task.read_text().replace("- [x] 1.", "- [ ] 1."))  # a person reverts the box
+    hook.unlink()
+    release(resume_gate)
+    _, err = late.communicate(timeout=90)
+    assert late.returncode == 1 and "another process ran" in err, err
+    resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=90)
     assert resumed.code == 0, resumed.err
     assert ledger(akira) == ["1", "2"]

@@ -42,7 +42,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.agents.base import Agent
@@ -177,6 +177,7 @@ class AutonomousLoop:
         return self.state.metrics.model_dump(exclude={"iterations_per_step"})
 
     def begin(self) -> None:
+        self.refuse_stale()
         self.state.status = "running"
         if self.engine.commits is not None:
             self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
@@ -194,6 +195,14 @@ class AutonomousLoop:
             max_iterations=self.state.max_iterations,
             steps_total=self.book.steps_total(),
         )
+
+    def refuse_stale(self) -> None:
+        """The state is the ledger: a run never starts from a copy older than the last save (two
+        resumes at once, the second reading the state before the first ran and saved)."""
+        task_id = self.state.task_id
+        if self.store.exists(task_id) and self.store.load(task_id).saves > self.state.saves:
+            resume = in_quotes(command_line(self.workspace, "loop", "resume", "--task-id", task_id))
+            raise AkiraError(f"another process ran {task_id} after this one read its state; run {resume}")
 
     def begin_step(self, step: Step) -> None:
         record = self.state.record(step.id, step.title)
