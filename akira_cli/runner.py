@@ -196,14 +196,14 @@ class CommandRunner:
                 pass_fds=(status_w,) if wrapper is not None else (),
             )
         except BaseException:
-            if stdin is None:
-                os.close(out_fd)
+            for fd in (out_fd, status_fd):
+                if fd >= 0:
+                    os.close(fd)
             raise
         finally:
-            if stdin is None:
-                os.close(write_fd)  # the child has its copy; the reader sees the end with it
-            if wrapper is not None:
-                os.close(status_w)
+            for fd in (write_fd, status_w):
+                if fd >= 0:
+                    os.close(fd)  # the child has its copy; the reader sees the end with it
         self.commands += 1
         err = b""
         with self._lock:

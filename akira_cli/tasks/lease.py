@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import os
 import signal
+from pathlib import Path
 
 BREAK_SIGNAL = signal.SIGURG
 """The signal a lease holder gets when another process wants the file: SIGIO by default, whose
@@ -43,3 +45,18 @@ def hold(fd: int, *, write: bool = False) -> bool:
             raise Busy from None
         return False  # EACCES (not the file's owner), EINVAL (no leases there), EPERM, ENOLCK
     return True
+
+
+def written_to(path: Path) -> bool:
+    """Whether another process has the file open for writing (a read lease is refused then)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except BlockingIOError:
+        return True  # another process holds a lease on it
+    try:
+        hold(fd)
+    except Busy:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -44,27 +44,29 @@ class TaskSource:
         return source
 
     def load(self, path: Path) -> TaskFile:
+        seen = time.time_ns()  # before the look: an edit in the same tick is after it
         stat = path.stat()
         key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         if key == self._key and self._task is not None:
             if stat.st_mtime_ns < self._seen - RACY_NS:
                 return self._task
             if self._data is not None and self._data == (_same_size(path, stat.st_size) or b""):
-                self._seen = time.time_ns()
+                self._seen = seen
                 return self._task
         data = read_task_bytes(path)
         self._task, self._data = parse_task_text(data, path), data
-        self._key, self._seen = key, time.time_ns()
+        self._key, self._seen = key, seen
         return self._task
 
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
         """Writes one checkbox by the step's id (see `write_box`), patching the last parse
         while the file still holds the bytes it was parsed from."""
+        seen = time.time_ns()
         known = (self._task, self._data) if self._task is not None and self._data is not None else None
         task, data = write_box(path, step_id, box, known)
         self.stat = stat = path.stat()
         self._task, self._data = task, data
-        self._key, self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), time.time_ns()
+        self._key, self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), seen
         return task
 
 

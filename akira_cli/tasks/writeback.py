@@ -96,7 +96,7 @@ def _patch(path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
             else:
                 return _write(fd, path, step, char, seen)
         waited = time.monotonic() - started
-        if waited >= READER_WAIT and not _written_to(path):
+        if waited >= READER_WAIT and not lease.written_to(path):
             with _opened(path) as fd:
                 return _write(fd, path, step, char, seen)
         if waited >= SETTLE_SECONDS:
@@ -132,21 +132,6 @@ def _opened(path: Path) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)
-
-
-def _written_to(path: Path) -> bool:
-    """Whether another process has the file open for writing (a read lease is refused then)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except BlockingIOError:
-        return True  # another process holds a lease on it
-    try:
-        lease.hold(fd)
-    except lease.Busy:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def load_requirements(feature_dir: Path) -> dict[str, str]:
