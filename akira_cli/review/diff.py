@@ -13,7 +13,7 @@ from akira_cli.git.cli import Git, GitError
 
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
-    from akira_cli.loop.lanes import Pending
+    from akira_cli.loop.partners import Where
 
 MAX_DIFF_CHARS = 60_000
 """The most of a diff a reviewer is sent; the rest is named by its `--stat`."""
@@ -30,12 +30,11 @@ class StepDiffs:
         self.base = base
         """The commit the task branch started from, for the whole branch's diff."""
 
-    def text(self, pending: Pending, whole_branch: bool = False) -> str:
-        attempt = pending.attempt
-        names = list(attempt.files_changed) if attempt is not None else []
+    def text(self, changed: list[str], where: Where, whole_branch: bool = False) -> str:
+        names = list(changed)
         try:
-            if pending.lane.path is not None:
-                return bounded(*slot_diff(pending.lane.path, pending.lane.workdir, names))
+            if where.path is not None:
+                return bounded(*slot_diff(where.path, where.workdir, names))
             if self.commits is not None:
                 paths = [self.commits.workdir / name for name in names]
                 patch, stat = self.commits.diff(paths)
@@ -43,7 +42,7 @@ class StepDiffs:
                 return branch + bounded(patch.decode("utf-8", "replace"), stat)
         except (GitError, OSError) as exc:
             return f"(the diff could not be taken: {exc}; files changed: {', '.join(names) or 'none'})"
-        return files_view(pending.lane.workdir, names)
+        return files_view(where.workdir, names)
 
     def branch_diff(self) -> str:
         """The steps already committed on the task branch, for a review of the whole branch."""
