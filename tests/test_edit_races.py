@@ -218,7 +218,8 @@ def test_a_hook_between_a_steps_commands_lets_the_step_be_checked_and_recorded(
     assert ledger(akira) == ["1", "1b", "2"]  # step 1's commands ran once each
 
 
-# Runs the CLI with one method of `TaskLock` held by name: its first call waits at a FIFO.
+# Runs the CLI with one method of `TaskLock` held by name: its first call waits at a FIFO (for
+# `holder`: `loop stop` or `loop resume` read the state and wait before asking who runs the task).
 # argv: METHOD SIGNAL-FILE FIFO akira-args...
 HOLD_AT = r"""
 import sys
@@ -282,11 +283,13 @@ def test_a_stop_that_finds_the_process_gone_keeps_what_it_saved(akira: Akira, tm
     assert ledger(akira) == ["1", "2"]
 
 
+@pytest.mark.parametrize("detach", [[], ["--detach"]], ids=["here", "detached"])
 def test_a_resume_that_read_the_state_before_another_resume_ran_refuses_to_run(
-    akira: Akira, tmp_path: Path
+    akira: Akira, tmp_path: Path, detach: list[str]
 ) -> None:
-    """Two `loop resume` at once: the second read the state, then waited for the lock while the
-    first ran step 1 and paused. Run from its copy, it would run step 1 again."""
+    """Two `loop resume` at once: the second read the state while the first ran step 1 and
+    paused. Run from its copy (or, detached, saved for a child to run), it would run step 1
+    again."""
     fifo, held, resume_gate = gate(tmp_path), tmp_path / "resume-held", tmp_path / "resume-gate"
     os.mkfifo(resume_gate)
     task = akira.write_task(
@@ -302,7 +305,9 @@ def test_a_resume_that_read_the_state_before_another_resume_ran_refuses_to_run(
     hook.write_text("not yet\n")
     assert akira.cli("loop", "start", "--task", str(task), "--no-wait", "--no-sandbox").code == 3
     task_id = akira.task_id()
-    late = held_at("acquire", held, resume_gate, akira, "loop", "resume", "--task-id", task_id, "--no-wait")
+    late = held_at(
+        "holder", held, resume_gate, akira, "loop", "resume", "--task-id", task_id, "--no-wait", *detach
+    )
     akira.wait_for(held.exists, 90, "the second resume to read the state")
     first = akira.spawn("loop", "resume", "--task-id", task_id, "--no-wait")
     akira.wait_for(lambda: (tmp_path / "ran").exists(), 90, "step 1's command")

@@ -198,12 +198,10 @@ class AutonomousLoop:
         )
 
     def refuse_stale(self) -> None:
-        """The state is the ledger: a run never starts from a copy older than the last save (two
-        resumes at once, the second reading the state before the first ran and saved)."""
-        task_id = self.state.task_id
-        if self.store.exists(task_id) and self.store.load(task_id).saves > self.state.saves:
-            resume = in_quotes(command_line(self.workspace, "loop", "resume", "--task-id", task_id))
-            raise AkiraError(f"another process ran {task_id} after this one read its state; run {resume}")
+        """A run never starts from a copy older than the last save (two resumes at once, the
+        second reading the state before the first ran and saved)."""
+        resume = command_line(self.workspace, "loop", "resume", "--task-id", self.state.task_id)
+        self.store.refuse_older(self.state, in_quotes(resume))
 
     def begin_step(self, step: Step) -> None:
         record = self.state.record(step.id, step.title)
