@@ -15,6 +15,7 @@ from akira_cli.workspace import Workspace, command_line
 if TYPE_CHECKING:
     from akira_cli.api.models import Note, Undone
     from akira_cli.state.models import LoopState
+    from akira_cli.state.store import StateStore
 
 
 def stop(root: str | Path | None, task_id: str, *, force: bool = False, save_state: bool = False) -> Note:
@@ -33,12 +34,31 @@ def stop(root: str | Path | None, task_id: str, *, force: bool = False, save_sta
     waiting = state.status in ("paused", "needs_action") or state.waiting_until is not None
     if force and pid:
         os.kill(pid, signal.SIGTERM)
-    if pid is None and (save_state or state.status == "running"):
-        state.status = "paused"
-        state.stop_conditions.stop_hook_triggered = True
-        store.save(state)
+    if pid is None:
+        state = mark_paused(store, state, save_state)
     message = f"wrote {workspace.shown(hook)}; {stop_message(state, pid, force, waiting)}"
     return Note(task_id=state.task_id, status=state.status, pid=pid, message=message)
+
+
+def mark_paused(store: StateStore, state: LoopState, always: bool) -> LoopState:
+    """With no live process: the state marked paused (an interrupted one, or any with
+    `always`), under the task's lock and as the last process saved it. The copy read before
+    the hook was written may be older: a process that saw the hook saved a step's completion
+    since, and a save of that copy would lose it (the state is the ledger)."""
+    lock = store.lock(state.task_id)
+    try:
+        lock.acquire(f"task {state.task_id}")
+    except AkiraError:
+        return state  # a process took it meanwhile: it pauses at the hook
+    try:
+        state = store.load(state.task_id)
+        if state.status not in ("completed", "cancelled") and (always or state.status == "running"):
+            state.status = "paused"
+            state.stop_conditions.stop_hook_triggered = True
+            store.save(state)
+        return state
+    finally:
+        lock.release()
 
 
 def stop_message(state: LoopState, pid: int | None, force: bool, waiting: bool) -> str:

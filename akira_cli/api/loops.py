@@ -198,7 +198,7 @@ def resume(
     apply_resume(state, request)
     prepare.bring_back(workspace, state)
     if detach:
-        store.save(state)
+        prepare.save_as_read(workspace, store, state)
         return started(store, state, prepare.spawn_detached(workspace, state, no_wait))
     say(f"resuming {state.task_id} at iteration {state.iteration}")
     return here(workspace, cfg, store, state, no_wait, show, None, None)

@@ -147,6 +147,20 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
         )
 
 
+def save_as_read(workspace: Workspace, store: StateStore, state: LoopState) -> None:
+    """The resumed state saved for a detached process, under the task's lock and only when no
+    other process saved since it was read: an older copy saved over a later one would drop the
+    steps that one completed."""
+    lock = store.lock(state.task_id)
+    lock.acquire(f"task {state.task_id}")  # a process that holds it runs the task: refused, with its PID
+    try:
+        resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
+        store.refuse_older(state, in_quotes(resume))
+        store.save(state)
+    finally:
+        lock.release()
+
+
 def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> subprocess.Popen[bytes]:
     """The run in a process of its own (`loop resume` on the saved state), in a new session: it
     outlives the caller, as `--detach` promises. A thread reaps it, so a long-lived caller (the

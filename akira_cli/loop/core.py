@@ -42,7 +42,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.agents.base import Agent
@@ -181,6 +181,7 @@ class AutonomousLoop:
         return self.state.metrics.model_dump(exclude={"iterations_per_step"})
 
     def begin(self) -> None:
+        self.refuse_stale()
         self.state.status = "running"
         if self.engine.commits is not None:
             self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
@@ -195,6 +196,12 @@ class AutonomousLoop:
             max_iterations=self.state.max_iterations,
             steps_total=self.book.steps_total(),
         )
+
+    def refuse_stale(self) -> None:
+        """A run never starts from a copy older than the last save (two resumes at once, the
+        second reading the state before the first ran and saved)."""
+        resume = command_line(self.workspace, "loop", "resume", "--task-id", self.state.task_id)
+        self.store.refuse_older(self.state, in_quotes(resume))
 
     def begin_step(self, step: Step) -> None:
         record = self.state.record(step.id, step.title)

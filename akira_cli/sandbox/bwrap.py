@@ -116,7 +116,7 @@ class Sandbox:
         return hashlib.sha256(str(self.tree).encode()).hexdigest()[:12]
 
     def wrap(
-        self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str]
+        self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str], status_fd: int | None = None
     ) -> tuple[list[str], dict[str, str]]:
         proxy_url = (
             f"http://akira:{self.lane}@127.0.0.1:{self.proxy.port}" if self.proxy is not None else None
@@ -130,7 +130,9 @@ class Sandbox:
         if self.proxy is not None and room is None:
             command = [sys.executable, "-I", "-S", FORWARD, SOCKET, str(self.proxy.port), "--", *command]
         start = [*room, "--", self.bwrap] if room is not None else [self.bwrap]
-        return [*start, *self.flags(cwd, room is not None), "--chdir", str(cwd), "--", *command], env
+        status = ["--json-status-fd", str(status_fd)] if status_fd is not None else []
+        flags = self.flags(cwd, room is not None)
+        return [*start, *flags, *status, "--chdir", str(cwd), "--", *command], env
 
     def begin(self, step_id: str) -> None:
         self.refusals.begin(self.lane, step_id)

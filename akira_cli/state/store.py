@@ -142,6 +142,15 @@ class StateStore:
     def exists(self, task_id: str) -> bool:
         return self.path(task_id).exists() or self.archived_path(task_id).exists()
 
+    def refuse_older(self, state: LoopState, resume: str) -> None:
+        """Raises when the task's saved state is a later save than `state`: another process ran
+        the task after `state` was read, and running from it or saving it would drop what that
+        process recorded (the state is the ledger). `resume`: the command that reads it anew."""
+        if self.exists(state.task_id) and self.load(state.task_id).saves > state.saves:
+            raise AkiraError(
+                f"another process ran {state.task_id} after this one read its state; run {resume}"
+            )
+
     def journal_path(self, task_id: str) -> Path:
         return self.history_dir / f"{task_id}.jsonl"
 
