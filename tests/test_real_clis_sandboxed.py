@@ -119,9 +119,14 @@ def test_codex_with_its_codex_home_outside_the_home_keeps_its_state(tmp_path: Pa
 def test_a_moved_state_folder_is_bound_but_never_the_root_or_the_home(tmp_path: Path) -> None:
     from akira_cli.sandbox.policy import state_paths
 
-    home, moved = tmp_path / "home", tmp_path / "claude-config"
+    home, moved, bin_dir = tmp_path / "home", tmp_path / "claude-config", tmp_path / "bin"
     home.mkdir()
-    found = state_paths("claude", home, {"CLAUDE_CONFIG_DIR": str(moved)})
+    bin_dir.mkdir()
+    for cli in ("claude", "codex"):  # installed: a folder of theirs is made when missing
+        (bin_dir / cli).write_text("#!/bin/sh\n")
+        (bin_dir / cli).chmod(0o755)
+    found = state_paths("claude", home, {"CLAUDE_CONFIG_DIR": str(moved), "PATH": str(bin_dir)})
     assert moved in found and moved.is_dir()  # made, so what the CLI writes there is kept
     for wrong in ("/", str(home), str(tmp_path), "relative/path"):
-        assert state_paths("codex", home, {"CODEX_HOME": wrong}) == [home / ".codex"], wrong
+        given = {"CODEX_HOME": wrong, "PATH": str(bin_dir)}
+        assert state_paths("codex", home, given) == [home / ".codex"], wrong

@@ -1,6 +1,7 @@
-"""What the reviewer reads of a step's work (SPEC 16): its diff against the tree the attempt
-started from (section 12) on a git-native run, in the main work tree or in a parallel step's
-worktree; the whole branch for `review.when: last`; the files the witness saw change otherwise."""
+"""What the reviewer reads of a step's work: on a git-native run, the step's whole diff against
+the commit it started from (every attempt's files, as its commit will hold them), in the main
+work tree or in a parallel step's worktree; the whole branch for `review.when: last`; the files
+the witness saw change otherwise."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ MAX_FILE_CHARS = 4_000
 
 
 class StepDiffs:
-    """The diff of an attempt, wherever it ran. `commits`: the main work tree's step commits
-    on a git-native run (None without git)."""
+    """The diff of a step, wherever it ran. `commits`: the main work tree's step commits on a
+    git-native run (None without git)."""
 
     def __init__(self, commits: StepCommits | None, base: str | None = None) -> None:
         self.commits = commits
@@ -31,14 +32,13 @@ class StepDiffs:
         """The commit the task branch started from, for the whole branch's diff."""
 
     def text(self, pending: Pending, whole_branch: bool = False) -> str:
-        attempt = pending.attempt
-        names = list(attempt.files_changed) if attempt is not None else []
+        names = step_files(pending)
         try:
             if pending.lane.path is not None:
                 return bounded(*slot_diff(pending.lane.path, pending.lane.workdir, names))
             if self.commits is not None:
                 paths = [self.commits.workdir / name for name in names]
-                patch, stat = self.commits.diff(paths)
+                patch, stat = self.commits.step_diff(paths)
                 branch = self.branch_diff() if whole_branch else ""
                 return branch + bounded(patch.decode("utf-8", "replace"), stat)
         except (GitError, OSError) as exc:
@@ -58,9 +58,16 @@ class StepDiffs:
         return f"{head}\n{bounded(patch, stat)}\n\n### This step\n"
 
 
+def step_files(pending: Pending) -> list[str]:
+    """What every attempt of the step changed, this one's included: what its commit will hold
+    (a retry after `git.failed_attempt: keep` builds on the files the first attempt left)."""
+    attempts = [*pending.record.attempts, *([pending.attempt] if pending.attempt is not None else [])]
+    return list(dict.fromkeys(name for attempt in attempts for name in attempt.files_changed))
+
+
 def slot_diff(top: Path, workdir: Path, names: list[str]) -> tuple[str, str]:
     """A parallel step's changes in its worktree against the worktree's HEAD (the wave's base,
-    where the attempt started), through a temporary index: the slot's own index is untouched."""
+    where the step started), through a temporary index: the slot's own index is untouched."""
     wanted = [Path(os.path.relpath(workdir / name, top)).as_posix() for name in names]
     if not wanted:
         return "", ""

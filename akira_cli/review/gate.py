@@ -16,10 +16,11 @@ from collections.abc import Callable
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.loop.lanes import Pending
-from akira_cli.review.agent import ReviewerAgent
+from akira_cli.review.agent import Answer, ReviewerAgent
 from akira_cli.review.diff import StepDiffs
 from akira_cli.review.prompt import review_prompt
 from akira_cli.review.verdict import read_verdict
+from akira_cli.review.waits import ReviewerWaits
 from akira_cli.sections import ModelPrice, ReviewSettings
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import ReviewResult
@@ -46,6 +47,7 @@ class StepReview:
         attempts_allowed: int,
         requirement_texts: RequirementTexts = requirement_ids,
         prices: dict[str, ModelPrice] | None = None,
+        waits: ReviewerWaits | None = None,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -55,6 +57,7 @@ class StepReview:
         self.attempts_allowed = attempts_allowed
         self.requirement_texts = requirement_texts
         self.prices = prices or {}
+        self.waits = waits
         self._lock = threading.Lock()  # wave steps are reviewed on their own threads
 
     def wanted(self, step: Step, task: TaskFile) -> bool:
@@ -89,8 +92,8 @@ class StepReview:
         requirements = self.requirement_texts(step, pending.task)
         diff = self.diffs.text(pending, whole)
         prompt = review_prompt(step, requirements, attempt, diff, earlier, whole)
-        answer = self.agent.ask(prompt, pending.lane.runner, step.id, attempt.number)
-        usage = self.count(answer.usage)
+        answers = self.ask(prompt, pending)
+        answer, usage = answers[-1], self.count(answers)
         verdict = read_verdict(answer.text) if not answer.failure else None
         result = ReviewResult(verdict="none", reviewer=self.agent.name, round=number, usage=usage)
         if verdict is None:
@@ -130,8 +133,20 @@ class StepReview:
             cost_usd=round(usage.cost_usd, 6),
         )
 
-    def count(self, reported: Usage) -> Usage:
-        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own)."""
+    def ask(self, prompt: str, pending: Pending) -> list[Answer]:
+        """The reviewer's answers: its usage limit and provider faults waited out first."""
+        runner, step_id, number = pending.lane.runner, pending.step.id, pending.request.attempt
+        if self.waits is None:
+            return [self.agent.ask(prompt, runner, step_id, number)]
+        return self.waits.ask(self.agent, prompt, runner, step_id, number, main=pending.lane.path is None)
+
+    def count(self, answers: list[Answer]) -> Usage:
+        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own);
+        its calls are its runs (a CLI's own turns are not reviews)."""
+        reported = Usage()
+        for answer in answers:
+            reported.add(answer.usage)
+        reported.calls = len(answers)
         usage = self.priced(reported)
         with self._lock:  # wave steps are reviewed on their own threads
             self.state.usage.add(usage)

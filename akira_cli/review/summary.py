@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.words import counted
 
 SHOWN = {
     "approved": "review: approved",
@@ -50,9 +51,10 @@ def usage_lines(state: LoopState) -> str:
         return ""
     agent_tokens = state.usage.total_tokens - review.total_tokens
     agent_cost = state.usage.cost_usd - review.cost_usd
+    reviews = counted(review.calls, "review")
     return (
         f"- **Agent**: {agent_tokens} tokens, ${agent_cost:.4f}\n"
-        f"- **Reviewer**: {review.total_tokens} tokens, ${review.cost_usd:.4f}, {review.calls} call(s)\n"
+        f"- **Reviewer**: {review.total_tokens} tokens, ${review.cost_usd:.4f}, {reviews}\n"
     )
 
 

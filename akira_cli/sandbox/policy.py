@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,8 +122,12 @@ def expand(path: str, home: Path) -> Path:
 
 def state_paths(preset: str | None, home: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:
     """The preset's state folders and files that exist in the real home (globs expanded), and
-    the folders its variables move them to (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`)."""
+    the folders its variables move them to (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`). A missing folder
+    is made only for a CLI that is installed: a person's home gets no `~/.codex` for a preset
+    named in the config that nothing runs."""
     found: list[Path] = []
+    path = environ.get("PATH")
+    installed = any(shutil.which(name, path=path) for name in PRESET_EXECUTABLES.get(preset or "", ()))
     moved = [environ.get(name, "") for name in PRESET_STATE_ENV.get(preset or "", ())]
     moved = [m for m in moved if os.path.isabs(m) and not home.is_relative_to(m)]  # never / or ~
     for entry in (*PRESET_STATE.get(preset or "", ()), *moved):
@@ -131,7 +136,7 @@ def state_paths(preset: str | None, home: Path, environ: Mapping[str, str] = os.
             found += sorted(p for p in path.parent.glob(path.name) if p.exists())
         elif path.exists():
             found.append(path)
-        elif not path.suffix:  # a folder the agent CLI has not made yet: made, so what it writes is kept
+        elif not path.suffix and installed:  # not made yet by its CLI: made, so what it writes is kept
             try:
                 path.mkdir(parents=True, exist_ok=True)
                 found.append(path)
