@@ -126,8 +126,8 @@ def state_paths(preset: str | None, home: Path, environ: Mapping[str, str] = os.
     is made only for a CLI that is installed: a person's home gets no `~/.codex` for a preset
     named in the config that nothing runs."""
     found: list[Path] = []
-    path = environ.get("PATH")
-    installed = any(shutil.which(name, path=path) for name in PRESET_EXECUTABLES.get(preset or "", ()))
+    search = environ.get("PATH")
+    installed = any(shutil.which(name, path=search) for name in PRESET_EXECUTABLES.get(preset or "", ()))
     moved = [environ.get(name, "") for name in PRESET_STATE_ENV.get(preset or "", ())]
     moved = [m for m in moved if os.path.isabs(m) and not home.is_relative_to(m)]  # never / or ~
     for entry in (*PRESET_STATE.get(preset or "", ()), *moved):

@@ -100,7 +100,9 @@ def describe(sandboxed: bool | None) -> str:
     """How `status` and the report say it."""
     if sandboxed is None:
         return "not run yet"
-    return "sandboxed (SPEC 15)" if sandboxed else "NOT sandboxed: steps ran with all of the person's rights"
+    if sandboxed:
+        return "sandboxed: every process a step started ran confined"
+    return "NOT sandboxed: steps ran with all of the person's rights"
 
 
 def resolve_sandbox(config: Config, flag: bool | None) -> bool:
