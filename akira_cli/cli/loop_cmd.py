@@ -115,6 +115,8 @@ def start(
     """Start a loop on a task file."""
     from akira_cli.agents.base import preflight
     from akira_cli.cli.agent_preflight import at_start as check_agent_at_start
+    from akira_cli.git.pr import forge_problem
+    from akira_cli.git.worktrees import require_git
     from akira_cli.loop.session import agent_workdir, run_session
     from akira_cli.review.build import preflight as review_preflight
     from akira_cli.sandbox.session import baseline, resolve_sandbox
@@ -156,12 +158,9 @@ def start(
     check_agent_at_start(workspace, cfg, pending)
     review_preflight(cfg)
     git = git_preflight(workspace, path, cfg, no_git)
-    if git is None and cfg.autonomous_loop.parallel > 1:
-        raise AkiraError(
-            f"parallel steps ({cfg.autonomous_loop.parallel}) run in git worktrees, but "
-            f"{workspace.shown(path)} is not in a git work tree{' (--no-git)' if no_git else ''}; "
-            "run 'git init' and commit, or use --parallel 1"
-        )
+    require_git(cfg.autonomous_loop.parallel, git, workspace.shown(path), no_git)
+    if git is not None and (no_pull_request := forge_problem(git.root, cfg.git)):
+        typer.echo(f"akira: warning: {no_pull_request}", err=True)
     workdir = agent_workdir(workspace, cfg)
     sandboxed = resolve_sandbox(cfg, sandbox)
     failing = baseline(cfg, workspace.root, workdir, path, agent) if pending else []

@@ -16,12 +16,22 @@ import shutil
 import threading
 from pathlib import Path
 
+from akira_cli.errors import AkiraError
 from akira_cli.git.cli import Git, GitError
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 
 STEP_REFS = "refs/heads/akira-step"
 _REF_BAD = re.compile(r"[^A-Za-z0-9._-]")
 INCLUDE_FILE = ".worktreeinclude"
+
+
+def require_git(parallel: int, git: GitRun | None, where: str, no_git: bool = False) -> None:
+    """Parallel steps run in worktrees: without git (or with --no-git) they are refused."""
+    if git is None and parallel > 1:
+        raise AkiraError(
+            f"parallel steps ({parallel}) run in git worktrees, but {where} is not in a git work "
+            f"tree{' (--no-git)' if no_git else ''}; run 'git init' and commit, or use --parallel 1"
+        )
 
 
 def ref_part(text: str) -> str:

@@ -48,10 +48,15 @@ def missing_reviewer(config: Config) -> str | None:
     program = reviewer_program(config) if config.review.enabled else ""
     if not program or shutil.which(program) is not None:
         return None
+    from akira_cli.agents.executable import install_command
+    from akira_cli.agents.presets.versions import PINS
+
     where = "is not on PATH" if "/" not in program else "is not an executable file"
+    pin = PINS.get(program)
+    install = "install it" + (f" ({install_command(pin.installer, pin.package, pin.version)})" if pin else "")
     return (
         f"the reviewer's program {program} {where}: every step it should review will be left not "
-        "reviewed (Akira-Review: none); install it or fix review.agent"
+        f"reviewed (Akira-Review: none); {install} or fix review.agent"
     )
 
 
