@@ -65,11 +65,14 @@ def slot_lane(
     main: CommandRunner,
     control: ControlPlane,
     make_agents: Callable[[CommandRunner], Callable[[Step], Agent]],
+    workspace: Path | None = None,
 ) -> Lane:
-    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it."""
-    runner = CommandRunner(
-        workdir, env={**(main.env or {}), "AKIRA_WORKTREE": str(path)}, ledger=main.ledger, private_env=True
-    )
+    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it,
+    and so is `AKIRA_WORKSPACE` (`workspace`): the main work tree is read-only to the step."""
+    env = {**(main.env or {}), "AKIRA_WORKTREE": str(path)}
+    if workspace is not None:
+        env["AKIRA_WORKSPACE"] = str(workspace)
+    runner = CommandRunner(workdir, env=env, ledger=main.ledger, private_env=True)
     if main.wrapper is not None:  # the slot is the step's work tree; the main one is read-only there
         runner.wrapper = main.wrapper.moved(path)
     witness = Witness(path, workdir, control, runner)

@@ -222,7 +222,10 @@ class Waves:
             engine = self.loop.engine
             assert self.loop.agents_for is not None
             workdir = path / os.path.relpath(engine.workdir, self.run.root)
-            lane = slot_lane(slot, path, workdir, engine.runner, engine.control, self.loop.agents_for)
+            workspace = Path(os.path.normpath(path / os.path.relpath(self.run.workspace, self.run.root)))
+            lane = slot_lane(
+                slot, path, workdir, engine.runner, engine.control, self.loop.agents_for, workspace
+            )
             self.lanes[slot] = lane
         lane.runner.killed = self.loop.forced.is_set()
         return lane
