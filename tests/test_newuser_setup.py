@@ -130,3 +130,13 @@ def test_no_internal_section_numbers_in_what_a_user_reads(akira: Akira, tmp_path
         assert not re.search(r"\bSPEC\s*\d", text), re.findall(r".{40}\bSPEC\s*\d.{20}", text)
     assert main(["init", str(tmp_path / "fresh")]) == 0
     assert "SPEC" not in (tmp_path / "fresh" / "config" / "autonomous_loop.yaml").read_text()
+
+
+def test_a_count_of_one_is_said_in_the_singular(akira: Akira) -> None:
+    akira.write_config("autonomous_loop:\n  no_progress_threshold: 1\n")
+    task = akira.write_task("idle", "- [ ] 1. Idle\n  - Run: `true`\n  - Verify: `test -f never`\n")
+    done = run(
+        "loop", "start", "--task", str(task), "--root", str(akira.root), "--agent", "script", cwd=akira.root
+    )
+    assert done.returncode == 4, done.stderr
+    assert "no progress: 1 attempt in a row changed no file" in done.stderr, done.stderr

@@ -17,6 +17,7 @@ from akira_cli.redaction import redact
 from akira_cli.reports import Reader, completion_report, completion_text
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace
 
 MAX_BODY = 60_000
@@ -112,7 +113,7 @@ def title(state: LoopState, done: set[str]) -> str:
     try:
         task = parse_task_text(read_task_bytes(path), path)
     except (OSError, TaskFileError):
-        return f"{feature}: {len(done)} steps done"
+        return f"{feature}: {counted(len(done), 'step')} done"
     leaves = task.leaves(state.include_optional)
     finished = [s for s in leaves if s.ticked or s.id in done or task.under_ticked_parent(s)]
     return f"{feature}: {len(finished)}/{len(leaves)} steps"

@@ -11,6 +11,7 @@ from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType
 from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line
 
 
@@ -57,10 +58,10 @@ class Outcomes:
         threshold = self.config.autonomous_loop.no_progress_threshold
         if self.state.no_progress_streak >= threshold:
             logs = command_line(self.workspace, "loop", "logs", "--task-id", self.state.task_id)
+            streak = counted(self.state.no_progress_streak, "attempt")
             raise NoProgress(
-                f"no progress: {self.state.no_progress_streak} attempts in a row changed no file and "
-                "passed no check; look at what the agent did with "
-                f"'{logs}', then resume"
+                f"no progress: {streak} in a row changed no file and passed no check; look at what "
+                f"the agent did with '{logs}', then resume"
             )
 
     def succeeded(self, record: StepRecord, attempt: Attempt) -> None:
