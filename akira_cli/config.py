@@ -214,6 +214,3 @@ def _apply_env(merged: dict[str, Any], environ: Any) -> None:
     for dotted, value in pairs.items():
         if value:
             _set_dotted(merged, dotted, value)
-    for name, dotted in (("AKIRA_GIT_PUSH", "git.push"), ("AKIRA_GIT_BRANCH", "git.branch")):
-        if name in environ:  # set by a fleet worker for the loops it runs ("" is a value)
-            _set_dotted(merged, dotted, environ[name])

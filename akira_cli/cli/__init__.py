@@ -18,6 +18,7 @@ from akira_cli.cli import (
     loop_cmd,
     loop_control_cmd,
     loop_view_cmd,
+    mcp_cmd,
     reason_cmd,
 )
 from akira_cli.cli.common import PlainUsage, exits
@@ -63,6 +64,7 @@ app.add_typer(config_cmd.app, name="config")
 app.command("reason", cls=PlainUsage)(exits(reason_cmd.reason))
 app.add_typer(fleet_cmd.app, name="fleet")
 app.command("doctor")(exits(doctor_cmd.doctor))
+app.command("mcp")(exits(mcp_cmd.mcp))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,8 @@ PROMPT_NOTE = (
 
 
 class StepCommits:
+    prompt_note = PROMPT_NOTE
+
     def __init__(self, run: GitRun, state: LoopState, workdir: Path, bus: EventBus) -> None:
         self.run = run
         self.state = state
@@ -137,6 +139,12 @@ class StepCommits:
         """The patch and `--stat` of what `changed` became since HEAD, the commit the step
         started from: what its commit will hold (the reviewer's diff)."""
         return attempts.attempt_diff(self.run, {}, changed)
+
+    def hint(self, slot: Path, workdir: Path, said: str) -> str:
+        """The worktree hint for a parallel step that failed in `slot` (`git.hints`)."""
+        from akira_cli.git.hints import worktree_hint
+
+        return worktree_hint(self.run, slot, workdir, said, self.run.settings.worktree_link)
 
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
         """A failed attempt's changes: saved as a patch, summed up for the reflection and the

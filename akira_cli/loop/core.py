@@ -33,8 +33,8 @@ from akira_cli.hooks import active_hook
 from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.metrics import update_metrics
+from akira_cli.loop.partners import Reports
 from akira_cli.loop.taskbook import TaskBook
-from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
 from akira_cli.state.records import passed_checks
 from akira_cli.state.store import StateStore
@@ -60,6 +60,7 @@ class AutonomousLoop:
     engine: StepEngine
     watcher: WorkspaceWatcher
     locator: TaskLocator
+    reports: Reports
     wait: bool = True
     tasks: TaskSource | None = None
     """The start's parse of the task file, when it has one."""
@@ -229,7 +230,7 @@ class AutonomousLoop:
         if self.every(settings.backup_state_every_n_iterations):
             self.store.backup(self.state)
         if settings.create_progress_reports and self.every(settings.progress_report_every_n_iterations):
-            progress_report(self.workspace, self.state)
+            self.reports.progress(self.state)
             self.engine.witness.forget()  # in Logs/, which git may show as the work's
 
     def every(self, n: int) -> bool:
@@ -258,29 +259,21 @@ class AutonomousLoop:
             if stop.report == "completion":
                 self.complete(stop)
             elif stop.report == "intervention":
-                intervention_request(self.workspace, self.state, stop)
+                self.reports.intervention(self.state, stop)
             elif stop.report == "escalation":
                 kept = self.waves.slots.listing() if self.waves is not None else []
                 others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
-                escalation(self.workspace, self.state, stop, kept, others)
-            self.hand_off(stop)
+                self.reports.escalation(self.state, stop, kept, others)
+            self.reports.hand_off(self.state, stop)  # the pull request, if one is wanted
         finally:
             self.checkpoint()
             self.book.unmark()  # no step runs now: no `[-]` left in the file
             if self.config.autonomous_loop.create_progress_reports:
-                progress_report(self.workspace, self.state)  # the last one tells how it ended
+                self.reports.progress(self.state)  # the last one tells how it ended
         if stop.status == "paused":
             self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
         if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
             self.store.archive(self.state)
-
-    def hand_off(self, stop: LoopStop) -> None:
-        """The pull request (SPEC 16), when the run completes or needs a person."""
-        from akira_cli.loop.handoff import hand_off, wants_pull_request
-
-        commits = self.engine.commits
-        if commits is not None and wants_pull_request(self.config, self.state, stop):
-            hand_off(self.workspace, self.config, self.state, self.store, commits, self.bus, stop)
 
     def moves_to_done(self, stop: LoopStop) -> bool:
         """Whether settling `stop` moves the task file to Done/ (akira's own completion)."""
@@ -303,7 +296,7 @@ class AutonomousLoop:
             self.engine.commits.commit_ticks(self.state.feature or self.workspace.feature_of(task))
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
-            completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))
+            self.reports.completion(self.state, open_steps, self.store.all_completed(self.state))
         self.bus.emit(
             EventType.LOOP_COMPLETED,
             task_path=self.state.task_path,

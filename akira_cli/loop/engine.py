@@ -20,11 +20,10 @@ from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
-from akira_cli.git.hints import worktree_hint
-from akira_cli.git.steps import PROMPT_NOTE, StepCommits
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
+from akira_cli.loop.partners import Commits, Reviewer
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
@@ -34,13 +33,6 @@ from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
-
-
-class Reviewing(Protocol):
-    """A second agent's verdict on an attempt whose checks passed, before its commit (SPEC 16);
-    it may fail the attempt (`akira_cli.review.gate.StepReview`)."""
-
-    def review(self, pending: Pending) -> None: ...
 
 
 class PromptBuilder(Protocol):
@@ -64,9 +56,9 @@ class StepEngine(Outcomes):
     should_stop: Callable[[], bool]
     limits: LimitWaiter
     judge: Judge | None = None
-    commits: StepCommits | None = None
+    commits: Commits | None = None
     """On a git-native run, the step commits (SPEC 12)."""
-    reviewer: Reviewing | None = None
+    reviewer: Reviewer | None = None
     """`review.agent`'s reviewer (SPEC 16), when one is set."""
 
     def __post_init__(self) -> None:
@@ -130,14 +122,14 @@ class StepEngine(Outcomes):
         attempt.iteration, attempt.files_changed = pending.iteration, files_changed
         pending.attempt = attempt
         if self.reviewer is not None and attempt.outcome == "success" and not lane.runner.killed:
-            self.reviewer.review(pending)
+            attempt.review = self.reviewer.review(
+                step, pending.task, pending.record, attempt, pending.agent.name, lane
+            )
+            self.reviewed(attempt)
         if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
         if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
-            said = f"{attempt.error}\n{attempt.output_tail}"
-            hint = worktree_hint(
-                self.commits.run, lane.path, lane.workdir, said, self.config.git.worktree_link
-            )
+            hint = self.commits.hint(lane.path, lane.workdir, f"{attempt.error}\n{attempt.output_tail}")
             attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error
         pending.attempt = attempt
         return pending
@@ -176,7 +168,7 @@ class StepEngine(Outcomes):
             if prompt:
                 self.note_reinjection(step)
         if prompt and self.commits is not None:
-            prompt += PROMPT_NOTE
+            prompt += self.commits.prompt_note
         return AgentRequest(
             self.state.task_id,
             step,

@@ -9,6 +9,7 @@ from typing import Protocol
 from akira_cli.config import Config
 from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType
+from akira_cli.failures import signature
 from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step
 from akira_cli.words import counted
@@ -63,6 +64,22 @@ class Outcomes:
                 f"no progress: {streak} in a row changed no file and passed no check; look at what "
                 f"the agent did with '{logs}', then resume"
             )
+
+    def reviewed(self, attempt: Attempt) -> None:
+        """The reviewer's verdict decides the attempt: `changes` fails it with the reasons (the
+        reflection and the next prompt see them); approved, disputed or none leave it a success."""
+        review = attempt.review
+        if review is None or review.verdict != "changes":
+            return
+        reasons = review.reasons or "(the reviewer gave no reasons)"
+        first = reasons.strip().splitlines()[0].lstrip("- ").strip()
+        attempt.outcome = "failure"
+        attempt.error = (
+            f"the reviewer asked for changes (round {review.round} of {self.config.review.max_rounds}; "
+            f"the checks passed): {first}\n{reasons}"
+        )[:4000]
+        attempt.error_signature = f"{signature(attempt.error)} [review {review.round}]"
+        attempt.output_tail = f"The reviewer ({review.reviewer}) asked for changes:\n{reasons}"[-4000:]
 
     def succeeded(self, record: StepRecord, attempt: Attempt) -> None:
         self.state.no_progress_streak = 0

@@ -14,7 +14,8 @@ from akira_cli.git.cli import Git, GitError
 
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
-    from akira_cli.loop.lanes import Pending
+    from akira_cli.loop.partners import Where
+    from akira_cli.state.models import Attempt, StepRecord
 
 MAX_DIFF_CHARS = 60_000
 """The most of a diff a reviewer is sent; the rest is named by its `--stat`."""
@@ -31,11 +32,11 @@ class StepDiffs:
         self.base = base
         """The commit the task branch started from, for the whole branch's diff."""
 
-    def text(self, pending: Pending, whole_branch: bool = False) -> str:
-        names = step_files(pending)
+    def text(self, changed: list[str], where: Where, whole_branch: bool = False) -> str:
+        names = list(changed)
         try:
-            if pending.lane.path is not None:
-                return bounded(*slot_diff(pending.lane.path, pending.lane.workdir, names))
+            if where.path is not None:
+                return bounded(*slot_diff(where.path, where.workdir, names))
             if self.commits is not None:
                 paths = [self.commits.workdir / name for name in names]
                 patch, stat = self.commits.step_diff(paths)
@@ -43,7 +44,7 @@ class StepDiffs:
                 return branch + bounded(patch.decode("utf-8", "replace"), stat)
         except (GitError, OSError) as exc:
             return f"(the diff could not be taken: {exc}; files changed: {', '.join(names) or 'none'})"
-        return files_view(pending.lane.workdir, names)
+        return files_view(where.workdir, names)
 
     def branch_diff(self) -> str:
         """The steps already committed on the task branch, for a review of the whole branch."""
@@ -58,11 +59,10 @@ class StepDiffs:
         return f"{head}\n{bounded(patch, stat)}\n\n### This step\n"
 
 
-def step_files(pending: Pending) -> list[str]:
+def step_files(record: StepRecord, attempt: Attempt) -> list[str]:
     """What every attempt of the step changed, this one's included: what its commit will hold
     (a retry after `git.failed_attempt: keep` builds on the files the first attempt left)."""
-    attempts = [*pending.record.attempts, *([pending.attempt] if pending.attempt is not None else [])]
-    return list(dict.fromkeys(name for attempt in attempts for name in attempt.files_changed))
+    return list(dict.fromkeys(name for done in [*record.attempts, attempt] for name in done.files_changed))
 
 
 def slot_diff(top: Path, workdir: Path, names: list[str]) -> tuple[str, str]:

@@ -1,23 +1,27 @@
-"""What `loop start` does before its loop runs: the branch and the state made, the checks that
-refuse a start, and a detached start's child."""
+"""What a start or a resume does before its run: the checks that refuse it, the branch and the
+state made, a task parked in Needs_Action/ brought back, and a detached run's child."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from akira_cli.cli.common import same_file
+from akira_cli.api.lookup import same_file
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import MIN_SECRET, too_short
 from akira_cli.workspace import Workspace, command_line, in_quotes
+
+DETACH_WAIT = 30.0
+"""How long a detached start waits for its process to take the task's lock."""
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -116,14 +120,13 @@ def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -
     return git
 
 
-def warn_short_secrets(cfg: Config) -> None:
+def short_secret_warnings(cfg: Config) -> list[str]:
     key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
-    for name in too_short(os.environ, key):
-        typer.echo(
-            f"akira: warning: {name} is shorter than {MIN_SECRET} characters, so it is not masked "
-            "in what akira writes (masking it would garble the text); use the real key",
-            err=True,
-        )
+    return [
+        f"{name} is shorter than {MIN_SECRET} characters, so it is not masked in what akira writes "
+        "(masking it would garble the text); use the real key"
+        for name in too_short(os.environ, key)
+    ]
 
 
 def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> None:
@@ -145,21 +148,14 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
         )
 
 
-def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int:
+def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> subprocess.Popen[bytes]:
+    """The run in a process of its own (`loop resume` on the saved state), in a new session: it
+    outlives the caller, as `--detach` promises. A thread reaps it, so a long-lived caller (the
+    MCP server) keeps no zombie."""
     out = workspace.state_dir / "logs" / f"{state.task_id}.out"
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable,
-        "-m",
-        "akira_cli",
-        "loop",
-        "resume",
-        "--task-id",
-        state.task_id,
-        "--root",
-        str(workspace.root),
-    ]
-    command += ["--no-wait"] if no_wait else []
+    command = [sys.executable, "-m", "akira_cli", "loop", "resume", "--task-id", state.task_id]
+    command += ["--root", str(workspace.root), *(["--no-wait"] if no_wait else [])]
     with out.open("ab") as handle:
         process = subprocess.Popen(
             command,
@@ -169,11 +165,48 @@ def spawn_detached(workspace: Workspace, state: LoopState, no_wait: bool) -> int
             start_new_session=True,
             cwd=workspace.root,
         )
-    typer.echo(state.task_id)
-    follow = command_line(workspace, "loop", "logs", "--task-id", state.task_id, "--follow")
-    typer.echo(
-        f"akira: {state.task_id} runs in the background as process {process.pid}; "
-        f"follow it with {in_quotes(follow)}",
-        err=True,
-    )
-    return 0
+    threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
+    return process
+
+
+def running_as(store: StateStore, state: LoopState, process: subprocess.Popen[bytes]) -> str:
+    """Waits (up to `DETACH_WAIT` seconds) until the detached process holds the task, so that
+    whoever polls next sees it running, never "interrupted"; its status then. A process that
+    ended first left its answer in the state, or its refusal as the last line of its output."""
+    deadline = time.monotonic() + DETACH_WAIT
+    while time.monotonic() < deadline and process.poll() is None:
+        if store.lock(state.task_id).holder() == process.pid:
+            return "running"
+        time.sleep(0.02)
+    if process.poll() is None:
+        return "running"  # still starting on a slow machine: it takes the lock or says why in its log
+    after = store.load(state.task_id)
+    if process.returncode == 1 and after.status == state.status:
+        out = store.dir / "logs" / f"{state.task_id}.out"
+        lines = out.read_text(encoding="utf-8", errors="replace").strip().splitlines() if out.exists() else []
+        raise AkiraError(
+            lines[-1].removeprefix("akira: error: ") if lines else f"task {state.task_id} did not start"
+        )
+    return after.status
+
+
+def bring_back(workspace: Workspace, state: LoopState) -> None:
+    """A task a person parked in Needs_Action/ goes back under Specs/ on resume."""
+    from akira_cli.loop.conditions import TaskLocator
+
+    found = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
+    if found is not None:
+        state.task_path = str(found)
+    path = workspace.require_inside(Path(state.task_path))
+    if not path.is_file():
+        raise AkiraError(
+            f"task file {path} not found; restore it (or move it back under Specs/) and resume again"
+        )
+    if workspace.area_of(path) != "Needs_Action":
+        return
+    target = workspace.specs / (state.feature or path.stem) / "tasks.md"
+    if target.exists():
+        raise AkiraError(f"cannot move {path} back to {target}: a file is already there")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), str(target))
+    state.task_path = str(target)

@@ -1,0 +1,45 @@
+"""The run's reports, as the loop's `Reports` partner: the files a person reads
+(`akira_cli.reports`), and the pull request a run hands off (`loop.handoff`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from akira_cli import reports
+
+if TYPE_CHECKING:
+    from akira_cli.config import Config
+    from akira_cli.errors import LoopStop
+    from akira_cli.events import EventBus
+    from akira_cli.git.steps import StepCommits
+    from akira_cli.state.models import CompletedStep, LoopState
+    from akira_cli.state.store import StateStore
+    from akira_cli.workspace import Workspace
+
+
+@dataclass
+class RunReports:
+    workspace: Workspace
+    config: Config
+    store: StateStore
+    bus: EventBus
+    commits: StepCommits | None
+
+    def progress(self, state: LoopState) -> None:
+        reports.progress_report(self.workspace, state)
+
+    def completion(self, state: LoopState, open_steps: list[str], completed: list[CompletedStep]) -> None:
+        reports.completion_report(self.workspace, state, open_steps, completed)
+
+    def intervention(self, state: LoopState, stop: LoopStop) -> None:
+        reports.intervention_request(self.workspace, state, stop)
+
+    def escalation(self, state: LoopState, stop: LoopStop, kept: list[str], others: list[str]) -> None:
+        reports.escalation(self.workspace, state, stop, kept, others)
+
+    def hand_off(self, state: LoopState, stop: LoopStop) -> None:
+        from akira_cli.loop.handoff import hand_off, wants_pull_request
+
+        if self.commits is not None and wants_pull_request(self.config, state, stop):
+            hand_off(self.workspace, self.config, state, self.store, self.commits, self.bus, stop)

@@ -1,0 +1,78 @@
+"""The loop's partners, as the loop sees them: the commits of a git-native run, the reviewer and
+the reports. The run's assembly (`akira_cli.api.run`) plugs in git's, the review's and the
+report writers; the loop's core imports none of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from akira_cli.changes import Snapshot
+    from akira_cli.errors import LoopStop
+    from akira_cli.runner import CommandRunner
+    from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
+    from akira_cli.state.records import ReviewResult
+    from akira_cli.tasks.model import Step, TaskFile
+
+
+class Commits(Protocol):
+    """One commit per completed step on the task branch (`akira_cli.git.steps.StepCommits`)."""
+
+    marks: dict[str, str]
+    """Running steps' `[-]` boxes and what they were before: a commit never carries one."""
+    prompt_note: str
+    """What the agent's prompt says about commits."""
+
+    def before(self, files: Snapshot | None) -> None: ...
+
+    def commit(
+        self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, files: Snapshot | None
+    ) -> None: ...
+
+    def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None: ...
+
+    def adopt(self) -> list[str]: ...
+
+    def commit_done(self, moved_from: Path, moved_to: Path, feature: str) -> None: ...
+
+    def commit_ticks(self, feature: str) -> None: ...
+
+    def hint(self, slot: Path, workdir: Path, said: str) -> str:
+        """A line for a parallel step that failed in its worktree for want of something the main
+        work tree has; "" when there is none."""
+        ...
+
+
+class Where(Protocol):
+    """Where an attempt ran (a `loop.lanes.Lane`): its runner, its worktree slot if any, its
+    work folder."""
+
+    runner: CommandRunner
+    path: Path | None
+    workdir: Path
+
+
+class Reviewer(Protocol):
+    """A second agent's verdict on an attempt whose checks passed, before its commit,
+    or None when it is not asked; the engine decides what the verdict does to the attempt."""
+
+    def review(
+        self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, agent: str, where: Where
+    ) -> ReviewResult | None: ...
+
+
+class Reports(Protocol):
+    """The files a person reads (`akira_cli.reports`), and the pull request a run hands off."""
+
+    def progress(self, state: LoopState) -> None: ...
+
+    def completion(self, state: LoopState, open_steps: list[str], completed: list[CompletedStep]) -> None: ...
+
+    def intervention(self, state: LoopState, stop: LoopStop) -> None: ...
+
+    def escalation(self, state: LoopState, stop: LoopStop, kept: list[str], others: list[str]) -> None: ...
+
+    def hand_off(self, state: LoopState, stop: LoopStop) -> None:
+        """The pull request, when the run completes or needs a person."""
+        ...
