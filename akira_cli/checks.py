@@ -106,6 +106,15 @@ class AgentCheck:
         return CheckResult(name=self.name, passed=self.ok, detail="" if self.ok else self.error)
 
 
+def project_check_name(label: str) -> str:
+    return f"check `{label}`"
+
+
+def is_project_check(name: str) -> bool:
+    """A project-wide check (`checks:` in config), not one the step's own directives name."""
+    return name.startswith("check `")
+
+
 def step_checks(
     step: Step,
     project: list[ProjectCheck],
@@ -118,10 +127,9 @@ def step_checks(
     checks: list[Check] = [VerifyCheck(cmd, runner, timeout) for cmd in step.verify]
     checks += [ExistsCheck(path, workdir) for path in step.exists]
     checks += [ContainsCheck(path, text, workdir) for path, text in step.contains]
-    checks += [
-        VerifyCheck(p.run, runner, p.timeout or default_timeout, f"check `{p.label}`", advisory_project)
-        for p in project
-    ]
+    for check in project:
+        name, limit = project_check_name(check.label), check.timeout or default_timeout
+        checks.append(VerifyCheck(check.run, runner, limit, name, advisory_project))
     return checks
 
 

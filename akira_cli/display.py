@@ -13,6 +13,7 @@ from rich.text import Text
 
 from akira_cli.events import Event, EventType
 from akira_cli.state.models import LoopState
+from akira_cli.words import counted
 
 SHOWN = {
     EventType.LOOP_STARTED,
@@ -120,7 +121,7 @@ class LiveDisplay:
                 "iteration",
                 f"{state.iteration}/{state.max_iterations}   attempt {step.attempt if step else '-'}",
             ),
-            ("attempt success rate", f"{state.success_rate:.0%}  ({done} steps done)"),
+            ("attempt success rate", f"{state.success_rate:.0%}  ({counted(done, 'step')} done)"),
             ("elapsed", f"{elapsed:.0f}s   ETA {self.eta(elapsed, done)}"),
             ("last", self.last or "-"),
         ]

@@ -84,15 +84,24 @@ def failure_pattern(attempts: list[Attempt]) -> str:
     return f"{len(attempts)} failed attempt(s) with different errors, approaches: {', '.join(kinds)}."
 
 
-def failure_lines(failed: list[Attempt]) -> list[str]:
-    """Every failure message, once per distinct error: repeats are counted, not repeated."""
+def failure_lines(failed: list[Attempt], limit: int = 2000) -> list[str]:
+    """Every failure message, once per distinct error (repeats are counted, not repeated): its
+    telling line, then the whole of it (a check's output tail, a hint on a line of its own), its
+    last `limit` characters."""
     groups: dict[str, list[Attempt]] = {}
     for attempt in failed:
         groups.setdefault(attempt.error_signature or attempt.summary(), []).append(attempt)
-    return [
-        f"- Attempt{'s' if len(g) > 1 else ''} {', '.join(str(a.number) for a in g)}: {g[0].summary()}"
-        for g in groups.values()
-    ]
+    lines = []
+    for group in groups.values():
+        first = group[0]
+        line = f"- Attempt{'s' if len(group) > 1 else ''} {', '.join(str(a.number) for a in group)}: "
+        line += first.summary()
+        whole = first.error.strip()
+        if whole and whole != first.summary():
+            shown = "\n".join(f"  {part}" for part in tail(whole, limit).splitlines())
+            line += f"\n  ```\n{shown}\n  ```"
+        lines.append(line)
+    return lines
 
 
 CONTEXT_FILES = ("requirements.md", "design.md", "spec.md", "plan.md", "data-model.md", "proposal.md")
@@ -167,7 +176,7 @@ class StepPrompts:
         failed = [a for a in record.window() if a.outcome == "failure"]
         attempt = record.window_count + 1
         action = "Take a different approach than before." if failed else "Carry out this step."
-        wanted = [f"- {text}" for text in requirement_texts(step, task)]  # SPEC 16's reading
+        wanted = [f"- {text}" for text in requirement_texts(step, task)]  # with their criteria
         return (
             render(
                 "step.md",
@@ -223,7 +232,7 @@ class StepPrompts:
         return render(
             "retry.md",
             count=len(failed),
-            failures=_list(failure_lines(failed)),
+            failures=_list(failure_lines(failed, limit)),
             actions=_list([a.render(full=False) for a in failed]),
             environment=self.environment(failed, limit),
             pattern=failure_pattern(failed) if failed else "",

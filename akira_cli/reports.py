@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli import nofollow
@@ -13,6 +14,7 @@ from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.review.summary import needs_a_look, step_note, usage_lines
+from akira_cli.sandbox.session import describe
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace, command_line
@@ -38,11 +40,33 @@ def _recent_attempts(state: LoopState, limit: int = 5) -> str:
     return _bullets([f"{a.render()}" for a in attempts[-limit:]])
 
 
-def sandbox_line(sandboxed: bool | None) -> str:
-    """SPEC 15: whether the run's steps were confined."""
-    if sandboxed is None:
-        return "not run yet"
-    return "sandboxed (SPEC 15)" if sandboxed else "NOT sandboxed: steps ran with all of the person's rights"
+@dataclass(frozen=True)
+class Reader:
+    """Who reads a completion report: the person at the machine that ran it (the report file,
+    with its front matter, absolute paths and commands to paste there), or a reader of the
+    forge (the pull request's body: no front matter, paths from the repository's top, and only
+    commands that run in a clone)."""
+
+    workspace: Workspace
+    forge: bool = False
+    top: Path | None = None
+    """The repository's top folder (the forge's paths start there)."""
+
+    @classmethod
+    def of_forge(cls, workspace: Workspace) -> Reader:
+        from akira_cli.git.cli import toplevel
+
+        return cls(workspace, forge=True, top=toplevel(workspace.root))
+
+    def path(self, path: Path) -> str:
+        """`path` from the repository's top for the forge, else from the workspace's root."""
+        if self.forge and self.top is not None:
+            with contextlib.suppress(ValueError, OSError):
+                return path.resolve().relative_to(self.top).as_posix()
+        return self.workspace.relative(path)
+
+    def task(self, path: Path) -> str:
+        return self.path(path) if self.forge else str(path)
 
 
 def completion_report(
@@ -51,19 +75,21 @@ def completion_report(
     """`open_steps`: what was still open when a person moved the task to Done/ (declared done).
     `done`: every completed step, the ones only the journal holds included."""
     path = workspace.reports / f"{state.task_id}.md"
-    atomic_write(path, completion_text(workspace, state, open_steps, done).encode(), root=workspace.root)
+    atomic_write(
+        path, completion_text(Reader(workspace), state, open_steps, done).encode(), root=workspace.root
+    )
     return path
 
 
 def completion_text(
-    workspace: Workspace,
+    reader: Reader,
     state: LoopState,
     open_steps: list[str],
     done: list[CompletedStep],
     stopped: str | None = None,
 ) -> str:
-    """The completion report's text; `stopped` (why a run stopped) puts that at the top instead
-    of "completed": a pull request's body for a run that needs a person (SPEC 16)."""
+    """The completion report for `reader` (the report file, or a pull request's body); `stopped`
+    (why a run stopped) puts that at the top instead of "completed"."""
     completed = [
         f"- {s.step_id}: {s.description} ({s.how}; {s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
         + (f" `{s.commit[:8]}`" if s.commit else "")
@@ -77,64 +103,61 @@ def completion_text(
         if f.recovered
     ]
     banner = f"> **Stopped ({state.status})**: {stopped}\n\n" if stopped else ""
-    parts = [
-        banner,
-        render(
-            "completion_report.md",
-            task_id=state.task_id,
-            completed_at=utcnow(),
-            task_path=state.task_path,
-            declared=(
-                f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
-                if open_steps
-                else ""
-            ),
-            open_steps=(
-                "\n## Steps still open (a person declared the task done)\n"
-                + _bullets([f"- {s}" for s in open_steps])
-                + "\n"
-                if open_steps
-                else ""
-            ),
-            duration=f"{state.metrics.total_duration_seconds:.1f}",
-            iteration=state.iteration,
-            total_steps=len(done),
-            completed_count=len(done),
-            verified=breakdown["verified"],
-            unverified=breakdown["unverified"],
-            by_person=breakdown["done_by_person"],
-            by_claim=breakdown["done_by_claim"],
-            failed_count=state.total_failures,
-            success_rate=f"{state.success_rate:.0%}",
-            first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",
-            completed_steps=_bullets(completed),
-            failed_steps=_bullets(recovered),
-            average_step_duration=f"{state.metrics.average_step_duration:.1f}",
-            total_successes=state.total_successes,
-            total_failures=state.total_failures,
-            reflections=state.metrics.reflections_generated,
-            tokens=state.usage.total_tokens,
-            cost=f"{state.usage.cost_usd:.4f}",
-            review_usage=usage_lines(state),
-            needs_a_look=needs_a_look(done),
-            sandbox=sandbox_line(state.sandboxed),
-            done_path=workspace.relative(Path(state.task_path)),
-            review=review(workspace, state),
-            status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
-            pull_request=f"**Pull request**: {state.git.pr_url}\n" if state.git and state.git.pr_url else "",
-            criteria=criteria_section(workspace, state, done),
-            closing=(
-                "This run stopped before its end; its task file is"
-                if stopped
-                else "Task successfully completed; its task file is"
-            ),
+    front = f"---\ntype: completion_report\ntask_id: {state.task_id}\ncompleted_at: {utcnow()}\n---\n\n"
+    pr_url = state.git.pr_url if state.git and not reader.forge else None
+    return banner + render(
+        "completion_report.md",
+        front_matter="" if reader.forge else front,
+        task_path=reader.task(Path(state.task_path)),
+        declared=(
+            f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
+            if open_steps
+            else ""
         ),
-    ]
-    return "".join(parts)
+        open_steps=(
+            "\n## Steps still open (a person declared the task done)\n"
+            + _bullets([f"- {s}" for s in open_steps])
+            + "\n"
+            if open_steps
+            else ""
+        ),
+        duration=f"{state.metrics.total_duration_seconds:.1f}",
+        iteration=state.iteration,
+        total_steps=len(done),
+        completed_count=len(done),
+        verified=breakdown["verified"],
+        unverified=breakdown["unverified"],
+        by_person=breakdown["done_by_person"],
+        by_claim=breakdown["done_by_claim"],
+        failed_count=state.total_failures,
+        success_rate=f"{state.success_rate:.0%}",
+        first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",
+        completed_steps=_bullets(completed),
+        failed_steps=_bullets(recovered),
+        average_step_duration=f"{state.metrics.average_step_duration:.1f}",
+        total_successes=state.total_successes,
+        total_failures=state.total_failures,
+        reflections=state.metrics.reflections_generated,
+        tokens=state.usage.total_tokens,
+        cost=f"{state.usage.cost_usd:.4f}",
+        review_usage=usage_lines(state),
+        needs_a_look=needs_a_look(done),
+        sandbox=describe(state.sandboxed),
+        done_path=reader.path(Path(state.task_path)),
+        review=branch_section(reader, state, done),
+        status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
+        pull_request=f"**Pull request**: {pr_url}\n" if pr_url else "",
+        criteria=criteria_section(reader, state, done),
+        closing=(
+            "This run stopped before its end; its task file is"
+            if stopped
+            else "Task successfully completed; its task file is"
+        ),
+    )
 
 
-def criteria_section(workspace: Workspace, state: LoopState, done: list[CompletedStep]) -> str:
-    """The table of the spec's acceptance criteria and their evidence (SPEC 16), or ""."""
+def criteria_section(reader: Reader, state: LoopState, done: list[CompletedStep]) -> str:
+    """The table of the spec's acceptance criteria and their evidence, or ""."""
     from akira_cli.criteria.table import render as render_table
     from akira_cli.criteria.table import table_for
 
@@ -142,38 +165,43 @@ def criteria_section(workspace: Workspace, state: LoopState, done: list[Complete
     if found is None:
         return ""
     spec, rows = found
-    return "\n" + render_table(spec, rows, workspace.relative(spec.path)) + "\n"
+    return "\n" + render_table(spec, rows, reader.path(spec.path)) + "\n"
 
 
-def review(workspace: Workspace, state: LoopState) -> str:
-    """How to review and merge a git-native run's branch (SPEC 12), as commands to paste."""
+def branch_section(reader: Reader, state: LoopState, done: list[CompletedStep]) -> str:
+    """How to review, merge and undo a git-native run's branch: commands to paste where it ran,
+    or, for the forge, the commands that undo steps in a clone."""
     record = state.git
     if record is None:
         return ""
     import shlex
 
-    root = str(workspace.root)
-    git = ["git", "-C", root]
     base, branch = record.base[:12], record.branch
-    lines = [
-        "## Review",
-        f"The work is on the branch `{branch}`, one commit per step:",
+    lines = ["## Review", f"The work is on the branch `{branch}`, one commit per step:"]
+    undo = f"akira loop undo --task-id {state.task_id} --step <id>"
+    if reader.forge:
+        lines[-1] = f"The work is on the branch `{branch}`, one commit per step, from `{base}`."
+        reverts = [
+            f"- {s.step_id}: `git revert --no-edit {s.commit[:12]}^..{branch}`" for s in done if s.commit
+        ]
+        lines += [
+            f"To undo a step and every later commit in a clone, on this branch (`git switch {branch}`), "
+            "then push:",
+            *reverts,
+            f"Where the run's state is, `{undo}` does the same and lets `akira loop resume` do them again.",
+            "",
+        ]
+        return "\n".join(lines) + "\n"
+    git = ["git", "-C", str(reader.workspace.root)]
+    lines += [
         "```",
         shlex.join([*git, "log", "--oneline", f"{base}..{branch}"]),
         shlex.join([*git, "diff", f"{base}...{branch}"]),
     ]
     if record.created and record.started_on:
-        merge = (
-            shlex.join([*git, "switch", record.started_on])
-            + " && "
-            + shlex.join([*git, "merge", "--no-ff", branch])
-        )
-        lines.append(merge)
-    lines += [
-        "```",
-        f"Undo a step and every later one with `akira loop undo --task-id {state.task_id} --step <id>`.",
-        "",
-    ]
+        switch = shlex.join([*git, "switch", record.started_on])
+        lines.append(f"{switch} && {shlex.join([*git, 'merge', '--no-ff', branch])}")
+    lines += ["```", f"Undo a step and every later one with `{undo}`.", ""]
     return "\n".join(lines) + "\n"
 
 

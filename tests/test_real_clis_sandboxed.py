@@ -126,11 +126,26 @@ def test_codex_with_its_codex_home_outside_the_home_keeps_its_state(tmp_path: Pa
 def test_a_moved_state_folder_is_bound_but_never_the_root_or_the_home(tmp_path: Path) -> None:
     from akira_cli.sandbox.clistate import lay_out
 
-    home, moved, private = tmp_path / "home", tmp_path / "claude-config", tmp_path / "private"
-    home.mkdir()
-    private.mkdir()
-    found = [real for real, _ in lay_out("claude", home, private, {"CLAUDE_CONFIG_DIR": str(moved)}).roots]
+    home, moved = tmp_path / "home", tmp_path / "claude-config"
+    private, bin_dir = tmp_path / "private", tmp_path / "bin"
+    for folder in (home, private, bin_dir):
+        folder.mkdir()
+    for cli in ("claude", "codex"):  # installed: a folder of theirs is made when missing
+        (bin_dir / cli).write_text("#!/bin/sh\n")
+        (bin_dir / cli).chmod(0o755)
+    given = {"CLAUDE_CONFIG_DIR": str(moved), "PATH": str(bin_dir)}
+    found = [real for real, _ in lay_out("claude", home, private, given).roots]
     assert moved in found and moved.is_dir()  # made, so what the CLI keeps there is kept
     for wrong in ("/", str(home), str(tmp_path), "relative/path"):
-        roots = lay_out("codex", home, private, {"CODEX_HOME": wrong}).roots
+        roots = lay_out("codex", home, private, {"CODEX_HOME": wrong, "PATH": str(bin_dir)}).roots
         assert [real for real, _ in roots] == [home / ".codex"], wrong
+
+
+def test_no_state_folder_is_made_for_a_cli_that_is_not_installed(tmp_path: Path) -> None:
+    from akira_cli.sandbox.clistate import lay_out
+
+    home, private, empty = tmp_path / "home", tmp_path / "private", tmp_path / "bin"
+    for folder in (home, private, empty):
+        folder.mkdir()
+    assert lay_out("codex", home, private, {"PATH": str(empty)}).roots == []
+    assert not (home / ".codex").exists()

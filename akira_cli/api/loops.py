@@ -53,6 +53,8 @@ def start(
     from akira_cli.api import prepare
     from akira_cli.api.agent_preflight import at_start
     from akira_cli.api.run import agent_workdir
+    from akira_cli.git.pr import forge_problem
+    from akira_cli.git.worktrees import require_git
     from akira_cli.review.build import preflight as review_preflight
     from akira_cli.sandbox.session import baseline, resolve
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
@@ -82,12 +84,9 @@ def start(
     at_start(workspace, cfg, pending)
     review_preflight(cfg)
     git = prepare.git_preflight(workspace, path, cfg, no_git)
-    if git is None and cfg.autonomous_loop.parallel > 1:
-        raise AkiraError(
-            f"parallel steps ({cfg.autonomous_loop.parallel}) run in git worktrees, but "
-            f"{workspace.shown(path)} is not in a git work tree{' (--no-git)' if no_git else ''}; "
-            "run 'git init' and commit, or use --parallel 1"
-        )
+    require_git(cfg.autonomous_loop.parallel, git, workspace.shown(path), no_git)
+    if git is not None and (no_pull_request := forge_problem(git.root, cfg.git)):
+        say(f"warning: {no_pull_request}")
     workdir = agent_workdir(workspace, cfg)
     sandboxed = resolve(cfg, sandbox, lambda line: say(f"warning: {line}"))
     failing = baseline(cfg, workspace.root, workdir, path, agent) if pending else []

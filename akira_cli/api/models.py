@@ -169,8 +169,13 @@ class CriterionStep(Answer):
     step_id: str
     done: bool
     verified: bool
+    verified_by: Literal["step check", "project check only"] | None
+    """By a check of the step's own, or by the project's checks only (no evidence for a criterion)."""
     review: str | None
     checks: list[str]
+    """The step's own checks that passed (`Verify:`, `Exists:`, `Contains:`)."""
+    project_checks: list[str]
+    """The project-wide checks that passed with it."""
     commit: str | None
 
 

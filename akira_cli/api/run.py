@@ -216,7 +216,7 @@ def build_loop(
     engine.pause, engine.should_stop = loop.pause, loop.stop_wanted
     from akira_cli.review.build import step_reviewer
 
-    engine.reviewer = step_reviewer(config, workspace, state, bus, commits)
+    engine.reviewer = step_reviewer(config, workspace, state, bus, commits, engine.limits, loop.pause)
 
     def agents_for(lane_runner: CommandRunner) -> AgentPool:
         lane_context = AgentContext(config, workspace, lane_runner, bus, state.task_id, client)

@@ -70,6 +70,9 @@ app.command("mcp")(exits(mcp_cmd.mcp))
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; bad input ends as one line on stderr and exit 1, never a traceback."""
     redaction.register_environment()
+    # Rich's help boxes cut long option names in a narrow terminal's width; in a pipe or a log,
+    # click's plain help wraps the text and never cuts a name
+    app.rich_markup_mode = "rich" if sys.stdout.isatty() else None
     try:
         app(args=argv, prog_name="akira")
     except SystemExit as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
 from pathlib import Path
 
@@ -50,22 +49,22 @@ class Git:
         return [self.repository(context, version)]
 
     def repository(self, context: DoctorContext, version: tuple[int, int, int]) -> Finding:
-        from akira_cli.git.cli import Git
+        """What `loop start` refuses of the repository (no commit, a detached HEAD without
+        git.branch, a git.push that names no remote), through the same preflight."""
+        from akira_cli.errors import AkiraError
+        from akira_cli.git.run import GitRun
 
-        git = Git.found(context.root) if context.config.git.enabled is not False else None
-        if git is None:
+        try:
+            run = GitRun.detect(context.root, context.root / "tasks.md", context.config.git)
+            if run is not None:
+                run.preflight()
+        except AkiraError as exc:
+            return Finding.of_said("git", str(exc))
+        if run is None:
             where = "git.enabled is false" if context.config.git.enabled is False else "not a git repository"
             detail = f"git {shown(version)}; {context.root}: {where}, so runs make no commits"
             return Finding("git", "ok", detail)
-        top = git.root
-        if not git.ok("rev-parse", "--verify", "-q", "HEAD^{commit}"):
-            return Finding(
-                "git",
-                "fail",
-                f"git {shown(version)}; {top} has no commit yet, so there is no HEAD to branch from",
-                f"git -C {shlex.quote(str(top))} commit --allow-empty -m 'First commit'",
-            )
-        detail = f"git {shown(version)}; {top} is a repository: runs work on a task branch"
+        detail = f"git {shown(version)}; {run.root} is a repository: runs work on a task branch"
         return Finding("git", "ok", detail)
 
 

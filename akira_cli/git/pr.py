@@ -190,6 +190,60 @@ class PullRequests:
         return f"cd {shlex.quote(str(self.root))} && {shlex.join(command)}"
 
 
+def forge_tool(root: Path, settings: GitSettings) -> str | None:
+    """gh or glab: `git.pr_tool`, else told by the push remote's URL; None when it cannot tell."""
+    if settings.pr_tool:
+        return settings.pr_tool
+    url = remote_url(root, str(settings.push))
+    if "gitlab" in url.lower():
+        return "glab"
+    if "github" in url.lower():
+        return "gh"
+    return None
+
+
+def remote_url(root: Path, remote: str) -> str:
+    """The push remote's URL as configured (an `insteadOf` rewrite does not hide the host)."""
+    done = subprocess.run(
+        ["git", "-C", str(root), "config", "--get", f"remote.{remote}.url"],
+        capture_output=True, text=True, check=False, timeout=30,
+    )  # fmt: skip
+    return done.stdout.strip() or remote
+
+
+def forge_problem(root: Path, settings: GitSettings) -> str | None:
+    """Why no pull request would be opened in the morning (`git.pr` on): no tool can be told,
+    it is not installed, or it is not logged in (`gh auth status`, `glab auth status`); None
+    when it is ready. Said by `loop start` as a warning, and by `akira doctor`."""
+    if settings.pr == "off":
+        return None
+    tool = forge_tool(root, settings)
+    if tool is None:
+        return (
+            f"git.pr is {settings.pr}, but the remote {settings.push}'s URL names neither GitHub nor "
+            "GitLab, so no pull request will be opened; set git.pr_tool (gh or glab)"
+        )
+    nothing, login = "so no pull request will be opened", f"run '{tool} auth login'"
+    if shutil.which(tool) is None:
+        return f"git.pr is {settings.pr}, but {tool} is not on PATH, {nothing}; install {tool}"
+    env = {**os.environ, "NO_COLOR": "1", "GH_PROMPT_DISABLED": "1", "GLAB_NO_PROMPT": "1"}
+    try:
+        done = subprocess.run(
+            [tool, "auth", "status"], cwd=root, env=env, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, check=False, timeout=TIMEOUT,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"git.pr is {settings.pr}, but '{tool} auth status' did not run ({exc}), {nothing}; {login}"
+    if done.returncode == 0:
+        return None
+    said = " ".join((done.stderr or done.stdout or "").split())[:200]
+    return (
+        f"git.pr is {settings.pr}, but '{tool} auth status' failed"
+        + (f" ({said})" if said else "")
+        + f", {nothing}; {login}"
+    )
+
+
 @dataclass
 class Failure:
     said: str

@@ -137,10 +137,10 @@ class StepCommits:
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()
 
-    def diff(self, changed: list[Path]) -> tuple[bytes, str]:
-        """The patch and `--stat` of what `changed` became since the attempt started (the
-        reviewer's diff, SPEC 16)."""
-        return attempts.attempt_diff(self.run, self._dirty, changed)
+    def step_diff(self, changed: list[Path]) -> tuple[bytes, str]:
+        """The patch and `--stat` of what `changed` became since HEAD, the commit the step
+        started from: what its commit will hold (the reviewer's diff)."""
+        return attempts.attempt_diff(self.run, {}, changed)
 
     def hint(self, slot: Path, workdir: Path, said: str) -> str:
         """The worktree hint for a parallel step that failed in `slot` (`git.hints`)."""

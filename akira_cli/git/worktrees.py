@@ -31,6 +31,15 @@ INCLUDE_FILE = ".worktreeinclude"
 MAX_INCLUDE = 256 * 1024
 
 
+def require_git(parallel: int, git: GitRun | None, where: str, no_git: bool = False) -> None:
+    """Parallel steps run in worktrees: without git (or with --no-git) they are refused."""
+    if git is None and parallel > 1:
+        raise AkiraError(
+            f"parallel steps ({parallel}) run in git worktrees, but {where} is not in a git work "
+            f"tree{' (--no-git)' if no_git else ''}; run 'git init' and commit, or use --parallel 1"
+        )
+
+
 def ref_part(text: str) -> str:
     """`text` as one part of a branch name: characters git refuses (such as `~`) become `_`."""
     part = _REF_BAD.sub("_", text).strip(".") or "_"

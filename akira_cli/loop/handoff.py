@@ -1,6 +1,6 @@
 """Handing the night's work off as a pull request (SPEC 16), when the run completes or stops
 with needs_action: the branch pushed once more, then one pull request opened or updated with
-the completion report as its body."""
+the completion report, written for a reader of the forge, as its body."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from akira_cli.events import EventBus, EventType
 from akira_cli.fileio import describe_os_error
 from akira_cli.git.pr import PullRequests, Request
 from akira_cli.redaction import redact
-from akira_cli.reports import completion_report, completion_text
+from akira_cli.reports import Reader, completion_report, completion_text
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace
 
 MAX_BODY = 60_000
@@ -78,9 +79,10 @@ def _hand_off(
         body_path=body_path,
         warn=lambda message: _warn(bus, message),
     )
+    forge = Reader.of_forge(workspace)
     request = Request(
         title=redact(title(state, {step.step_id for step in done})),
-        body=fit(redact(completion_text(workspace, state, [], done, stopped=stopped)), workspace, state),
+        body=fit(redact(completion_text(forge, state, [], done, stopped)), workspace, state),
         draft=config.git.pr == "draft" or stopped is not None,
         stopped=stopped is not None,
     )
@@ -111,7 +113,7 @@ def title(state: LoopState, done: set[str]) -> str:
     try:
         task = parse_task_text(read_task_bytes(path), path)
     except (OSError, TaskFileError):
-        return f"{feature}: {len(done)} steps done"
+        return f"{feature}: {counted(len(done), 'step')} done"
     leaves = task.leaves(state.include_optional)
     finished = [s for s in leaves if s.ticked or s.id in done or task.under_ticked_parent(s)]
     return f"{feature}: {len(finished)}/{len(leaves)} steps"

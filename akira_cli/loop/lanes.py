@@ -68,12 +68,15 @@ def slot_lane(
     control: ControlPlane,
     make_agents: Callable[[CommandRunner], Callable[[Step], Agent]],
     view: Callable[[], bytes | None] | None = None,
+    workspace: Path | None = None,
 ) -> Lane:
-    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it;
+    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it,
+    and so is `AKIRA_WORKSPACE` (`workspace`): the main work tree is read-only to the step.
     `view`: git's look at the slot, when the work folder is its top."""
-    runner = CommandRunner(
-        workdir, env={**(main.env or {}), "AKIRA_WORKTREE": str(path)}, ledger=main.ledger, private_env=True
-    )
+    env = {**(main.env or {}), "AKIRA_WORKTREE": str(path)}
+    if workspace is not None:
+        env["AKIRA_WORKSPACE"] = str(workspace)
+    runner = CommandRunner(workdir, env=env, ledger=main.ledger, private_env=True)
     if main.wrapper is not None:  # the slot is the step's work tree; the main one is read-only there
         runner.wrapper = main.wrapper.moved(path)
     witness = Witness(path, workdir, control, runner, view)

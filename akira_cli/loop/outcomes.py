@@ -13,6 +13,7 @@ from akira_cli.failures import signature
 from akira_cli.runner import CommandWrapper
 from akira_cli.state.models import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line
 
 
@@ -70,10 +71,10 @@ class Outcomes:
         threshold = self.config.autonomous_loop.no_progress_threshold
         if self.state.no_progress_streak >= threshold:
             logs = command_line(self.workspace, "loop", "logs", "--task-id", self.state.task_id)
+            streak = counted(self.state.no_progress_streak, "attempt")
             raise NoProgress(
-                f"no progress: {self.state.no_progress_streak} attempts in a row changed no file and "
-                "passed no check; look at what the agent did with "
-                f"'{logs}', then resume"
+                f"no progress: {streak} in a row changed no file and passed no check; look at what "
+                f"the agent did with '{logs}', then resume"
             )
 
     def reviewed(self, attempt: Attempt) -> None:

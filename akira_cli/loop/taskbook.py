@@ -16,6 +16,7 @@ from akira_cli.events import EventBus, EventType
 from akira_cli.hooks import write_hook
 from akira_cli.loop.conditions import TaskLocator, replaced_stop
 from akira_cli.loop.ledger import Ledger
+from akira_cli.review.summary import disputed_note
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
@@ -82,7 +83,9 @@ class TaskBook:
             if all(dep is not None and is_done(task, dep, optional, completed) for dep in deps):
                 return step
         if not waiting:
-            raise TaskCompleted(f"all {len(task.leaves(optional))} steps are done")
+            total = len(task.leaves(optional))
+            done = "the one step is done" if total == 1 else f"all {total} steps are done"
+            raise TaskCompleted(done + disputed_note(self.state))
         raise LoopFailed(
             f"{task.path}: no pending step can start, their 'Depends:' wait on each other; "
             "fix the Depends: lines"

@@ -224,7 +224,10 @@ class Waves:
             assert self.loop.agents_for is not None
             workdir = path / os.path.relpath(engine.workdir, self.run.root)
             view = slot_view(self.run.git, path) if workdir == path else None
-            lane = slot_lane(slot, path, workdir, engine.runner, engine.control, self.loop.agents_for, view)
+            workspace = Path(os.path.normpath(path / os.path.relpath(self.run.workspace, self.run.root)))
+            lane = slot_lane(
+                slot, path, workdir, engine.runner, engine.control, self.loop.agents_for, view, workspace
+            )
             self.lanes[slot] = lane
         lane.runner.killed = self.loop.forced.is_set()
         return lane

@@ -1,6 +1,7 @@
-"""What the reviewer reads of a step's work (SPEC 16): its diff against the tree the attempt
-started from (section 12) on a git-native run, in the main work tree or in a parallel step's
-worktree; the whole branch for `review.when: last`; the files the witness saw change otherwise."""
+"""What the reviewer reads of a step's work: on a git-native run, the step's whole diff against
+the commit it started from (every attempt's files, as its commit will hold them), in the main
+work tree or in a parallel step's worktree; the whole branch for `review.when: last`; the files
+the witness saw change otherwise."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from akira_cli.git.worktrees import slot_git
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
     from akira_cli.loop.partners import Where
+    from akira_cli.state.models import Attempt, StepRecord
 
 MAX_DIFF_CHARS = 60_000
 """The most of a diff a reviewer is sent; the rest is named by its `--stat`."""
@@ -24,8 +26,8 @@ MAX_FILE_CHARS = 4_000
 
 
 class StepDiffs:
-    """The diff of an attempt, wherever it ran. `commits`: the main work tree's step commits
-    on a git-native run (None without git)."""
+    """The diff of a step, wherever it ran. `commits`: the main work tree's step commits on a
+    git-native run (None without git)."""
 
     def __init__(self, commits: StepCommits | None, base: str | None = None) -> None:
         self.commits = commits
@@ -40,7 +42,7 @@ class StepDiffs:
                 return bounded(*slot_diff(git, where.workdir, names))
             if self.commits is not None:
                 paths = [self.commits.workdir / name for name in names]
-                patch, stat = self.commits.diff(paths)
+                patch, stat = self.commits.step_diff(paths)
                 branch = self.branch_diff() if whole_branch else ""
                 return branch + bounded(patch.decode("utf-8", "replace"), stat)
         except (GitError, OSError) as exc:
@@ -58,6 +60,12 @@ class StepDiffs:
             return ""
         head = "### The steps committed on the branch before this one"
         return f"{head}\n{bounded(patch, stat)}\n\n### This step\n"
+
+
+def step_files(record: StepRecord, attempt: Attempt) -> list[str]:
+    """What every attempt of the step changed, this one's included: what its commit will hold
+    (a retry after `git.failed_attempt: keep` builds on the files the first attempt left)."""
+    return list(dict.fromkeys(name for done in [*record.attempts, attempt] for name in done.files_changed))
 
 
 def slot_diff(git: Git, workdir: Path, names: list[str]) -> tuple[str, str]:

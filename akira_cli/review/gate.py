@@ -15,10 +15,11 @@ from collections.abc import Callable
 
 from akira_cli.events import EventBus, EventType
 from akira_cli.loop.partners import Where
-from akira_cli.review.agent import ReviewerAgent
-from akira_cli.review.diff import StepDiffs
+from akira_cli.review.agent import Answer, ReviewerAgent
+from akira_cli.review.diff import StepDiffs, step_files
 from akira_cli.review.prompt import review_prompt
 from akira_cli.review.verdict import read_verdict
+from akira_cli.review.waits import ReviewerWaits
 from akira_cli.sections import ModelPrice, ReviewSettings
 from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.state.records import ReviewResult
@@ -45,6 +46,7 @@ class StepReview:
         attempts_allowed: int,
         requirement_texts: RequirementTexts = requirement_ids,
         prices: dict[str, ModelPrice] | None = None,
+        waits: ReviewerWaits | None = None,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -54,6 +56,7 @@ class StepReview:
         self.attempts_allowed = attempts_allowed
         self.requirement_texts = requirement_texts
         self.prices = prices or {}
+        self.waits = waits
         self._lock = threading.Lock()  # wave steps are reviewed on their own threads
 
     def wanted(self, step: Step, task: TaskFile) -> bool:
@@ -87,10 +90,10 @@ class StepReview:
         earlier = [review for review in reviews if review.verdict == "changes"]
         number = len(earlier) + 1
         requirements = self.requirement_texts(step, task)
-        diff = self.diffs.text(attempt.files_changed, where, whole)
+        diff = self.diffs.text(step_files(record, attempt), where, whole)
         prompt = review_prompt(step, requirements, attempt, diff, earlier, whole)
-        answer = self.agent.ask(prompt, where.runner, step.id, attempt.number)
-        usage = self.count(answer.usage)
+        answers = self.ask(prompt, step.id, attempt.number, where)
+        answer, usage = answers[-1], self.count(answers)
         verdict = read_verdict(answer.text) if not answer.failure else None
         result = ReviewResult(verdict="none", reviewer=self.agent.name, round=number, usage=usage)
         if verdict is None:
@@ -121,8 +124,19 @@ class StepReview:
         )
         return result
 
-    def count(self, reported: Usage) -> Usage:
-        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own)."""
+    def ask(self, prompt: str, step_id: str, number: int, where: Where) -> list[Answer]:
+        """The reviewer's answers: its usage limit and provider faults waited out first."""
+        if self.waits is None:
+            return [self.agent.ask(prompt, where.runner, step_id, number)]
+        return self.waits.ask(self.agent, prompt, where.runner, step_id, number, main=where.path is None)
+
+    def count(self, answers: list[Answer]) -> Usage:
+        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own);
+        its calls are its runs (a CLI's own turns are not reviews)."""
+        reported = Usage()
+        for answer in answers:
+            reported.add(answer.usage)
+        reported.calls = len(answers)
         usage = self.priced(reported)
         with self._lock:  # wave steps are reviewed on their own threads
             self.state.usage.add(usage)

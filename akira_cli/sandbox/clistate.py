@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from akira_cli.sandbox.policy import Gateway, expand, gateway
+from akira_cli.sandbox.policy import PRESET_EXECUTABLES, Gateway, expand, gateway
 
 PROJECT = "{project}"
 COPY_LIMIT = 64 * 1024 * 1024
@@ -138,6 +138,8 @@ def lay_out(preset: str | None, home: Path, private: Path, environ: Mapping[str,
     """The preset's state laid out in `private` (the run's home): copies made, records made."""
     state = CLI_STATE.get(preset or "", CliState(()))
     layout = Layout(state, gateway(preset, environ, home))
+    search = environ.get("PATH")
+    installed = any(shutil.which(name, path=search) for name in PRESET_EXECUTABLES.get(preset or "", ()))
     moved = [environ.get(name, "") for name in state.moved_by]
     moved = [m for m in moved if os.path.isabs(m) and not home.is_relative_to(m)]  # never / or ~
     roots: list[Path] = []
@@ -155,8 +157,8 @@ def lay_out(preset: str | None, home: Path, private: Path, environ: Mapping[str,
             if inside:
                 _copy_or_bind(real, layer, real, layout.binds)
             continue
-        if not real.is_dir() and (real.suffix or os.path.lexists(real)):
-            continue
+        if not real.is_dir() and (real.suffix or os.path.lexists(real) or not installed):
+            continue  # no `~/.codex` is made in a person's home for a CLI nothing runs
         try:  # a folder the CLI has not made yet: made, so that its records are kept
             real.mkdir(parents=True, exist_ok=True)
         except OSError:

@@ -29,18 +29,24 @@ def preset_of(config: Config, kind: str | None = None) -> str | None:
 def resolve(config: Config, flag: bool | None, warn: Callable[[str], None]) -> bool:
     """Whether this run is sandboxed; writes the answer into `config.sandbox.mode` (on/off), so
     that the rest of the run does not probe again. `on` without a sandbox raises AkiraError."""
-    for entry in config.sandbox.allow_hosts:
-        try:
-            policy.HostRule.parse(entry)
-        except ValueError as exc:
-            raise AkiraError(
-                f"{exc}, in config/autonomous_loop.yaml; e.g. 'pypi.org' or '127.0.0.1:8080'"
-            ) from None
+    check_allow_hosts(config)
     sandboxed, warning = decide(config.sandbox, flag)
     if warning:
         warn(warning)
     config.sandbox.mode = "on" if sandboxed else "off"
     return sandboxed
+
+
+def check_allow_hosts(config: Config) -> None:
+    """Every `sandbox.allow_hosts` entry is a host rule (a URL is not): AkiraError otherwise."""
+    for entry in config.sandbox.allow_hosts:
+        try:
+            policy.HostRule.parse(entry)
+        except ValueError as exc:
+            raise AkiraError(
+                f"{exc}, in config/autonomous_loop.yaml; write the host alone, e.g. 'pypi.org' or "
+                "'127.0.0.1:8080'"
+            ) from None
 
 
 def build_sandbox(
@@ -137,7 +143,9 @@ def describe(sandboxed: bool | None) -> str:
     """How `status` and the report say it."""
     if sandboxed is None:
         return "not run yet"
-    return "sandboxed (SPEC 15)" if sandboxed else "NOT sandboxed: steps ran with all of the person's rights"
+    if sandboxed:
+        return "sandboxed: every process a step started ran confined"
+    return "NOT sandboxed: steps ran with all of the person's rights"
 
 
 def resolve_sandbox(config: Config, flag: bool | None) -> bool:
