@@ -31,6 +31,7 @@ SHOWN = {
     EventType.SYSTEMIC_ISSUE,
     EventType.WARNING,
     EventType.REVIEW,
+    EventType.FOLLOW,
 }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from akira_cli.errors import LoopStop
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write
+from akira_cli.follow.report import checks_section
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.review.summary import needs_a_look, step_note, usage_lines
 from akira_cli.state.models import CompletedStep, LoopState
@@ -127,7 +128,7 @@ def completion_text(
             ),
         ),
     ]
-    return "".join(parts)
+    return "".join(parts) + checks_section(state)
 
 
 def criteria_section(workspace: Workspace, state: LoopState, done: list[CompletedStep]) -> str:

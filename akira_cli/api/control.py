@@ -33,7 +33,7 @@ def stop(root: str | Path | None, task_id: str, *, force: bool = False, save_sta
     waiting = state.status in ("paused", "needs_action") or state.waiting_until is not None
     if force and pid:
         os.kill(pid, signal.SIGTERM)
-    if pid is None and (save_state or state.status == "running"):
+    if pid is None and (save_state or state.status in ("running", "following")):
         state.status = "paused"
         state.stop_conditions.stop_hook_triggered = True
         store.save(state)

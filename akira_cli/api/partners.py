@@ -36,6 +36,13 @@ class RunReports:
         reports.intervention_request(self.workspace, state, stop)
 
     def escalation(self, state: LoopState, stop: LoopStop, kept: list[str], others: list[str]) -> None:
+        from akira_cli.errors import PullRequestNeedsPerson
+
+        if isinstance(stop, PullRequestNeedsPerson):
+            from akira_cli.follow.report import escalation
+
+            escalation(self.workspace, state, stop)  # it quotes the failing log
+            return
         reports.escalation(self.workspace, state, stop, kept, others)
 
     def hand_off(self, state: LoopState, stop: LoopStop) -> None:

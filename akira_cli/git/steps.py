@@ -8,6 +8,7 @@ the task file with the step's tick (the loop writes the same tick to the file af
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.changes import Snapshot
@@ -32,6 +33,15 @@ PROMPT_NOTE = (
 )
 
 
+@dataclass(frozen=True)
+class Message:
+    """The commit of a step that is not in the task file (a fix after the pull request): its
+    subject and its own trailers, and no tick."""
+
+    subject: str
+    trailers: dict[str, str]
+
+
 class StepCommits:
     prompt_note = PROMPT_NOTE
 
@@ -47,6 +57,8 @@ class StepCommits:
         """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
         self.marks: dict[str, str] = {}
         """Running steps' `[-]` boxes and what they were before (the loop's `TaskBook.marks`)."""
+        self.messages: dict[str, Message] = {}
+        """The commits of steps that are not in the task file, by step id."""
 
     @property
     def seen_by_git(self) -> bool:
@@ -101,11 +113,13 @@ class StepCommits:
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
         task_path = Path(self.state.task_path)
-        ticked = ticked_bytes(task_path, task, step, self.state, self.marks)
+        message = self.messages.get(step.id)
+        ticked = ticked_bytes(task_path, task, step, self.state, self.marks) if message is None else None
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
         trailers = {
             "Akira-Task": self.state.task_id,
             "Akira-Step": step.id,
+            **(message.trailers if message is not None else {}),
             "Akira-Verified": "yes" if attempt.verified else "no",
             "Akira-Checks": ", ".join(
                 checked(name, attempt.files_changed) for name in checks if name != "agent result"
@@ -116,7 +130,7 @@ class StepCommits:
             trailers["Akira-Review"] = attempt.review.verdict
         try:
             replaced = {task_path: ticked} if ticked else None
-            title = subject(step.id, step.title)
+            title = message.subject if message is not None else subject(step.id, step.title)
             changed_now = set(files) if files is not None and self.seen_by_git else None
             sha = self.run.commit(
                 title, trailers, paths, replaced, seen_by_git=self.seen_by_git, changed_now=changed_now
