@@ -152,8 +152,11 @@ class Follower:
         self.failures = 0
         assert not isinstance(decision, ReadLogs)
         before = (record.checks, record.waiting_for)
-        record.checks = "red" if seen.failed() else "pending" if isinstance(decision, Wait) else "green"
-        record.waiting_for = decision.waiting_for if isinstance(decision, Wait) else 0
+        waiting = (
+            isinstance(decision, Wait) or bool(seen.pending()) or (self.settings.checks and not seen.checks)
+        )
+        record.checks = "red" if seen.failed() else "pending" if waiting else "green"
+        record.waiting_for = decision.waiting_for if isinstance(decision, Wait) else len(seen.pending())
         if (record.checks, record.waiting_for) != before:
             self.loop.bus.emit(EventType.FOLLOW, action=record.checks, waiting_for=record.waiting_for)
             self.loop.checkpoint()

@@ -66,10 +66,18 @@ def signature(check: str, log: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+TELLING = [
+    re.compile(r"^E\s+\S"),  # pytest's line of the failed assertion
+    re.compile(r"\b\w*(?:Error|Exception)\b:?\s*\S"),
+    re.compile(r"\berror\b(?!.*exit code)", re.IGNORECASE),
+]
+
+
 def first_failing_line(log: str, limit: int = 160) -> str:
-    """One line for the report: the first failing line, timestamps and job prefix left out."""
-    lines = failing_lines(log)
+    """One line for the report: the most telling failing line (an assertion, an error), with
+    its timestamp and the job's prefix left out."""
+    lines = [NOISE[0][0].sub("", line).strip() for line in failing_lines(log)]
     if not lines:
         return "(no log)"
-    line = NOISE[0][0].sub("", lines[0]).strip()
+    line = next((line for pattern in TELLING for line in lines if pattern.search(line)), lines[0])
     return line[:limit] + ("…" if len(line) > limit else "")

@@ -70,6 +70,8 @@ class Forge:
     host: str = ""
     calls: list[str] = field(default_factory=list)
     """Every call answered: `graphql <operation>` or `<METHOD> <path>`."""
+    ready: list[str] = field(default_factory=list)
+    """The head each time a pull request was marked ready for review."""
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -238,6 +240,7 @@ class Forge:
         if pull is None:
             return None
         pull.draft = False
+        self.ready.append(self.head(pull.head))
         return {"markPullRequestReadyForReview": {"pullRequest": {"id": f"PR_{pull.number}"}}}
 
     def op_ConvertPullRequestToDraft(self, query: str, variables: dict[str, Any]) -> dict[str, Any] | None:
