@@ -138,19 +138,85 @@ def test_the_same_failure_twice_needs_a_person_and_the_draft_stays_a_draft(
 
 
 def never_finishes(night: Night, sha: str) -> list[Job]:
-    return [Job("test"), Job("slow", status="in_progress", conclusion=None)]
+    return [Job("test", status="queued", conclusion=None), Job("slow", status="in_progress", conclusion=None)]
 
 
-def test_checks_that_never_finish_need_a_person_after_the_wait(
+def test_checks_that_never_finish_need_a_person_after_the_wait_and_status_says_what_it_waits_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    follow = "follow:\n  poll_seconds: 0.2\n  max_wait_minutes: 0.05\n"
+    follow = "follow:\n  poll_seconds: 0.2\n  max_wait_minutes: 30\n"
     with Night(tmp_path, monkeypatch, never_finishes, follow=follow) as night:
-        done = night.start()
+        process = night.akira.spawn("loop", "start", "--task", "Specs/calc/tasks.md", "--no-wait")
+
+        def status() -> dict[str, object]:
+            return dict(
+                json.loads(
+                    night.akira.cli("loop", "status", "--task-id", night.akira.task_id(), "--json").out
+                )
+            )
+
+        night.akira.wait_for(lambda: status()["pull_request"]["waiting_for"] == 2, timeout=240)  # type: ignore[index]
+        row = status()
+        assert row["status"] == "following"
+        assert row["following"] == "following pull request: round 0/3, waiting for 2 checks"
+        assert row["pull_request"] == {
+            "url": night.forge.url(night.forge.pulls[0]),
+            "checks": "pending",
+            "round": 0,
+            "max_rounds": 3,
+            "waiting_for": 2,
+        }
+        text = night.akira.cli("loop", "status", "--task-id", night.akira.task_id()).out
+        assert "following: following pull request: round 0/3, waiting for 2 checks" in text
+        # a stop hook pauses the watching, as it pauses a step
+        assert night.akira.cli("loop", "stop", "--task-id", night.akira.task_id()).code == 0
+        _, err = process.communicate(timeout=240)
+        assert process.returncode == 3, err
+        assert night.akira.state().status == "paused"
+        # resumed with a wait that is over (counted from the last push): needs a person
+        config = night.root / "config" / "autonomous_loop.yaml"
+        config.write_text(config.read_text().replace("max_wait_minutes: 30", "max_wait_minutes: 0.001"))
+        done = night.akira.cli("loop", "resume", "--task-id", night.akira.task_id(), timeout=240)
         assert done.code == 4, done.err
         state = night.akira.state()
         assert state.status == "needs_action" and state.pull_request is not None
-        assert state.pull_request.round == 0 and state.pull_request.waiting_for == 1
-        assert "checks still pending 0.05 minute(s) after the last push" in state.stop_reason
-        assert "pending: slow" in state.stop_reason
+        assert state.pull_request.round == 0 and state.pull_request.waiting_for == 2
+        assert "checks still pending 0.001 minute(s) after the last push" in state.stop_reason
+        assert "pending: test, slow" in state.stop_reason
         assert night.forge.ready == [] and night.forge.pulls[0].draft is True
+        assert night.hub.unknown == []
+
+
+def green(night: Night, sha: str) -> list[Job]:
+    return [Job("test")]
+
+
+def test_a_review_the_next_morning_is_followed_by_pr_follow_and_a_stop_hook_pauses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Night(tmp_path, monkeypatch, green, follow="") as night:
+        (night.root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+        git(night.root, "commit", "-qam", "add adds")
+        done = night.start()
+        assert done.code == 0, done.err
+        task_id = night.akira.task_id()
+        assert night.akira.state().pull_request is None  # no follow: section, no --follow
+        thread = Thread("calc.py", 1, [Comment("octo-reviewer", "Please rename `add` to `plus`.")])
+        night.forge.number(thread)
+        night.forge.threads.append(thread)
+        hook = night.root / ".hooks" / f"stop_autonomous_loop_{task_id}.md"
+        hook.parent.mkdir(exist_ok=True)
+        hook.write_text("---\ntask_id: " + task_id + "\n---\nnot now\n")
+        paused = night.akira.cli("pr", "follow", "--task-id", task_id, "--no-wait", timeout=300)
+        assert paused.code == 3, paused.err
+        assert night.akira.state().status == "paused" and len(thread.comments) == 1
+        hook.unlink()
+        resumed = night.akira.cli("loop", "resume", "--task-id", task_id, timeout=300)
+        assert resumed.code == 0, resumed.err
+        sha, _ = night.commit("review-1")
+        assert thread.comments[-1].body == f"Addressed in {sha[:7]}: renamed add to plus"
+        state = night.akira.state()
+        assert state.status == "completed" and state.pull_request is not None
+        assert state.pull_request.phase == "green"
+        assert [path.parent.name for path in night.akira.state_files()] == ["archive"]
+        assert night.hub.unknown == []
