@@ -118,9 +118,8 @@ class Follower:
             if isinstance(decision, Green):
                 record.phase, record.checks, record.waiting_for = "green", "green", 0
                 self.loop.bus.emit(EventType.FOLLOW, action="green", url=record.url, rounds=record.round)
-                raise PullRequestGreen(
-                    f"the pull request is green after {record.round} fix round(s): {record.url}"
-                )
+                rounds = f"{record.round} fix round{'' if record.round == 1 else 's'}"
+                raise PullRequestGreen(f"the pull request is green after {rounds}")
             if isinstance(decision, GiveUp):
                 record.phase, record.gave_up, record.last_log = "needs_action", decision.why, decision.log
                 raise PullRequestNeedsPerson(decision.why)
@@ -158,7 +157,9 @@ class Follower:
         record.checks = "red" if seen.failed() else "pending" if waiting else "green"
         record.waiting_for = decision.waiting_for if isinstance(decision, Wait) else len(seen.pending())
         if (record.checks, record.waiting_for) != before:
-            self.loop.bus.emit(EventType.FOLLOW, action=record.checks, waiting_for=record.waiting_for)
+            self.loop.bus.emit(
+                EventType.FOLLOW, action="checks", checks=record.checks, waiting_for=record.waiting_for
+            )
             self.loop.checkpoint()
         return decision
 
@@ -203,6 +204,7 @@ class Follower:
         self.pushed()
         record = self.record
         record.head, record.pushed_at, round_.pushed = self.commits.run.plumb.head()[0], utcnow(), True
+        self.loop.bus.emit(EventType.FOLLOW, action="pushed", round=round_.number, head=record.head[:12])
         for item in round_.items:
             if item.kind == "review" and not item.answered:
                 self.answer(item, forge)
