@@ -33,6 +33,7 @@ SHOWN = {
     EventType.WARNING,
     EventType.REVIEW,
     EventType.SANDBOX_DENIED,
+    EventType.FOLLOW,
 }
 
 

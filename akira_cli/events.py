@@ -76,6 +76,7 @@ class EventType(StrEnum):
     CONTROL_PLANE_CHANGED = "control_plane_changed"
     REVIEW = "review"
     PULL_REQUEST = "pull_request"
+    FOLLOW = "follow"
     SANDBOX_DENIED = "sandbox_denied"
 
 

@@ -12,6 +12,7 @@ from akira_cli import nofollow
 from akira_cli.errors import LoopStop
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write
+from akira_cli.follow.report import checks_section
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.review.summary import needs_a_look, step_note, usage_lines
 from akira_cli.sandbox.session import describe
@@ -105,54 +106,58 @@ def completion_text(
     banner = f"> **Stopped ({state.status})**: {stopped}\n\n" if stopped else ""
     front = f"---\ntype: completion_report\ntask_id: {state.task_id}\ncompleted_at: {utcnow()}\n---\n\n"
     pr_url = state.git.pr_url if state.git and not reader.forge else None
-    return banner + render(
-        "completion_report.md",
-        front_matter="" if reader.forge else front,
-        task_path=reader.task(Path(state.task_path)),
-        declared=(
-            f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
-            if open_steps
-            else ""
-        ),
-        open_steps=(
-            "\n## Steps still open (a person declared the task done)\n"
-            + _bullets([f"- {s}" for s in open_steps])
-            + "\n"
-            if open_steps
-            else ""
-        ),
-        duration=f"{state.metrics.total_duration_seconds:.1f}",
-        iteration=state.iteration,
-        total_steps=len(done),
-        completed_count=len(done),
-        verified=breakdown["verified"],
-        unverified=breakdown["unverified"],
-        by_person=breakdown["done_by_person"],
-        by_claim=breakdown["done_by_claim"],
-        failed_count=state.total_failures,
-        success_rate=f"{state.success_rate:.0%}",
-        first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",
-        completed_steps=_bullets(completed),
-        failed_steps=_bullets(recovered),
-        average_step_duration=f"{state.metrics.average_step_duration:.1f}",
-        total_successes=state.total_successes,
-        total_failures=state.total_failures,
-        reflections=state.metrics.reflections_generated,
-        tokens=state.usage.total_tokens,
-        cost=f"{state.usage.cost_usd:.4f}",
-        review_usage=usage_lines(state),
-        needs_a_look=needs_a_look(done),
-        sandbox=describe(state.sandboxed),
-        done_path=reader.path(Path(state.task_path)),
-        review=branch_section(reader, state, done),
-        status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
-        pull_request=f"**Pull request**: {pr_url}\n" if pr_url else "",
-        criteria=criteria_section(reader, state, done),
-        closing=(
-            "This run stopped before its end; its task file is"
-            if stopped
-            else "Task successfully completed; its task file is"
-        ),
+    return (
+        banner
+        + render(
+            "completion_report.md",
+            front_matter="" if reader.forge else front,
+            task_path=reader.task(Path(state.task_path)),
+            declared=(
+                f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
+                if open_steps
+                else ""
+            ),
+            open_steps=(
+                "\n## Steps still open (a person declared the task done)\n"
+                + _bullets([f"- {s}" for s in open_steps])
+                + "\n"
+                if open_steps
+                else ""
+            ),
+            duration=f"{state.metrics.total_duration_seconds:.1f}",
+            iteration=state.iteration,
+            total_steps=len(done),
+            completed_count=len(done),
+            verified=breakdown["verified"],
+            unverified=breakdown["unverified"],
+            by_person=breakdown["done_by_person"],
+            by_claim=breakdown["done_by_claim"],
+            failed_count=state.total_failures,
+            success_rate=f"{state.success_rate:.0%}",
+            first_attempt_rate=f"{state.metrics.first_attempt_success_rate:.0%}",
+            completed_steps=_bullets(completed),
+            failed_steps=_bullets(recovered),
+            average_step_duration=f"{state.metrics.average_step_duration:.1f}",
+            total_successes=state.total_successes,
+            total_failures=state.total_failures,
+            reflections=state.metrics.reflections_generated,
+            tokens=state.usage.total_tokens,
+            cost=f"{state.usage.cost_usd:.4f}",
+            review_usage=usage_lines(state),
+            needs_a_look=needs_a_look(done),
+            sandbox=describe(state.sandboxed),
+            done_path=reader.path(Path(state.task_path)),
+            review=branch_section(reader, state, done),
+            status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
+            pull_request=f"**Pull request**: {pr_url}\n" if pr_url else "",
+            criteria=criteria_section(reader, state, done),
+            closing=(
+                "This run stopped before its end; its task file is"
+                if stopped
+                else "Task successfully completed; its task file is"
+            ),
+        )
+        + checks_section(state)
     )
 
 

@@ -212,6 +212,22 @@ class FleetSettings(Section):
     """A command run in each fresh clone before the first step (`pip install -e .`, `npm ci`)."""
 
 
+class FollowSettings(Section):
+    """After the pull request: its checks fixed and its review comments answered until it is
+    green, or a person is needed. Off while the section is absent (`loop start --follow`)."""
+
+    checks: bool = True
+    """Fix the pull request's failing checks (CI)."""
+    reviews: bool = True
+    """Address review comments by people (anyone but the account akira pushes as)."""
+    max_rounds: int = Field(3, ge=1)
+    """Fix rounds for one pull request, checks and reviews together."""
+    poll_seconds: float = Field(30, gt=0)
+    """How often the checks and review threads are read."""
+    max_wait_minutes: float = Field(120, gt=0)
+    """Checks still pending this long after the last push: needs_action."""
+
+
 class ProjectCheck(Section):
     run: str
     name: str | None = None

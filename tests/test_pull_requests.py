@@ -201,7 +201,13 @@ def test_completion_opens_one_pull_request_with_the_report_as_its_body(
     report = (akira.root / "Logs" / "completion_reports" / f"{state.task_id}.md").read_text()
     assert f"**Pull request**: {url}" in report
     status = json.loads(akira.cli("loop", "status", "--task-id", state.task_id, "--json").out)
-    assert status["pull_request"] == url
+    assert status["pull_request"] == {  # nobody follows it: only its URL is known
+        "url": url,
+        "checks": None,
+        "round": None,
+        "max_rounds": None,
+        "waiting_for": None,
+    }
     progress = json.loads(akira.cli("loop", "progress", "--task-id", state.task_id, "--json").out)
     assert progress["pull_request"] == url and progress["not_covered"] == ["1.3"]
 

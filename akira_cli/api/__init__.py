@@ -15,8 +15,20 @@ Importing this package is cheap (each verb imports what it uses), so the CLI sta
 """
 
 from akira_cli.api.control import cancel, stop, undo
-from akira_cli.api.loops import resume, start
+from akira_cli.api.loops import follow, resume, start
 from akira_cli.api.tasks import tasks
 from akira_cli.api.views import logs, progress, report, status
 
-__all__ = ["cancel", "logs", "progress", "report", "resume", "start", "status", "stop", "tasks", "undo"]
+__all__ = [
+    "cancel",
+    "follow",
+    "logs",
+    "progress",
+    "report",
+    "resume",
+    "start",
+    "status",
+    "stop",
+    "tasks",
+    "undo",
+]

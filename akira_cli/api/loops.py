@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from akira_cli.api.lookup import find_path, load_task, store_for, workspace_and_config
 from akira_cli.errors import AkiraError
+from akira_cli.sections import FollowSettings
 from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def start(
     no_git: bool = False,
     parallel: int | None = None,
     sandbox: bool | None = None,
+    follow: bool = False,
     settings: Mapping[str, Any] | None = None,
     show: bool = False,
     say: Say = quiet,
@@ -48,7 +50,9 @@ def start(
     """A new loop on the task file `task` (a path from here or from the workspace, or its feature
     folder). `settings`: more dotted config keys over the files' (`{"git.push": "origin"}`).
     Detached, it returns once the state exists, with the task id and the process; else it runs
-    the loop here (with the live display when `show`) and returns how it ended."""
+    the loop here (with the live display when `show`) and returns how it ended. `follow`: after
+    the pull request, follow its checks and reviews (`follow:` with its defaults, when the config
+    has none)."""
     from akira_cli.agents.base import preflight
     from akira_cli.api import prepare
     from akira_cli.api.agent_preflight import at_start
@@ -87,6 +91,8 @@ def start(
     require_git(cfg.autonomous_loop.parallel, git, workspace.shown(path), no_git)
     if git is not None and (no_pull_request := forge_problem(git.root, cfg.git)):
         say(f"warning: {no_pull_request}")
+    for line in prepare.follow_warnings(cfg, follow):
+        say(f"warning: {line}")
     workdir = agent_workdir(workspace, cfg)
     sandboxed = resolve(cfg, sandbox, lambda line: say(f"warning: {line}"))
     failing = baseline(cfg, workspace.root, workdir, path, agent) if pending else []
@@ -104,8 +110,8 @@ def start(
     if sandbox is not None or not sandboxed:
         state.sandbox_flag, state.sandboxed = sandbox, sandboxed
         store.save(state)
-    if failing:
-        state.advisory_checks = True
+    if failing or follow:
+        state.advisory_checks, state.follow = bool(failing), follow
         store.save(state)
     if detach:
         return started(store, state, prepare.spawn_detached(workspace, state, no_wait))
@@ -171,7 +177,7 @@ def resume(
         message = f"{state.task_id} is already completed; nothing to resume"
         return Note(task_id=state.task_id, status=state.status, pid=None, message=message)
     live = store.lock(state.task_id).holder()  # read once: the process may exit meanwhile
-    if live is not None and state.status == "running":
+    if live is not None and state.status in ("running", "following"):
         raise AkiraError(f"task {state.task_id} is already being run by process {live}; it is not paused")
     if live is None:  # before anything on disk moves: a missing agent CLI is one line
         at_resume(workspace, cfg, state)
@@ -200,6 +206,42 @@ def resume(
         prepare.save_as_read(workspace, store, state)
         return started(store, state, prepare.spawn_detached(workspace, state, no_wait))
     say(f"resuming {state.task_id} at iteration {state.iteration}")
+    return here(workspace, cfg, store, state, no_wait, show, None, None)
+
+
+def follow(
+    root: str | Path | None,
+    task_id: str,
+    *,
+    config: Path | None = None,
+    detach: bool = True,
+    no_wait: bool = False,
+    show: bool = False,
+    say: Say = quiet,
+) -> Started | Finished:
+    """Follows a run's pull request after the run (a person's review the next morning): its
+    checks and review comments, until it is green or needs a person, as `follow:` says (its
+    defaults when the config has none). HEAD must be on the task branch: the fixes are made there."""
+    from akira_cli.api import prepare
+    from akira_cli.api.run import git_run
+    from akira_cli.config import load_config
+
+    workspace = Workspace.resolve(root)
+    store, state = load_task(workspace, task_id)
+    cfg = load_config(workspace.root, config or (Path(state.config_file) if state.config_file else None))
+    prepare.can_follow(workspace, store, state, cfg)
+    run = git_run(workspace, cfg, state)  # never switch branches under a person's feet
+    assert run is not None and state.git is not None and state.git.pr_url
+    from akira_cli.follow.follower import start_watch
+
+    store.unarchive(state.task_id)
+    state.follow, state.status, state.stop_reason = True, "following", ""
+    state.stop_conditions.clear()
+    state.pull_request = start_watch(state, (cfg.follow or FollowSettings()).max_rounds, run.plumb.head()[0])
+    store.save(state)
+    if detach:
+        return started(store, state, prepare.spawn_detached(workspace, state, no_wait))
+    say(f"following {state.git.pr_url} for {state.task_id}")
     return here(workspace, cfg, store, state, no_wait, show, None, None)
 
 

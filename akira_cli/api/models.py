@@ -92,6 +92,14 @@ class CurrentStepRow(Answer):
     worktree: str | None
 
 
+class PullRequestRow(Answer):
+    url: str
+    checks: Literal["pending", "red", "green"] | None
+    round: int | None
+    max_rounds: int | None
+    waiting_for: int | None
+
+
 class LoopSummary(Answer):
     """`loop status --task-id ID --json`."""
 
@@ -106,7 +114,9 @@ class LoopSummary(Answer):
     current_step: str | None
     current_steps: list[CurrentStepRow]
     consecutive_failures: int
-    pull_request: str | None
+    pull_request: PullRequestRow | None
+    following: str | None
+    """`following pull request: round 1/3, waiting for 2 checks`, while it follows one."""
     verified: int
     unverified: int
     done_by_person: int
@@ -125,15 +135,19 @@ class LoopSummary(Answer):
     pid: int | None
 
     def line(self) -> str:
+        if self.following:
+            return f"{self.task_id} {self.following}"
         step = f", step {self.current_step}" if self.current_step else ""
         why = f" ({self.stop_reason})" if self.stop_reason and self.status != "running" else ""
         return f"{self.task_id} {self.status}{why}: iteration {self.iteration}/{self.max_iterations}{step}"
 
     def text(self) -> str:
         """`loop status --task-id ID` without --json: one `key: value` line per set field."""
-        return "\n".join(
-            f"{key}: {value}" for key, value in self.data().items() if value not in (None, "", [])
-        )
+        data = self.data()
+        if self.pull_request is not None:
+            checks = f" ({self.pull_request.checks})" if self.pull_request.checks else ""
+            data["pull_request"] = self.pull_request.url + checks
+        return "\n".join(f"{key}: {value}" for key, value in data.items() if value not in (None, "", []))
 
 
 class Dashboard(Answer):

@@ -39,6 +39,13 @@ class RunReports:
         self.write(reports.intervention_request, state, stop)
 
     def escalation(self, state: LoopState, stop: LoopStop, kept: list[str], others: list[str]) -> None:
+        from akira_cli.errors import PullRequestNeedsPerson
+
+        if isinstance(stop, PullRequestNeedsPerson):
+            from akira_cli.follow.report import escalation
+
+            self.write(escalation, state, stop)  # it quotes the failing log
+            return
         self.write(reports.escalation, state, stop, kept, others)
 
     def write(self, report: Callable[..., Path], *args: object) -> None:

@@ -119,6 +119,35 @@ def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -
     return git
 
 
+def follow_warnings(cfg: Config, follow: bool) -> list[str]:
+    """Following needs a pull request: `--follow` or `follow:` with `git.pr: off` follows nothing."""
+    if (follow or cfg.follow is not None) and cfg.git.pr == "off":
+        return ["follow is on, but git.pr is off, so there is no pull request to follow; set git.pr: draft"]
+    return []
+
+
+def can_follow(workspace: Workspace, store: StateStore, state: LoopState, cfg: Config) -> None:
+    """`akira pr follow` refuses a run it cannot follow, with one line."""
+    if state.git is None or not state.git.pr_url:
+        raise AkiraError(
+            f"task {state.task_id} has no pull request to follow; a run opens one with git.pr: draft "
+            "and git.push set, when it completes"
+        )
+    if state.status == "cancelled":
+        raise AkiraError(f"task {state.task_id} was cancelled; there is nothing to follow")
+    live = store.lock(state.task_id).holder()
+    if live is not None:
+        stop = command_line(workspace, "loop", "stop", "--task-id", state.task_id)
+        raise AkiraError(
+            f"task {state.task_id} is being run by process {live}; it follows its pull request itself "
+            f"(stop it with {in_quotes(stop)})"
+        )
+    if not cfg.git.push:
+        raise AkiraError(
+            "following a pull request needs git.push (the remote its fixes are pushed to); set it"
+        )
+
+
 def short_secret_warnings(cfg: Config) -> list[str]:
     key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
     return [

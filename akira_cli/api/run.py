@@ -5,6 +5,7 @@ session that holds its lock (`loop.session`). Every front end runs a run through
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,7 @@ from akira_cli.agents import REGISTRY, Agent, AgentContext
 from akira_cli.agents.base import choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
-from akira_cli.config import Config
+from akira_cli.config import Config, FollowSettings
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.loop.conditions import TaskLocator
@@ -34,6 +35,7 @@ from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
     from akira_cli.checks import Judge
+    from akira_cli.follow.forge import Forge
     from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
@@ -228,7 +230,26 @@ def build_loop(
 
         loop.waves = Waves(loop, commits.run, commits, state.parallel)
     engine.limits.pause, engine.limits.save = loop.pause, lambda: store.save(state)
+    follow = config.follow or (FollowSettings() if state.follow else None)
+    if follow is not None and commits is not None:
+        from akira_cli.follow.follower import Follower
+
+        loop.follower = Follower(follow, commits, forges(config, commits.run.root))
+        loop.follower.attach(loop)
     return loop
+
+
+def forges(config: Config, root: Path) -> Callable[[str], Forge]:
+    """The forge of a pull request's URL: through glab for GitLab, else gh (as `git.pr` opened it)."""
+    from akira_cli.git.pr import forge_tool
+
+    if forge_tool(root, config.git) == "glab":
+        from akira_cli.follow.glab import Glab
+
+        return lambda url: Glab(url, root)
+    from akira_cli.follow.gh import Gh
+
+    return lambda url: Gh(url, root)
 
 
 def sandbox_for(

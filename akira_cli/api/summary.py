@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 def effective_status(store: StateStore, state: LoopState) -> str:
     """`running` with no live lock holder is shown as `interrupted`."""
-    if state.status == "running" and not store.lock(state.task_id).is_held():
+    if state.status in ("running", "following") and not store.lock(state.task_id).is_held():
         return "interrupted"
     return state.status
 
@@ -19,6 +19,7 @@ def effective_status(store: StateStore, state: LoopState) -> str:
 def group_of(status: str) -> str:
     return {
         "running": "Active",
+        "following": "Active",
         "paused": "Paused",
         "interrupted": "Paused",
         "needs_action": "Needs action",
@@ -26,6 +27,15 @@ def group_of(status: str) -> str:
         "failed": "Failed",
         "cancelled": "Cancelled",
     }[status]
+
+
+def pull_request(state: LoopState) -> dict[str, Any] | None:
+    """`{url, checks, round, max_rounds, waiting_for}`; the last four null while no one follows it."""
+    if state.pull_request is not None:
+        return state.pull_request.public()
+    if state.git is None or not state.git.pr_url:
+        return None
+    return {"url": state.git.pr_url, "checks": None, "round": None, "max_rounds": None, "waiting_for": None}
 
 
 def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
@@ -48,7 +58,12 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
             for running in state.current_steps
         ],
         "consecutive_failures": state.consecutive_failures,
-        "pull_request": state.git.pr_url if state.git else None,
+        "pull_request": pull_request(state),
+        "following": (
+            state.pull_request.line(step.step_id if step else None)
+            if state.pull_request is not None and status == "following"
+            else None
+        ),
         **state.done_breakdown(),
         "tokens": state.usage.total_tokens,
         "cached_tokens": state.usage.cached_tokens,
@@ -59,5 +74,5 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
         "stop_reason": state.stop_reason,
         "systemic_issues": state.systemic_issues,
         "sandboxed": state.sandboxed,
-        "pid": store.lock(state.task_id).holder() if status == "running" else None,
+        "pid": store.lock(state.task_id).holder() if status in ("running", "following") else None,
     }

@@ -136,7 +136,7 @@ def live(store: StateStore, task_id: str) -> bool:
         fresh = time.time() - path.stat().st_mtime < STARTING_GRACE_SECONDS
     except OSError:
         return False
-    return fresh and store.load(task_id).status == "running"
+    return fresh and store.load(task_id).status in ("running", "following")
 
 
 def report(root: str | Path | None, task_id: str) -> Report:

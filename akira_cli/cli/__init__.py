@@ -19,6 +19,7 @@ from akira_cli.cli import (
     loop_control_cmd,
     loop_view_cmd,
     mcp_cmd,
+    pr_cmd,
     reason_cmd,
 )
 from akira_cli.cli.common import PlainUsage, exits
@@ -65,6 +66,7 @@ app.command("reason", cls=PlainUsage)(exits(reason_cmd.reason))
 app.add_typer(fleet_cmd.app, name="fleet")
 app.command("doctor")(exits(doctor_cmd.doctor))
 app.command("mcp")(exits(mcp_cmd.mcp))
+app.add_typer(pr_cmd.app, name="pr")
 
 
 def main(argv: list[str] | None = None) -> int:

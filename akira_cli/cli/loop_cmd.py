@@ -89,6 +89,14 @@ def start(
     ] = None,
     root: TaskRootOption = None,
     sandbox: SandboxFlag = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            metavar="",
+            help="After the pull request, fix its failing checks and answer its reviews (follow:).",
+        ),
+    ] = False,
 ) -> int:
     """Start a loop on a task file."""
     from akira_cli import api
@@ -106,6 +114,7 @@ def start(
         no_git=no_git,
         parallel=parallel,
         sandbox=sandbox,
+        follow=follow,
         show=True,
         say=note,
     )

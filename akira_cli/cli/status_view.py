@@ -27,7 +27,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         row["status"],
         f"{row['iteration']}/{row['max_iterations']}",
         f"{row['success_rate']:.0%}",
-        row["current_step"] or "-",
+        row["current_step"] or row.get("following") or "-",
         _duration(row["duration_seconds"]),
     ]
 

@@ -14,7 +14,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +83,7 @@ class PullRequests:
             done = self.call(create)
             url = _url(done.stdout) if done.returncode == 0 else None
             if url is None:
-                self.warn(f"no pull request: {_said(done)}; run: {self.by_hand(create)}")
+                self.warn(f"no pull request: {said(done)}; run: {self.by_hand(create)}")
                 return None
             self.record.pr_url, self.record.pr_draft = url, request.draft
             return url
@@ -92,8 +92,7 @@ class PullRequests:
             done = self.call(command)
             if done.returncode != 0:
                 self.warn(
-                    f"the pull request {existing} was not updated: {_said(done)}; "
-                    f"run: {self.by_hand(command)}"
+                    f"the pull request {existing} was not updated: {said(done)}; run: {self.by_hand(command)}"
                 )
                 return existing
         if request.stopped:
@@ -126,8 +125,8 @@ class PullRequests:
             done = self.call(["glab", "mr", "view", head, "--output", "json"])
             key = "web_url"
         if done.returncode != 0:
-            said = _said(done)
-            return None if any(word in said.lower() for word in MISSING) else Failure(said)
+            told = said(done)
+            return None if any(word in told.lower() for word in MISSING) else Failure(told)
         try:
             found = json.loads(done.stdout).get(key)
         except (ValueError, AttributeError):
@@ -165,20 +164,7 @@ class PullRequests:
         return self.git.root
 
     def call(self, command: list[str]) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, **self.git.repo.env(), "GH_PROMPT_DISABLED": "1", "GIT_TERMINAL_PROMPT": "0"}
-        env["NO_COLOR"] = "1"
-        env.setdefault("GLAB_NO_PROMPT", "1")
-        try:
-            return subprocess.run(
-                command, cwd=self.root, env=env, capture_output=True, text=True,
-                stdin=subprocess.DEVNULL, check=False, timeout=TIMEOUT,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return subprocess.CompletedProcess(
-                command, 124, "", f"{command[0]} gave no answer in {TIMEOUT:.0f}s"
-            )
-        except OSError as exc:
-            return subprocess.CompletedProcess(command, 127, "", f"{command[0]} cannot run: {exc.strerror}")
+        return run_tool(command, self.root, env=self.git.repo.env())
 
     def by_hand(self, command: list[str]) -> str:
         """The command to paste: from the repository's folder; glab's body from the saved file."""
@@ -249,11 +235,36 @@ class Failure:
     said: str
 
 
+def run_tool(
+    command: list[str], root: Path, stdin: str | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """gh or glab in the repository's folder, never prompting; a tool that hangs or cannot run
+    is an answer like any other (exit 124, 127). `env`: the pinned repository's variables, so
+    that the git the tool runs is akira's."""
+    env = {
+        **os.environ,
+        **(env or {}),
+        "GH_PROMPT_DISABLED": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "NO_COLOR": "1",
+    }
+    env.setdefault("GLAB_NO_PROMPT", "1")
+    try:
+        return subprocess.run(
+            command, cwd=root, env=env, capture_output=True, text=True, input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL, check=False, timeout=TIMEOUT,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(command, 124, "", f"{command[0]} gave no answer in {TIMEOUT:.0f}s")
+    except OSError as exc:
+        return subprocess.CompletedProcess(command, 127, "", f"{command[0]} cannot run: {exc.strerror}")
+
+
 def _url(text: str) -> str | None:
     found = URL_RE.findall(text or "")
     return found[-1] if found else None
 
 
-def _said(done: subprocess.CompletedProcess[str]) -> str:
+def said(done: subprocess.CompletedProcess[str]) -> str:
     text = " ".join((done.stderr or done.stdout or "").split())[:300]
     return f"{shlex.quote(str(done.args[0]))} exited {done.returncode}" + (f": {text}" if text else "")

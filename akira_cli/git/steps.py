@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.changes import Snapshot
@@ -34,6 +35,15 @@ IN_HEAD = "HEAD"
 """A file akira committed and nobody changed since: the same as in HEAD, nothing to hash."""
 
 
+@dataclass(frozen=True)
+class Message:
+    """The commit of a step that is not in the task file (a fix after the pull request): its
+    subject and its own trailers, and no tick."""
+
+    subject: str
+    trailers: dict[str, str]
+
+
 class StepCommits:
     def __init__(self, run: GitRun, state: LoopState, workdir: Path, bus: EventBus) -> None:
         self.run = run
@@ -53,6 +63,8 @@ class StepCommits:
         """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
         self.marks: dict[str, str] = {}
         """Running steps' `[-]` boxes and what they were before (the loop's `TaskBook.marks`)."""
+        self.messages: dict[str, Message] = {}
+        """The commits of steps that are not in the task file, by step id."""
 
     def before(self, files: Snapshot | None) -> None:
         """Before an attempt: where HEAD is (to see what an agent committed itself), and the
@@ -103,11 +115,13 @@ class StepCommits:
             ]
         self.note_nested(step, paths)
         task_path = Path(self.state.task_path)
-        ticked = ticked_bytes(task_path, task, step, self.state, self.marks)
+        message = self.messages.get(step.id)
+        ticked = ticked_bytes(task_path, task, step, self.state, self.marks) if message is None else None
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
         trailers = {
             "Akira-Task": self.state.task_id,
             "Akira-Step": step.id,
+            **(message.trailers if message is not None else {}),
             "Akira-Verified": "yes" if attempt.verified else "no",
             "Akira-Checks": ", ".join(
                 checked(name, attempt.files_changed) for name in checks if name != "agent result"
@@ -118,7 +132,7 @@ class StepCommits:
             trailers["Akira-Review"] = attempt.review.verdict
         try:
             replaced = {task_path: ticked} if ticked else None
-            title = subject(step.id, step.title)
+            title = message.subject if message is not None else subject(step.id, step.title)
             changed_now = set(files) if files is not None and self.seen_by_git else None
             sha = self.run.commit(
                 title, trailers, paths, replaced, seen_by_git=self.seen_by_git, changed_now=changed_now

@@ -33,7 +33,7 @@ from akira_cli.hooks import active_hook
 from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.metrics import update_metrics
-from akira_cli.loop.partners import Reports
+from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
 from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
 from akira_cli.state.records import passed_checks
@@ -68,6 +68,8 @@ class AutonomousLoop:
     """Agents that run their commands through a given runner (a parallel step's lane)."""
     waves: Waves | None = None
     """Parallel `[P]` waves (SPEC 13), on a git-native run with `parallel` above 1."""
+    follower: Follower | None = None
+    """After the pull request: its checks and reviews followed (`follow:`)."""
 
     def __post_init__(self) -> None:
         self.guard = Guard(self.workspace, self.config, self.locator)
@@ -91,12 +93,14 @@ class AutonomousLoop:
                 self.work()
             except LoopStop as stop:
                 self.settle(stop)
-                if self.wait_for_resume(stop):
+                if self.wait_for_resume(stop) or (stop.report == "completion" and self.following()):
                     continue
                 return stop
 
     def work(self) -> None:
         self.engine.limits.resume_wait()
+        if self.follower is not None and self.follower.active():
+            self.follower.follow()  # the task is done: its pull request is what is left
         self.book.reconcile()
         while True:
             path = self.boundary()
@@ -272,6 +276,8 @@ class AutonomousLoop:
                 others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
                 self.reports.escalation(self.state, stop, kept, others)
             self.reports.hand_off(self.state, stop)  # the pull request, if one is wanted
+            if self.follower is not None:
+                self.follower.after(stop)
         finally:
             self.checkpoint()
             self.book.unmark()  # no step runs now: no `[-]` left in the file
@@ -279,8 +285,12 @@ class AutonomousLoop:
                 self.reports.progress(self.state)  # the last one tells how it ended
         if stop.status == "paused":
             self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
-        if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
+        archive = self.config.autonomous_loop.archive_state_file and not self.following()
+        if stop.report == "completion" and archive:
             self.store.archive(self.state)
+
+    def following(self) -> bool:
+        return self.follower is not None and self.follower.active()
 
     def moves_to_done(self, stop: LoopStop) -> bool:
         """Whether settling `stop` moves the task file to Done/ (akira's own completion)."""
@@ -336,7 +346,7 @@ class AutonomousLoop:
         while not self.forced.is_set():
             self.watcher.wait(1.0)
             request = take_request(self.store.dir, self.state.task_id) or request
-            if self.moved_to_done():
+            if self.moved_to_done() and not self.following():
                 return True  # the next boundary completes it as the person's decision
             if self.resumable():
                 apply_resume(self.state, request)

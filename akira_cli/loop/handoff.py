@@ -83,7 +83,7 @@ def _hand_off(
     request = Request(
         title=redact(title(state, {step.step_id for step in done})),
         body=fit(redact(completion_text(forge, state, [], done, stopped)), workspace, state),
-        draft=config.git.pr == "draft" or stopped is not None,
+        draft=config.git.pr == "draft" or stopped is not None or not_green_yet(config, state),
         stopped=stopped is not None,
     )
     url = requests.publish(request)
@@ -92,6 +92,13 @@ def _hand_off(
         if stopped is None and config.autonomous_loop.create_completion_report:
             completion_report(workspace, state, [], done)  # again, with the URL in it
     return url
+
+
+def not_green_yet(config: Config, state: LoopState) -> bool:
+    """A pull request akira follows stays a draft until it is green (`git.pr: ready` then marks it
+    ready)."""
+    watched = state.pull_request
+    return (config.follow is not None or state.follow) and (watched is None or watched.phase != "green")
 
 
 def fit(body: str, workspace: Workspace, state: LoopState) -> str:

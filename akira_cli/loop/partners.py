@@ -1,6 +1,7 @@
-"""The loop's partners, as the loop sees them: the commits of a git-native run, the reviewer and
-the reports. The run's assembly (`akira_cli.api.run`) plugs in git's, the review's and the
-report writers; the loop's core imports none of them."""
+"""The loop's partners, as the loop sees them: the commits of a git-native run, the reviewer,
+the reports and the follower of the pull request. The run's assembly (`akira_cli.api.run`) plugs
+in git's, the review's, the report writers and the follower; the loop's core imports none of
+them."""
 
 from __future__ import annotations
 
@@ -88,4 +89,21 @@ class Reports(Protocol):
 
     def hand_off(self, state: LoopState, stop: LoopStop) -> None:
         """The pull request, when the run completes or needs a person."""
+        ...
+
+
+class Follower(Protocol):
+    """After the pull request (`follow:`): its checks and review comments followed until it is
+    green or a person is needed (`akira_cli.follow.follower.Follower`)."""
+
+    def after(self, stop: LoopStop) -> None:
+        """Told of every stop the loop settled: a completed run's open pull request is followed."""
+        ...
+
+    def active(self) -> bool:
+        """Following the pull request is under way (a resume goes on with it)."""
+        ...
+
+    def follow(self) -> None:
+        """Follows it to its end; raises the stop it ends with."""
         ...

@@ -318,6 +318,14 @@ class StateStore:
         log.remove()  # the archived state file is durable on its own
         return target
 
+    def unarchive(self, task_id: str) -> None:
+        """An archived state goes back among the active ones (a finished run's pull request is
+        followed again), so that no loop has two state files."""
+        archived = self.archived_path(task_id)
+        if archived.exists() and not self.path(task_id).exists():
+            os.replace(archived, self.path(task_id))
+            fsync_dir(self.dir)
+
     def task_ids(self) -> list[str]:
         ids = {p.stem[len(PREFIX) :] for p in self._files()}
         return sorted(ids)
