@@ -52,7 +52,9 @@ def mark_paused(store: StateStore, state: LoopState, always: bool) -> LoopState:
         return state  # a process took it meanwhile: it pauses at the hook
     try:
         state = store.load(state.task_id)
-        if state.status not in ("completed", "cancelled") and (always or state.status in ("running", "following")):
+        if state.status not in ("completed", "cancelled") and (
+            always or state.status in ("running", "following")
+        ):
             state.status = "paused"
             state.stop_conditions.stop_hook_triggered = True
             store.save(state)
