@@ -275,5 +275,4 @@ def sandbox_for(
         denied,
         kind=state.agent_kind,
         warn=warn,
-        step=lambda: [step.step_id for step in (state.current_step, *state.current_steps) if step],
     )

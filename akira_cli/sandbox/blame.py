@@ -19,6 +19,9 @@ from pathlib import Path
 
 from akira_cli.sandbox.policy import TMP, hidden
 
+HOSTS_PER_STEP = 50
+"""Refused hosts reported per attempt of a step; the rest are refused unreported."""
+
 HOST_SHOWN = 253
 """The longest host name shown (DNS's limit); a longer one is cut."""
 HINTS = 5
@@ -93,7 +96,7 @@ class Refusals:
             if lane not in self._steps and len(self._steps) == 1:
                 lane = next(iter(self._steps))
             seen = self._seen.setdefault(lane, [])
-            if refusal in seen:
+            if refusal in seen or len(seen) >= HOSTS_PER_STEP:
                 return
             seen.append(refusal)
             step = self._steps.get(lane)

@@ -2,7 +2,7 @@
 127.0.0.1:PORT inside each step's private network namespace (`netns.py`), or, where those cannot
 be made, on a unix socket that a forwarder inside each sandbox reaches. CONNECT and plain HTTP
 to an allowed host:port pass; anything else gets 403, and the host (only the host, cut and with
-its control characters escaped) is reported once per step.
+its control characters escaped) is reported once per attempt of a step.
 
 A step is hostile to it: it takes a bounded number of connections at once (past it, one is
 answered 503 and closed, and akira is told once), a connection idle for long is closed, and what
@@ -41,8 +41,6 @@ IDLE_SECONDS = 600.0
 CONNECTIONS = 256
 """At most this many connections at once (fewer where the open-file limit is low): each takes
 two descriptors of akira's."""
-HOSTS_PER_STEP = 50
-"""Refused hosts reported per step; the rest of that step's refusals are refused unreported."""
 HOST_CHARS = 253
 """The longest DNS name: a refused host is cut to it."""
 HOP_HEADERS = (b"proxy-connection", b"connection", b"keep-alive", b"proxy-authorization")
@@ -56,16 +54,12 @@ class Proxy:
         rules: Iterable[HostRule],
         on_denied: Callable[[str, str, int], None],
         on_warning: Callable[[str], None] = lambda _: None,
-        step: Callable[[], object] = lambda: None,
         idle: float = IDLE_SECONDS,
     ) -> None:
         """`on_denied(lane, host, port)`: `lane` is the work tree the request names (`lane()`)."""
         self.rules = tuple(rules)
         self.on_denied = on_denied
         self.on_warning = on_warning
-        self.step = step
-        """Which step is running (any value that changes from step to step): refused hosts are
-        reported once per host per step."""
         self.idle = idle
         """A connection that sends no request for this long (at most HEAD_SECONDS), or a tunnel
         that moves no byte for this long, is closed."""
@@ -78,7 +72,6 @@ class Proxy:
             CONNECTIONS if soft == resource.RLIM_INFINITY else max(8, min(CONNECTIONS, (soft - 128) // 3))
         )
         self._open = 0
-        self._told: tuple[object, set[tuple[str, str]]] = (None, set())
         self._warned: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -202,16 +195,10 @@ class Proxy:
             self.on_warning(message)
 
     def _refused(self, lane: str, host: str, port: int) -> str:
-        """Reports a refused host, cut and escaped, once per work tree and step, at most
-        HOSTS_PER_STEP a step; the host as reported."""
-        step = self.step()
-        if self._told[0] != step:
-            self._told = (step, set())
-        told = self._told[1]
+        """Reports a refused host, cut and escaped (the run's `Refusals` keep each once per
+        attempt, at most `blame.HOSTS_PER_STEP`); the host as reported."""
         host = printable(host[:HOST_CHARS])
-        if (lane, host) not in told and len(told) < HOSTS_PER_STEP:
-            told.add((lane, host))
-            self.on_denied(lane, host, port)
+        self.on_denied(lane, host, port)
         return host
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

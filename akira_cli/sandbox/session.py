@@ -86,12 +86,10 @@ def open_sandbox(
     *,
     kind: str | None = None,
     warn: Callable[[str], None] = lambda _: None,
-    step: Callable[[], object] = lambda: None,
 ) -> Iterator[Sandbox | None]:
     """None when the run is not sandboxed; else the sandbox, with its private home made and its
     proxy running meanwhile (and its rooms, `netns.py`, closed at the end).
-    `on_denied(step_id, refusal)`: once per refused host and port per step; `step`: which step
-    runs, for the proxy's bounds on what it reports."""
+    `on_denied(step_id, refusal)`: once per refused host and port per attempt."""
     if config.sandbox.mode == "auto":
         resolve(config, None, warn)
     if config.sandbox.mode == "off":
@@ -118,7 +116,7 @@ def open_sandbox(
         if reviewer in policy.PRESET_HOSTS and reviewer != preset:  # the reviewer's API too
             rules += policy.host_rules(reviewer, None, (), pointed=private.layout(reviewer).gateway)
         bwrap = bwrap_of(config)
-        proxy = Proxy(rules, refusals.note, warn, step).start()
+        proxy = Proxy(rules, refusals.note, warn).start()
         rooms = Rooms(bwrap, proxy.port, proxy)
         try:
             proxied = Proxied(proxy.socket, proxy.port, rooms)
