@@ -59,7 +59,7 @@ ANSWERS: dict[str, Any] = {
 def scripted_model(body: dict[str, Any]) -> Any:
     """The fake server's responder: tool turns write hello.txt then finish; reasoning calls get
     the reply their prompt's heading asks for."""
-    from akira_cli.testing import json_reply, tool_call
+    from tests.support.servers.fake_openai import json_reply, tool_call
 
     messages = body["messages"]
     if body.get("tools"):
@@ -156,7 +156,7 @@ def main() -> None:
     options = parser.parse_args()
     server = None
     if options.base_url is None:
-        from akira_cli.testing import FakeOpenAI
+        from tests.support.servers.fake_openai import FakeOpenAI
 
         server = FakeOpenAI()
         server.set_responder(scripted_model)

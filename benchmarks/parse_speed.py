@@ -19,7 +19,7 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repository on sys.path)
 
 from akira_cli.tasks.parser import parse_task_text
-from akira_cli.testing.plans import kiro_plan
+from tests.support.servers.plans import kiro_plan
 
 TARGET_MS = 25.0
 

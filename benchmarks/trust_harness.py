@@ -25,7 +25,7 @@ from akira_cli.agents.tools import Toolbox
 from akira_cli.control_plane import ControlPlane
 from akira_cli.events import EventBus
 from akira_cli.runner import CommandRunner
-from akira_cli.testing.races import SWAPPER
+from tests.support.servers.races import SWAPPER
 
 SECRET = "sk-harness-0123456789abcdef"
 OUTSIDE = "content of a file outside the workspace"

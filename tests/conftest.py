@@ -1,25 +1,24 @@
-"""Shared pytest fixtures. Each helper's fixtures live in a delimited section."""
+"""Shared pytest fixtures. Each helper's fixtures live in a delimited section; what they are built
+from lives in `tests/support/`."""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
-import textwrap
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from akira_cli.cli import main
-from akira_cli.events import Event, read_events
-from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore
-from akira_cli.testing import FakeOpenAI
+# Before the support modules are imported: their asserts explain a failure as a test's own do.
+pytest.register_assert_rewrite("tests.support")
 
-# --- fake OpenAI server (akira_cli.testing) -------------------------------------------------
+from akira_cli.cli import main  # noqa: E402
+from tests.support.git import git_workspace  # noqa: E402
+from tests.support.sandbox import Counter, Server  # noqa: E402
+from tests.support.servers.fake_openai import FakeOpenAI  # noqa: E402
+from tests.support.workspace import Akira, share_with_steps  # noqa: E402
+
+# --- fake OpenAI server (tests/support/servers) ----------------------------------------------
 
 
 @pytest.fixture
@@ -34,109 +33,6 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 # --- workspaces and the akira CLI ----------------------------------------------------------
 
 
-class Akira:
-    """Runs akira in a workspace: in-process (`run`) or as a real subprocess (`spawn`)."""
-
-    def __init__(self, root: Path, shared: Path | None = None) -> None:
-        self.root = root
-        self.shared = shared
-        """The test's folder the steps may write (`shared_section`), kept by `write_config`
-        unless the text has a `sandbox:` section of its own."""
-
-    def write_task(self, feature: str, text: str) -> Path:
-        path = self.root / "Specs" / feature / "tasks.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-        return path
-
-    def write_config(self, text: str) -> Path:
-        path = self.root / "config" / "autonomous_loop.yaml"
-        text = textwrap.dedent(text).lstrip()
-        if self.shared is not None and not any(line.startswith("sandbox:") for line in text.splitlines()):
-            text = (
-                text.rstrip("\n") + "\n" + shared_section(self.shared)
-                if text.strip()
-                else shared_section(self.shared)
-            )
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    def run(self, *args: str, capsys: pytest.CaptureFixture[str] | None = None) -> Result:
-        argv = [*args, "--root", str(self.root)] if args and args[0] != "init" else list(args)
-        code = main(argv)
-        out, err = capsys.readouterr() if capsys is not None else ("", "")
-        return Result(code, out, err)
-
-    def spawn(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "akira_cli", *args, "--root", str(self.root)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=self.root if self.root.is_dir() else None,
-        )
-
-    def cli(self, *args: str, timeout: float = 60) -> Result:
-        process = self.spawn(*args)
-        out, err = process.communicate(timeout=timeout)
-        return Result(process.returncode, out, err)
-
-    def task_id(self) -> str:
-        ids = sorted(p.stem.removeprefix("autonomous_loop_") for p in self.state_files())
-        assert ids, "no state file yet"
-        return ids[-1]
-
-    def state_files(self) -> list[Path]:
-        folders = [self.root / ".state", self.root / ".state" / "archive"]
-        return [p for folder in folders for p in folder.glob("autonomous_loop_*.json")]
-
-    def state(self, task_id: str | None = None) -> LoopState:
-        return StateStore(self.root / ".state").load(task_id or self.task_id())
-
-    def events(self, task_id: str | None = None) -> list[Event]:
-        return list(read_events(self.root / ".state" / "logs" / f"{task_id or self.task_id()}.jsonl"))
-
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 20, what: str = "") -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):
-                if predicate():
-                    return
-            time.sleep(0.02)
-        raise AssertionError(f"timed out waiting for {what or predicate}")
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-TEST_DATA = Path(__file__).parent / "data"
-"""The captures the fake CLIs replay: under /tmp when the checkout is (CI's may be), where the
-sandbox's private /tmp would hide them from a fake that runs inside it."""
-
-
-def shared_section(folder: Path) -> str:
-    """`sandbox:` keys for tests whose steps meet at a gate or keep a ledger in the test's own
-    folder, outside the work tree (a private /tmp and a read-only root keep them from it
-    otherwise, SPEC 15), whose fake agent CLIs read FAKE_* variables and the test data."""
-    return (
-        f"sandbox:\n  allow_write: [{str(folder)!r}]\n  allow_read: [{str(TEST_DATA)!r}]\n  env: [FAKE_*]\n"
-    )
-
-
-def share_with_steps(root: Path, folder: Path) -> None:
-    """The workspace's config with `shared_section(folder)` in place of the template's keys."""
-    config = root / "config" / "autonomous_loop.yaml"
-    text = config.read_text(encoding="utf-8")
-    assert "  allow_write: []" in text and "  allow_read: []" in text and "  env: []" in text
-    text = text.replace("  allow_write: []", f"  allow_write: [{str(folder)!r}]", 1)
-    text = text.replace("  allow_read: []", f"  allow_read: [{str(TEST_DATA)!r}]", 1)
-    config.write_text(text.replace("  env: []", "  env: [FAKE_*]", 1), encoding="utf-8")
-
-
 @pytest.fixture
 def akira(tmp_path: Path) -> Akira:
     root = tmp_path / "ws"
@@ -145,4 +41,30 @@ def akira(tmp_path: Path) -> Akira:
     return Akira(root, tmp_path)
 
 
+@pytest.fixture
+def repo(tmp_path: Path) -> Akira:
+    """An akira workspace that is a git repository with one commit, as a person has it."""
+    return git_workspace(tmp_path)
+
+
 # --- end workspaces ------------------------------------------------------------------------
+
+# --- the sandbox's two servers -------------------------------------------------------------
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[Server, Server]]:
+    """The allowed server and the forbidden one, on two ports of 127.0.0.1."""
+    started = []
+    for _ in range(2):
+        server = Server(("127.0.0.1", 0), Counter)
+        server.hits = []
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        started.append(server)
+    yield started[0], started[1]
+    for server in started:
+        server.shutdown()
+        server.server_close()
+
+
+# --- end the sandbox's two servers ---------------------------------------------------------

@@ -1,5 +1,5 @@
 """Agent CLI presets (SPEC 7) against fake CLIs put first on PATH: real subprocesses that replay
-what the real CLIs printed (tests/cli_replay.py: Claude Code 2.1.197's JSON result, codex 0.169's
+what the real CLIs printed (tests/support/cli_replay.py: Claude Code 2.1.197's JSON result, codex 0.169's
 `exec --json` events, gemini 0.61's JSON, aider 0.86's cost lines), their failures and their
 usage-limit messages."""
 
@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_replay import install
-from conftest import Akira
 
 from akira_cli.agents.presets import limits
 from akira_cli.events import EventType
+from tests.support.cli_replay import install
+from tests.support.workspace import Akira
 
 MODES = {
     "work": "ok+write",
@@ -24,7 +24,7 @@ MODES = {
     "limit": "limit_soon",
     "limit_far": "limit_far",
 }
-"""This file's modes, as cases of the replaying fakes (tests/cli_replay.py)."""
+"""This file's modes, as cases of the replaying fakes (tests/support/cli_replay.py)."""
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from test_git_runs import git
 
 from akira_cli.cli import main
+from tests.support.git import git
+from tests.support.workspace import Akira
 
 TOOLS = ("sh", "bash", "cat", "git", "mkdir", "echo", "true")
 FAILING_CLAUDE = """#!/bin/sh

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Akira, Result
+
+from tests.support.workspace import Akira, Result
 
 
 def one_clear_line(result: Result, code: int, *needles: str) -> None:

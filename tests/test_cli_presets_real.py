@@ -1,6 +1,6 @@
 """The agent CLI presets against what the real CLIs print (issue 28 items 1-13, aider, and issue
 29 #8): `akira loop start` end to end with fakes that replay the captures of claude 2.1.197,
-codex 0.169.0, gemini 0.61.0 and aider 0.86.2 (tests/cli_replay.py), and the presets' readers
+codex 0.169.0, gemini 0.61.0 and aider 0.86.2 (tests/support/cli_replay.py), and the presets' readers
 on the same captures."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from cli_replay import install, replay
-from conftest import Akira
 
 from akira_cli.agents.presets import PRESETS, limits
 from akira_cli.config import AgentSettings, ModelPrice
 from akira_cli.events import EventType
+from tests.support.cli_replay import install, replay
+from tests.support.workspace import Akira
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.config import Config, load_config
 from akira_cli.errors import AkiraError
 from akira_cli.events import EventType
+from tests.support.workspace import Akira
 
 
 def test_defaults_are_the_seeds() -> None:

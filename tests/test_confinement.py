@@ -16,7 +16,7 @@ from akira_cli.agents.tools import Toolbox
 from akira_cli.control_plane import ControlPlane
 from akira_cli.events import EventBus
 from akira_cli.runner import CommandRunner
-from akira_cli.testing.races import SWAPPER
+from tests.support.servers.races import SWAPPER
 
 
 def toolbox_for(root: Path, task: Path | None = None) -> Toolbox:

@@ -10,7 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Akira
+
+from tests.support.workspace import Akira
 
 SLOW_STEPS = "".join(
     f"- [ ] {n}. step {n}\n  - Run: `sleep 0.15 && echo {n} >> ledger`\n" for n in range(1, 9)

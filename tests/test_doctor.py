@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from doctor_support import DATA, Machine, doctor, rejected, rows
 
 from akira_cli.agents.presets.versions import PINS
+from tests.support.doctor import DATA, Machine, doctor, rejected, rows
+from tests.support.workspace import Akira
 
 
 @pytest.fixture

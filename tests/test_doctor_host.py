@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import Akira
-from doctor_support import Machine, doctor, rows
 
 from akira_cli.doctor import CHECKS, DoctorContext, Finding, register_check
+from tests.support.doctor import Machine, doctor, rows
+from tests.support.workspace import Akira
 
 
 @pytest.fixture

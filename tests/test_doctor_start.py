@@ -2,7 +2,7 @@
 makes: a `sandbox.allow_hosts` entry that is a URL, a `git.push` that names no remote, a push
 remote that cannot be reached, `git.pr` without its tool or its login, a reviewer CLI that is
 not installed; a config that does not load is still a table. Real git, real bare remotes, fake
-`gh` and agent CLIs first on PATH (doctor_support)."""
+`gh` and agent CLIs first on PATH (`tests/support/doctor.py`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from doctor_support import Machine, doctor, rows
+
+from tests.support.doctor import Machine, doctor, rows
+from tests.support.workspace import Akira
 
 GH = """#!/bin/sh
 if [ "$1 $2" = "auth status" ]; then

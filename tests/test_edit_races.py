@@ -16,12 +16,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 from watchdog.events import FileClosedNoWriteEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from akira_cli.sandbox.probe import find_bwrap, probe
 from akira_cli.sections import SandboxSettings
+from tests.support.workspace import Akira
 
 pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, inotify and file leases are Linux's"),

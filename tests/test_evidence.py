@@ -7,10 +7,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.cli import main
 from akira_cli.config import load_config
+from tests.support.workspace import Akira
 
 
 def agent(akira: Akira, script: str, extra: str = "") -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from akira_cli.testing import (
+from tests.support.servers.fake_openai import (
     FakeOpenAI,
     Reply,
     error,

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Akira, Result
 
 from akira_cli.cli import main
 from akira_cli.state.models import LoopState
+from tests.support.workspace import Akira, Result
 
 
 def one_line(result: Result, *needles: str) -> None:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.events import stamp, utcnow
+from tests.support.workspace import Akira
 
 
 def test_a_stamp_is_the_iso_utc_text_to_the_millisecond() -> None:

@@ -19,32 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import share_with_steps
 
 from akira_cli.cli import main
+from tests.support.fleet import Fleet, branch_steps, commit_task, ledger_lines, steps
+from tests.support.git import git
+from tests.support.workspace import share_with_steps
 
 pytestmark = pytest.mark.slow
 FLEET_KEYS = [
     "run_id", "task", "repo", "ref", "branch", "status", "worker", "step",
     "steps_done", "steps_total", "cost_usd", "updated_at", "message",
 ]  # fmt: skip
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout.strip()
-
-
-def steps(ledger: Path, count: int, seconds: float = 0.0, prefix: str = "") -> str:
-    return "".join(
-        f"- [ ] {n}. Step {n}\n"
-        f"  - Run: `exec 9>> {ledger}.{prefix}{n}.lock; flock -n 9 || echo overlap {prefix}{n} - >> {ledger}; "
-        f"echo start {prefix}{n} $$ >> {ledger}; sleep {seconds}; echo {n} > {prefix}s{n}.txt; "
-        f"echo end {prefix}{n} $$ >> {ledger}`\n"
-        f"  - Exists: `{prefix}s{n}.txt`\n"
-        for n in range(1, count + 1)
-    )
 
 
 @pytest.fixture
@@ -61,85 +46,11 @@ def origin(tmp_path: Path) -> Path:
     return root
 
 
-def commit_task(origin: Path, feature: str, text: str) -> Path:
-    path = origin / "Specs" / feature / "tasks.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    git(origin, "add", "-A")
-    git(origin, "commit", "-q", "-m", f"the {feature} tasks")
-    return path
-
-
-class Fleet:
-    def __init__(self, url: str, tmp_path: Path) -> None:
-        self.url, self.tmp = url, tmp_path
-        self.workers: list[subprocess.Popen[str]] = []
-
-    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "akira_cli", "fleet", *args, "--database-url", self.url]
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=self.tmp)
-
-    def add(self, task: Path) -> str:
-        done = self.cli("add", "--task", str(task))
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip()
-
-    def worker(self, name: str, timeout: float = 3, concurrency: int = 1) -> subprocess.Popen[str]:
-        command = [
-            sys.executable,
-            "-m",
-            "akira_cli",
-            "fleet",
-            "worker",
-            "--name",
-            name,
-            "--database-url",
-            self.url,
-        ]
-        command += ["--work-dir", str(self.tmp / "work"), "--worker-timeout", str(timeout)]
-        command += ["--concurrency", str(concurrency)]
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.tmp
-        )
-        self.workers.append(process)
-        return process
-
-    def status(self) -> list[dict[str, object]]:
-        done = self.cli("status", "--json")
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-    def wait(self, predicate, timeout: float = 120, what: str = "") -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        rows: list[dict[str, object]] = []
-        while time.monotonic() < deadline:
-            rows = self.status()
-            if predicate(rows):
-                return rows
-            time.sleep(0.3)
-        raise AssertionError(f"timed out waiting for {what}: {rows}")
-
-    def stop(self) -> None:
-        for process in self.workers:
-            if process.poll() is None:
-                process.kill()
-            process.communicate(timeout=30)
-
-
 @pytest.fixture
 def fleet(tmp_path: Path) -> Iterator[Fleet]:
     running = Fleet(f"sqlite:///{tmp_path / 'fleet.sqlite'}", tmp_path)
     yield running
     running.stop()
-
-
-def branch_steps(origin: Path, branch: str) -> Counter[str]:
-    log = git(origin, "log", "--format=%(trailers:key=Akira-Step,valueonly,separator=)", branch)
-    return Counter(line.strip() for line in log.splitlines() if line.strip())
-
-
-def ledger_lines(ledger: Path) -> list[list[str]]:
-    return [line.split() for line in ledger.read_text().splitlines()] if ledger.exists() else []
 
 
 def test_a_run_is_worked_by_a_worker_and_lands_a_commit_per_step_on_its_branch(

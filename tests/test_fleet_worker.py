@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import share_with_steps
 
 from akira_cli.cli import main
-from tests.test_fleet import Fleet, branch_steps, commit_task, git, ledger_lines, steps
+from tests.support.fleet import Fleet, branch_steps, commit_task, ledger_lines, steps
+from tests.support.git import git
+from tests.support.workspace import share_with_steps
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from follow_support import Night, log
-from test_git_runs import git
 
-from akira_cli.testing.github_pulls import Comment, Job, Thread
+from tests.support.follow import Night, log
+from tests.support.git import git
+from tests.support.servers.github_pulls import Comment, Job, Thread
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

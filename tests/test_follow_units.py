@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from follow_support import log
 
 from akira_cli import redaction
 from akira_cli.config import load_config
@@ -23,6 +22,7 @@ from akira_cli.follow.signature import LOG_LINES, first_failing_line, log_tail, 
 from akira_cli.follow.watch import Fix, GiveUp, Green, ReadLogs, Wait, decide
 from akira_cli.sections import FollowSettings
 from akira_cli.state.follow import PullRequestWatch
+from tests.support.follow import log
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 HEAD = "1f2e3d4c5b6a79881726354453627180a9b8c7d6"

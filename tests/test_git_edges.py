@@ -9,8 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from test_git_runs import git
-from test_spec_layouts import akira
+from tests.support.git import git, kiro_repo, trailers
+from tests.support.workspace import akira
 
 KIRO_TASKS = """\
 # Implementation Plan
@@ -20,43 +20,10 @@ KIRO_TASKS = """\
 - [ ] 2. Run the tests
   - Verify: `test -f mod.py`
 """
-AGENT = """\
-case "$AKIRA_STEP_ID" in
-  1) echo 'VALUE = 1' > mod.py ;;
-  fail) exit 3 ;;
-esac
-"""
-
-
-def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:
-    """A project repository with a Kiro spec and nothing of akira's (no Logs/, no Needs_Action/)."""
-    root = tmp_path / "project"
-    spec = root / ".kiro" / "specs" / "feat"
-    spec.mkdir(parents=True)
-    (spec / "tasks.md").write_text(tasks)
-    (root / "README.md").write_text("# project\n")
-    (tmp_path / "agent.sh").write_text(AGENT)
-    (root / "config").mkdir()
-    (root / "config" / "autonomous_loop.yaml").write_text(
-        f"agent:\n  command: bash {tmp_path / 'agent.sh'}\n{config}"
-        # the agent script lies beside the repository, outside the work tree: let the steps read it
-        f"sandbox:\n  allow_read: [{str(tmp_path / 'agent.sh')!r}]\n"
-    )
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
-    return root
 
 
 def subjects(root: Path, rev: str) -> list[str]:
     return git(root, "log", "--reverse", "--format=%s", rev).splitlines()
-
-
-def trailers(root: Path, rev: str) -> dict[str, str]:
-    body = git(root, "log", "-1", "--format=%B", rev)
-    return dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Akira-"))
 
 
 def archived_state(root: Path) -> dict[str, object]:

@@ -10,52 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Akira, share_with_steps
 
 from akira_cli.cli import main
-
-STEPS = """
-- [ ] 1. Write a
-  - Run: `echo a > a.txt`
-  - Exists: `a.txt`
-- [ ] 2. Only folders
-  - Run: `mkdir -p empty/dirs`
-- [ ] 3. Write b
-  - Run: `echo b > b.txt`
-  - Contains: `b.txt` `b`
-"""
-
-
-def git(root: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
-    return done.stdout.strip()
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Akira:
-    """An akira workspace that is a git repository with one commit, as a person has it."""
-    root = tmp_path / "repo"
-    assert main(["init", str(root)]) == 0
-    share_with_steps(root, tmp_path)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    akira = Akira(root, tmp_path)
-    akira.write_task("feat", STEPS)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
-    return akira
-
-
-def commits(root: Path, rev: str = "main..HEAD") -> list[str]:
-    return git(root, "log", "--reverse", "--format=%s", rev).splitlines()
-
-
-def trailers(root: Path, rev: str) -> dict[str, str]:
-    body = git(root, "log", "-1", "--format=%B", rev)
-    return dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Akira-"))
+from tests.support.git import KILL_AT_COMMIT, commits, git, trailers
+from tests.support.workspace import Akira
 
 
 def start_with(repo: Akira, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
@@ -262,21 +220,6 @@ def test_what_an_unsandboxed_agent_commits_is_kept_and_reported(repo: Akira) -> 
     assert commits(repo.root) == ["agent commit", "1 Commit on its own", "feat: done"]
     (attempt,) = repo.state().steps["1"].attempts
     assert [line.split(" ", 1)[1] for line in attempt.agent_commits] == ["agent commit"]
-
-
-KILL_AT_COMMIT = r"""
-import os, sys
-from akira_cli.cli import main
-from akira_cli.git.run import GitRun
-original = GitRun.commit
-def commit_then_die(self, subject, trailers, paths, replaced=None, **options):
-    sha = original(self, subject, trailers, paths, replaced, **options)
-    if trailers.get("Akira-Step") == sys.argv[1]:
-        os._exit(137)
-    return sha
-GitRun.commit = commit_then_die
-sys.exit(main(sys.argv[2:]))
-"""
 
 
 @pytest.mark.parametrize("step", ["1", "3"])

@@ -14,17 +14,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Akira, Result
-from test_git_edges import kiro_repo
-from test_git_runs import git, repo
-from test_sandbox import SSH_KEY, plant
-from test_spec_layouts import akira as akira_in
 
 from akira_cli.events import Event, read_events
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
+from tests.support.git import git, kiro_repo
+from tests.support.sandbox import SSH_KEY, plant
+from tests.support.workspace import Akira, Result
+from tests.support.workspace import akira as akira_in
 
-__all__ = ["repo"]
 pytestmark = pytest.mark.timeout(300)  # above `start`'s own bound, which kills a hung akira
 
 SANDBOXED = pytest.param(

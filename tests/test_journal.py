@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.events import EventType
 from akira_cli.state.journal import read_history
@@ -22,6 +21,7 @@ from akira_cli.state.models import (
     LoopState,
 )
 from akira_cli.state.store import StateStore
+from tests.support.workspace import Akira
 
 STEPS = 45
 
@@ -207,7 +207,7 @@ def test_kill9_while_completed_steps_are_sealed_into_the_journal(tmp_path: Path,
     import random
     import subprocess
 
-    from test_crash import (
+    from tests.support.crash import (
         AKIRA,
         Plan,
         init_workspace,

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import textwrap
 
-from conftest import Akira
-
 from akira_cli.events import EventType
+from tests.support.workspace import Akira
 
 TICK_ALL = r"sed -i 's/- \[ \]/- [x]/' Specs/f/tasks.md"
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, SecretStr
 
 from akira_cli.config import BudgetSettings, LLMSettings, ModelPrice, ResourceLimits
 from akira_cli.errors import BudgetExceeded
-from akira_cli.events import Event, EventBus, EventType
+from akira_cli.events import EventType
 from akira_cli.llm import (
     ChatResult,
     LLMClient,
@@ -25,7 +25,8 @@ from akira_cli.llm import (
     Usage,
     configured,
 )
-from akira_cli.testing import (
+from tests.support.llm_client import USER, Harness
+from tests.support.servers.fake_openai import (
     FakeOpenAI,
     Reply,
     error,
@@ -36,7 +37,6 @@ from akira_cli.testing import (
     tool_call,
 )
 
-USER = [{"role": "user", "content": "hi"}]
 TOOLS = [
     {
         "type": "function",
@@ -57,26 +57,6 @@ SECRET = "sk-SECRET-4f9a7c2e-do-not-leak"
 class Plan(BaseModel):
     steps: list[str]
     done: bool
-
-
-class Harness:
-    """A client wired to a server, with its recorded waits and events."""
-
-    def __init__(self, server_url: str, **options: Any) -> None:
-        self.waits: list[float] = []
-        self.events: list[Event] = []
-        bus = EventBus()
-        bus.subscribe(self.events.append)
-        llm = {"base_url": server_url, "model": "fake-model", "max_retries": 3}
-        llm.update(options.pop("llm", {}))
-        self.client = LLMClient(LLMSettings(**llm), bus=bus, sleep=self.sleep, **options)
-
-    def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        time.sleep(min(seconds, 0.01))
-
-    def of_type(self, type_: EventType) -> list[dict[str, Any]]:
-        return [e.data for e in self.events if e.type == type_]
 
 
 def closed_port() -> int:

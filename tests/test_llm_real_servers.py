@@ -7,14 +7,14 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Akira
 from pydantic import BaseModel
-from test_llm_client import USER, Harness
 
 from akira_cli.events import EventType
 from akira_cli.llm.types import LLMTruncated
 from akira_cli.reasoning.models import Plan, PlanStep
-from akira_cli.testing import FakeOpenAI, Reply, error, json_reply, malformed
+from tests.support.llm_client import USER, Harness
+from tests.support.servers.fake_openai import FakeOpenAI, Reply, error, json_reply, malformed
+from tests.support.workspace import Akira
 
 
 class Verdict(BaseModel):

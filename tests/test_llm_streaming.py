@@ -11,13 +11,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_llm_client import USER, Harness
 
 from akira_cli.events import EventType
 from akira_cli.llm import LLMTransientError
 from akira_cli.reasoning.models import TaskProfile
-from akira_cli.testing import FakeOpenAI, json_reply, text, tool_calls
-from akira_cli.testing.fake_openai import stalling, trickling
+from tests.support.llm_client import USER, Harness
+from tests.support.servers.fake_openai import FakeOpenAI, json_reply, stalling, text, tool_calls, trickling
 
 
 def test_a_streamed_reply_is_put_together_with_its_tool_calls_and_usage(fake_openai: FakeOpenAI) -> None:

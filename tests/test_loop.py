@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.events import EventType
+from tests.support.workspace import Akira
 
 
 def types(akira: Akira) -> list[str]:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Akira, share_with_steps
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from test_git_runs import git
 
 from akira_cli.cli import main
+from tests.support.git import git
+from tests.support.workspace import Akira, share_with_steps
 
 pytest.importorskip("mcp")
 

@@ -8,9 +8,9 @@ import signal
 import time
 
 import pytest
-from conftest import Akira
 
 from akira_cli.reflection.memory import Reflection
+from tests.support.workspace import Akira
 
 # Every step fails once (a distinct error, so a reflection is written) and then passes.
 STEPS = "".join(

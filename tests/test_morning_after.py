@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.state.store import StateStore
 from akira_cli.workspace import Workspace, command_line
+from tests.support.workspace import Akira
 
 
 def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) -> None:

@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from review_night import Night
-from test_git_runs import git
-from test_pull_requests import REQUIREMENTS, Forge
 
 from akira_cli.cli import main
+from tests.support.fake_forge import REQUIREMENTS, Forge
+from tests.support.git import git
+from tests.support.review_night import Night
+from tests.support.workspace import Akira
 
 TASKS = """
 # Implementation Plan

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_git_runs import git
-from test_spec_layouts import akira
+from tests.support.git import git
+from tests.support.workspace import akira
 
 
 def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:

@@ -12,9 +12,9 @@ import venv
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.cli import main
+from tests.support.workspace import Akira
 
 COMMANDS = [
     ["init"], ["loop", "start"], ["loop", "resume"], ["loop", "status"], ["loop", "state"],

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_git_runs import git
 
 from akira_cli.cli import main
-from tests.conftest import Akira
+from tests.support.git import git
+from tests.support.workspace import Akira
 
 
 def akira_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

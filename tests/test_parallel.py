@@ -15,15 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from test_git_runs import commits, git, repo, trailers
 
 from akira_cli.config import Config
 from akira_cli.prompts import StepPrompts
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.parser import parse_task_text
-
-__all__ = ["repo"]
+from tests.support.git import commits, git, trailers
+from tests.support.parallel import start, tasks
+from tests.support.workspace import Akira
 
 RENDEZVOUS = """\
 gate="$1"; me="$2"; want="$3"
@@ -62,17 +61,6 @@ def meet(tmp_path: Path) -> tuple[Path, Path]:
 
 def at_once(meet: tuple[Path, Path], step: str, count: int) -> str:
     return f"bash {meet[0]} {meet[1]} {step} {count}"
-
-
-def tasks(repo: Akira, text: str) -> None:
-    repo.write_task("feat", text)
-    git(repo.root, "add", "-A")
-    git(repo.root, "commit", "-q", "-m", "the tasks")
-
-
-def start(repo: Akira, *args: str, timeout: float = 120) -> tuple[int, str]:
-    done = repo.cli("loop", "start", "--task", "Specs/feat/tasks.md", *args, timeout=timeout)
-    return done.code, done.err
 
 
 def assert_no_worktree_left(root: Path) -> None:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Akira
-from test_git_runs import git, repo
-from test_parallel import start, tasks
-
-__all__ = ["repo"]
+from tests.support.git import git
+from tests.support.parallel import start, tasks
+from tests.support.workspace import Akira
 
 WAIT_FOR_ONE = (
     "for _ in $(seq 2400); do git log --format=%s akira/feat | grep -qx '1 A' && break; sleep 0.05; done"

@@ -12,48 +12,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.errors import AkiraError
 from akira_cli.state.store import StateStore, TaskLock
-
-
-def alive(pid: int) -> bool:
-    """A live process (a zombie nobody reaped yet counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def reapers(task_id: str, root: Path | None = None) -> list[int]:
-    """The live reaper processes of a task (`python -m akira_cli.reaper ... TASK_ID ROOT`). With
-    `root`, only this workspace's: a task id is a start's second, and other test runs on the
-    same machine start tasks too."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                argv = handle.read().split(b"\0")
-        except OSError:
-            continue
-        ours = root is None or str(root).encode() in argv
-        if b"akira_cli.reaper" in argv and task_id.encode() in argv and ours and alive(int(name)):
-            found.append(int(name))
-    return found
-
-
-def kill_with_its_reaper(
-    process: subprocess.Popen[str] | subprocess.Popen[bytes], task_id: str, root: Path | None = None
-) -> None:
-    """A kill -9 that takes the reaper too (the OOM killer, a machine's reboot of a container):
-    then only the next resume can kill the leftovers."""
-    for pid in reapers(task_id, root):
-        os.kill(pid, signal.SIGKILL)
-    process.kill()
+from tests.support.processes import alive, kill_with_its_reaper, reapers
+from tests.support.workspace import Akira
 
 
 @pytest.mark.timeout(120)

@@ -19,7 +19,7 @@ from realcli.clis import CLIS
 
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
-from akira_cli.testing.scripted import Script, ScriptedServer
+from tests.support.servers.scripted import Script, ScriptedServer
 
 pytestmark = [
     pytest.mark.slow,

@@ -6,10 +6,10 @@ import json
 import socket
 
 import pytest
-from conftest import Akira
-from test_reasoning_engine import GOOD, LOW, NO_ISSUES, SIMPLE, Script, outcome, step
 
-from akira_cli.testing.fake_openai import FakeOpenAI
+from tests.support.reasoning import GOOD, LOW, NO_ISSUES, SIMPLE, Script, outcome, step
+from tests.support.servers.fake_openai import FakeOpenAI
+from tests.support.workspace import Akira
 
 TASK = "add two numbers: 2 and 3"
 

@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Akira, Result
 
 from akira_cli.events import EventType
 from akira_cli.reflection.heuristic import HeuristicGenerator
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.reflection.models import FailureContext
-from akira_cli.testing import FakeOpenAI
-from akira_cli.testing.fake_openai import Reply, error, json_reply, slow
+from tests.support.servers.fake_openai import FakeOpenAI, Reply, error, json_reply, slow
+from tests.support.workspace import Akira, Result
 
 SECRET = "sk-akira-SECRET-4242-do-not-leak"
 

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from review_night import STEPS, Night
-from test_git_runs import git, trailers
 
 from akira_cli.events import EventType
+from tests.support.git import git, trailers
+from tests.support.review_night import STEPS, Night
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from review_night import Night
-from test_git_runs import git, trailers
 
 from akira_cli.agents.presets.versions import PINS
 from akira_cli.events import EventType
+from tests.support.git import git, trailers
+from tests.support.review_night import Night
 
 CLAUDE = (
     Path.home()
@@ -130,7 +130,7 @@ def test_a_real_reviewer_cli_writes_nothing_where_the_sandbox_is_off_and_its_ver
     `--approval-mode plan`) refuses, and the verdict of its final answer is read all the same."""
     from realcli.clis import CLIS
 
-    from akira_cli.testing.scripted import Script, ScriptedServer
+    from tests.support.servers.scripted import Script, ScriptedServer
 
     cli = CLIS[name]
     if not cli.executable.exists():

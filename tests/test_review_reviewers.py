@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from review_night import STEPS, Night
-from test_git_runs import KILL_AT_COMMIT, trailers
 
 from akira_cli.events import EventType
+from tests.support.git import KILL_AT_COMMIT, trailers
+from tests.support.review_night import STEPS, Night
 
 
 @pytest.fixture
@@ -67,8 +67,7 @@ def test_a_codex_reviewer_reads_its_agent_message(night: Night) -> None:
 
 
 def test_an_llm_reviewer_through_the_configured_endpoint(night: Night) -> None:
-    from akira_cli.testing import FakeOpenAI
-    from akira_cli.testing.fake_openai import json_reply
+    from tests.support.servers.fake_openai import FakeOpenAI, json_reply
 
     with FakeOpenAI(models=["agent-model", "review-model"]) as server:
         server.enqueue(

@@ -1,4 +1,4 @@
-"""The reviewer's second round and the real CLIs as reviewers, replayed (tests/cli_replay.py):
+"""The reviewer's second round and the real CLIs as reviewers, replayed (tests/support/cli_replay.py):
 a retry is reviewed on the step's whole diff, a reviewer's usage limit and its provider's 529
 are waited out as the agent's are, what a failing reviewer said is its message (not its JSON),
 a verdict counts though the CLI refused a tool, and gemini reviews in plan mode."""
@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_replay import install
-from conftest import shared_section
-from review_night import Night
-from test_git_runs import git, trailers
 
 from akira_cli.events import EventType
+from tests.support.cli_replay import install
+from tests.support.git import git, trailers
+from tests.support.review_night import Night
+from tests.support.workspace import shared_section
 
 ONCE = """\
 #!{python}

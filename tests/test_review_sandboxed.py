@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from review_night import Night
-from test_git_runs import git, trailers
-from test_sandbox import Server, servers  # noqa: F401  (the fixture of the two servers)
 
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
+from tests.support.git import git, trailers
+from tests.support.review_night import Night
+from tests.support.sandbox import Server
+from tests.support.workspace import Akira
 
 pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)")
 
@@ -142,7 +142,7 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "r
 def test_a_presets_gateway_named_by_its_base_url_variable_passes_the_proxy(
     akira: Akira,
     tmp_path: Path,
-    servers: tuple[Server, Server],  # noqa: F811
+    servers: tuple[Server, Server],
     monkeypatch: pytest.MonkeyPatch,
     pointed: bool,
 ) -> None:

@@ -15,22 +15,17 @@ import os
 import re
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
+from tests.support.sandbox import AWS_KEY, NETRC, SSH_KEY, Server, plant
+from tests.support.workspace import Akira
 
 pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)")
 
-SSH_KEY = "SSH-PRIVATE-KEY-5d1c0a9e7b3f"
-AWS_KEY = "AWS-SECRET-8c2e4f6a1b9d"
-NETRC = "NETRC-PASSWORD-3e7a9c1d5f2b"
 TOKEN = "ghp_TOKENa1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
 AWS_ENV = "AWSENV-7f3e9a1c5b2d8e4f"
 SECRETS = (SSH_KEY, AWS_KEY, NETRC, TOKEN, AWS_ENV)
@@ -76,55 +71,6 @@ fi
 echo done > work.txt
 echo '{"type": "result", "subtype": "success", "is_error": false, "result": "Done.", "usage": {}}'
 """
-
-
-class Counter(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        assert isinstance(self.server, Server)
-        self.server.hits.append(self.path)
-        body = b"reached"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class Server(ThreadingHTTPServer):
-    hits: list[str]
-    """The paths requested, in order."""
-
-
-@pytest.fixture
-def servers() -> Iterator[tuple[Server, Server]]:
-    """The allowed server and the forbidden one, on two ports of 127.0.0.1."""
-    started = []
-    for _ in range(2):
-        server = Server(("127.0.0.1", 0), Counter)
-        server.hits = []
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        started.append(server)
-    yield started[0], started[1]
-    for server in started:
-        server.shutdown()
-        server.server_close()
-
-
-def plant(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    for path, text in (
-        (".ssh/id_rsa", SSH_KEY),
-        (".aws/credentials", AWS_KEY),
-        (".netrc", NETRC),
-        (".bashrc", "# the person's bashrc\n"),
-        (".claude/keep.txt", "claude-state-readable"),
-    ):
-        (home / path).parent.mkdir(parents=True, exist_ok=True)
-        (home / path).write_text(text)
-    (tmp_path / "sibling").mkdir()
-    return home
 
 
 def git(root: Path, *args: str) -> str:
@@ -274,7 +220,7 @@ def marked(mark: str) -> list[int]:
 
 def test_a_sandboxed_step_dies_with_akira_without_its_reaper(akira: Akira) -> None:
     """kill -9 of akira and of its reaper: --die-with-parent alone ends the step's processes."""
-    from test_processes import kill_with_its_reaper
+    from tests.support.processes import kill_with_its_reaper
 
     mark = f"100.{os.getpid()}7"
     task = akira.write_task(

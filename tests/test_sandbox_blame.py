@@ -17,15 +17,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from test_git_runs import git, repo
 
 from akira_cli.events import read_events
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 from akira_cli.state.store import StateStore
+from tests.support.git import git
+from tests.support.workspace import Akira
 
-__all__ = ["repo"]
 pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
 
 

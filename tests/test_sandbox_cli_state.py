@@ -27,7 +27,7 @@ from realcli.clis import CLIS
 
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
-from akira_cli.testing.scripted import Script, ScriptedServer
+from tests.support.servers.scripted import Script, ScriptedServer
 
 needs_bwrap = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
 

@@ -27,13 +27,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.config import Config
 from akira_cli.runner import CommandRunner
 from akira_cli.sandbox.probe import probe
 from akira_cli.sandbox.session import open_sandbox
 from akira_cli.sections import SandboxSettings
+from tests.support.workspace import Akira
 
 pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)")
 

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Akira
-from test_git_runs import git, repo
 
 from akira_cli.config import Config
 from akira_cli.errors import AkiraError
@@ -23,8 +21,9 @@ from akira_cli.sandbox.policy import HostRule, allowed, host_rules
 from akira_cli.sandbox.probe import decide, probe
 from akira_cli.sandbox.session import build_sandbox
 from akira_cli.sections import SandboxSettings
+from tests.support.git import git
+from tests.support.workspace import Akira
 
-__all__ = ["repo"]
 WORKS = probe(SandboxSettings()).ok
 needs_bwrap = pytest.mark.skipif(not WORKS, reason="needs a working bwrap (SPEC 15)")
 
@@ -207,7 +206,7 @@ def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
 ) -> None:
     """The llm agent's `run_command`, a `Verify:` and a project check: none sees a token of
     akira's environment or writes outside the work tree (the first two would on old code)."""
-    from test_llm_agent import HEALTH, Model, call, run_step
+    from tests.support.llm_agent import HEALTH, Model, call, run_step
 
     token = "ghp_LLMTOKEN0123456789abcdef"
     monkeypatch.setenv("GITHUB_TOKEN", token)

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.errors import AkiraError
 from akira_cli.state import savelog
 from akira_cli.state.models import Attempt, LoopState
 from akira_cli.state.store import StateStore
+from tests.support.workspace import Akira
 
 TASK = "task_20260101_000000"
 

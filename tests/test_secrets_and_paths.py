@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli import redaction
+from tests.support.workspace import Akira
 
 SECRET = "sk-live-7d3f9a2b8c1e4f60"
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from conftest import shared_section
-
 from akira_cli.state.models import LoopState
+from tests.support.workspace import akira, shared_section
 
 REQUIREMENTS = """\
 # Requirements Document
@@ -59,18 +57,6 @@ esac
 
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
-def akira(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in __import__("os").environ.items() if k != "AKIRA_ROOT"}
-    return subprocess.run(
-        [sys.executable, "-m", "akira_cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
 
 
 def repository(tmp_path: Path, spec_dir: str, marker: str | None = None) -> tuple[Path, Path]:

@@ -228,7 +228,16 @@ sys.exit(main(argv))
     ],
 )
 def test_kill9_at_a_swap_then_resume(tmp_path: Path, point: str, n: int) -> None:
-    from test_crash import AKIRA, KILLED, SMALL, Tracker, init_workspace, output_of, run_to_end, spawn
+    from tests.support.crash import (
+        AKIRA,
+        KILLED,
+        SMALL,
+        Tracker,
+        init_workspace,
+        output_of,
+        run_to_end,
+        spawn,
+    )
 
     ws = init_workspace(tmp_path, SMALL)
     out = tmp_path / "akira.out"
@@ -248,7 +257,16 @@ def test_a_loop_whose_state_file_a_power_cut_emptied_resumes_from_its_log(tmp_pa
     """Killed at a save (the state file and the log hold the save before it), the state file
     then emptied as a power cut leaves it: `status` shows the loop, and `resume` goes on from
     the log's save, running again only the step that was in flight."""
-    from test_crash import AKIRA, KILLED, SMALL, Tracker, init_workspace, output_of, run_to_end, spawn
+    from tests.support.crash import (
+        AKIRA,
+        KILLED,
+        SMALL,
+        Tracker,
+        init_workspace,
+        output_of,
+        run_to_end,
+        spawn,
+    )
 
     ws = init_workspace(tmp_path, SMALL)
     out = tmp_path / "akira.out"

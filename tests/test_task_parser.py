@@ -18,7 +18,7 @@ from akira_cli.tasks.parser import (
     parse_task_text,
     read_task_bytes,
 )
-from akira_cli.testing.plans import kiro_plan
+from tests.support.servers.plans import kiro_plan
 
 DATA = Path(__file__).parent / "data" / "tasks"
 

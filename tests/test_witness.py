@@ -13,7 +13,7 @@ from akira_cli.changes import Walker
 from akira_cli.control_plane import ControlPlane
 from akira_cli.loop.witness import Witness
 from akira_cli.runner import CommandRunner
-from tests.conftest import Akira
+from tests.support.workspace import Akira
 
 
 def witness(root: Path) -> tuple[Witness, CommandRunner]:

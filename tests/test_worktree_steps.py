@@ -10,13 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Akira
-from test_git_runs import repo
-from test_parallel import start, tasks
-
 from akira_cli.orphans import marked
+from tests.support.parallel import start, tasks
+from tests.support.workspace import Akira
 
-_ = repo  # the fixture
 AGENT = """#!/bin/sh
 cat > "{logs}/prompt_${{AKIRA_STEP_ID}}_${{AKIRA_ATTEMPT}}.md"
 if [ "$AKIRA_STEP_ID" = 2 ]; then cat .env > copy.txt || exit 1; else echo one > one.txt; fi

@@ -3,7 +3,7 @@
     python tests/realcli/capture.py [claude|codex|gemini|aider ...] [--case NAME]
 
 Each CLI runs its preset's default command (SPEC 7) in a fresh folder with a HOME of its own,
-pointed at a scripted model server (`akira_cli.testing`), once per case of `cases.py`. It
+pointed at a scripted model server (`tests/support/servers`), once per case of `cases.py`. It
 writes `tests/data/clis/<cli>/<version>/<case>.stdout`, `.stderr` and `.exit`, and `cases.json`
 (what each case scripted, the requests the CLI made, how long it took). The run's folders are
 written as `/work/ws` and `/work/home`, the install cache as `/opt/test-clis`, so captures do not change with the machine. The CLIs
@@ -20,11 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.support
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from akira_cli.testing.scripted import Script, ScriptedServer
 from realcli.cases import CASES, Case, apply_env
 from realcli.clis import CLIS, RealCli
+from tests.support.servers.scripted import Script, ScriptedServer
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "clis"
 PROMPT = "Create the file hello.txt with a short greeting, then say that you are done.\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from akira_cli.testing.scripted import Fault, http, plan_limit, usage_limit
+from tests.support.servers.scripted import Fault, http, plan_limit, usage_limit
 
 LIMIT_RESET = 7200.0
 """Seconds until a scripted plan or usage limit resets: far enough that akira must wait."""

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.agents.presets.versions import PINS, Pin
-from akira_cli.testing.anthropic_server import Anthropic
-from akira_cli.testing.gemini_server import Gemini
-from akira_cli.testing.openai_servers import ChatCompletions, Responses
-from akira_cli.testing.scripted import Dialect
+from tests.support.servers.anthropic_server import Anthropic
+from tests.support.servers.gemini_server import Gemini
+from tests.support.servers.openai_servers import ChatCompletions, Responses
+from tests.support.servers.scripted import Dialect
 
 CACHE = Path(os.environ.get("AKIRA_TEST_CLIS") or Path.home() / ".cache" / "akira" / "test-clis")
 KEY = "sk-scripted-test-key"

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from realcli.cases import Case
 from realcli.clis import CLIS, RealCli
 from realcli.e2e import Run, Runner
 from realcli.install import install_seconds
 from realcli.skips import INSTALLED, MISSING, install_before_the_tests, real
+from tests.support.workspace import Akira
 
 
 @pytest.fixture

@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import Akira
 
 from akira_cli.events import EventType
-from akira_cli.testing.scripted import Script, ScriptedServer, http, usage_limit
 from realcli.cases import CASES, LIMIT_RESET, Case, apply_env
 from realcli.clis import RealCli
+from tests.support.servers.scripted import Script, ScriptedServer, http, usage_limit
+from tests.support.workspace import Akira
 
 TASK = "- [ ] 1. Create hello.txt with a short greeting\n  - Exists: `hello.txt`\n"
 AIDER_GIVES_UP = 27

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for tests.support
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realcli.clis import CACHE, CLIS, RealCli

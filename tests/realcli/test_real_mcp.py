@@ -16,11 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import Akira
-
-from akira_cli.testing.anthropic_server import Anthropic
-from akira_cli.testing.scripted import Script, ScriptedServer, ToolCall
 from realcli.skips import real, skip_module_unless_installable
+from tests.support.servers.anthropic_server import Anthropic
+from tests.support.servers.scripted import Script, ScriptedServer, ToolCall
+from tests.support.workspace import Akira
 
 skip_module_unless_installable(("claude",))
 POLLS = 200

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from akira_cli.testing.anthropic_server import Anthropic
-from akira_cli.testing.gemini_server import Gemini
-from akira_cli.testing.openai_servers import ChatCompletions, Responses
-from akira_cli.testing.scripted import Script, ScriptedServer, http, plan_limit, usage_limit
+from tests.support.servers.anthropic_server import Anthropic
+from tests.support.servers.gemini_server import Gemini
+from tests.support.servers.openai_servers import ChatCompletions, Responses
+from tests.support.servers.scripted import Script, ScriptedServer, http, plan_limit, usage_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from akira_cli.testing.github_pulls import Forge
+from tests.support.servers.github_pulls import Forge
 
 OPERATION = re.compile(r"\b(query|mutation)\s+(\w+)")
 

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from akira_cli.testing import sse
+from tests.support.servers import sse
 
 _call_ids = itertools.count(1)
 _completion_ids = itertools.count(1)

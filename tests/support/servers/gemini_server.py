@@ -14,7 +14,7 @@ import itertools
 import json
 from typing import Any
 
-from akira_cli.testing.scripted import Fault, Reply, Script, sse
+from tests.support.servers.scripted import Fault, Reply, Script, sse
 
 _ids = itertools.count(1)
 USAGE = {

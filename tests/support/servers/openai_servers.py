@@ -22,7 +22,7 @@ import json
 import time
 from typing import Any
 
-from akira_cli.testing.scripted import Fault, Reply, Script, pieces, reset_epoch, sse
+from tests.support.servers.scripted import Fault, Reply, Script, pieces, reset_epoch, sse
 
 _ids = itertools.count(1)
 RESPONSES_USAGE = {

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Akira
-from test_git_runs import git
 
 from akira_cli.cli import main
+from tests.support.git import git
+from tests.support.workspace import Akira
 
 REVIEWER = """\
 #!{python}

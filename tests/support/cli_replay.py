@@ -23,7 +23,7 @@ from pathlib import Path
 
 from akira_cli.agents.presets.versions import PINS
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 FAKE = """\
 #!{python}

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Akira
 
-DATA = Path(__file__).parent / "data" / "doctor"
+from tests.support.workspace import Akira
+
+DATA = Path(__file__).parents[1] / "data" / "doctor"
 AUTH_VARIABLES = (
     "ANTHROPIC_API_KEY",
     "CLAUDE_CODE_OAUTH_TOKEN",

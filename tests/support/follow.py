@@ -1,5 +1,5 @@
 """A night that ends with a pull request followed by the real gh (2.102, `realcli/gh.py`) against
-the scripted GitHub server (`akira_cli.testing.github_server`), over HTTPS on a loopback address
+the scripted GitHub server (`tests.support.servers.github_server`), over HTTPS on a loopback address
 of its own.
 
 The repository has `calc.py` and a one-step task; the agent is a command that reads its prompt
@@ -19,13 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Akira, Result
 from realcli.gh import real_gh
-from test_git_runs import git
 
 from akira_cli.cli import main
-from akira_cli.testing.github_pulls import Forge, Job, Thread
-from akira_cli.testing.github_server import GitHubServer
+from tests.support.git import git
+from tests.support.servers.github_pulls import Forge, Job, Thread
+from tests.support.servers.github_server import GitHubServer
+from tests.support.workspace import Akira, Result
 
 AGENT = r'''
 import json, os, pathlib, re, sys

@@ -15,7 +15,7 @@ import itertools
 import json
 from typing import Any
 
-from akira_cli.testing.scripted import Fault, Reply, Script, pieces, reset_epoch, sse
+from tests.support.servers.scripted import Fault, Reply, Script, pieces, reset_epoch, sse
 
 _ids = itertools.count(1)
 USAGE = {

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from akira_cli.testing.github_actions import Actions, Job
+from tests.support.servers.github_actions import Actions, Job
 
 STAMP = "2030-01-01T00:00:00Z"
 
