@@ -35,7 +35,8 @@ commented; `akira config show` prints the effective values). Layers, lowest firs
 below, that file, `--config FILE`, the command's flags, then the environment for the LLM settings
 (`OPENAI_BASE_URL` or `OPENAI_API_BASE`, `OPENAI_API_KEY`, `AKIRA_MODEL`). An unknown key or a
 wrong type is refused with the key, the file and a "did you mean"; a key given twice in one
-mapping is refused with both line numbers. Defaults are written as YAML (`null`: unset).
+mapping is refused with both line numbers (YAML would keep the last one silently). Defaults are
+written as YAML (`null`: unset).
 """
 
 
