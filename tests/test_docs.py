@@ -57,6 +57,18 @@ def test_every_link_and_anchor_in_the_docs_resolves() -> None:
     assert checked >= 30  # the README's table of pages and the pages' links to each other were read
 
 
+def test_every_docs_page_and_heading_the_code_points_to_exists() -> None:
+    """A comment may point to `docs/design.md#the-loop`: the page and its heading must exist."""
+    broken = []
+    for folder in ("akira_cli", "tests", "benchmarks"):
+        for source in (REPO / folder).rglob("*.py"):
+            for name, fragment in re.findall(r"docs/([\w-]+\.md)(?:#([\w-]+))?", source.read_text()):
+                page = REPO / "docs" / name
+                if not page.exists() or (fragment and fragment not in anchors(page)):
+                    broken.append(f"{source.relative_to(REPO)}: docs/{name}#{fragment}")
+    assert not broken, broken
+
+
 def test_every_test_a_page_names_exists() -> None:
     named = 0
     for page in PAGES:
