@@ -104,3 +104,39 @@ def test_no_page_cites_a_document_outside_the_repository() -> None:
         text = page.read_text(encoding="utf-8")
         found = re.findall(r"\bSPEC(?: section)? \d+|\bseed \d+|\bissue \d+|\bSPEC\.md\b", text)
         assert not found, f"{page.name}: {found}"
+
+
+def test_every_command_and_option_the_command_lists_name_exists() -> None:
+    """The command lists of the README and docs/commands.md name commands and options that
+    `akira` has (a line is a command and what it takes; `a | b` names sibling commands)."""
+    from typing import Any
+
+    import typer
+
+    from akira_cli.cli import app
+
+    def flags(command: Any) -> set[str]:
+        return {flag for param in command.params for flag in (*param.opts, *param.secondary_opts)}
+
+    top = typer.main.get_command(app)
+    checked = 0
+    for page in (REPO / "README.md", REPO / "docs" / "commands.md"):
+        listing = re.search(r"^```\n(akira .*?)^```", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+        assert listing, f"{page.name} has no command list"
+        named: list[Any] = []
+        for line in listing.group(1).splitlines():
+            words = line.split("#", 1)[0].split()
+            if words[:1] == ["akira"]:  # else the line goes on with the last command's options
+                parent, command, words = top, top, words[1:]
+                while words and words[0] in getattr(command, "commands", {}):
+                    parent, command = command, command.commands[words.pop(0)]
+                named = [command]
+                while words[:1] == ["|"]:
+                    assert words[1] in parent.commands, f"{page.name}: '{line}': no command {words[1]}"
+                    named.append(parent.commands[words[1]])
+                    words = words[2:]
+            for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", " ".join(words)):
+                for each in named:
+                    assert flag in flags(each), f"{page.name}: '{line.strip()}': {each.name} has no {flag}"
+                    checked += 1
+    assert checked >= 40
