@@ -1,5 +1,5 @@
-"""The one backoff and the one set of transient failures that the loop, the agent CLI presets and
-the LLM client share."""
+"""The one backoff, the one set of transient failures and the one budget check that the loop, the
+agent CLI presets and the LLM client share."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import pytest
 
 from akira_cli.agents.presets import faults
 from akira_cli.backoff import backoff
+from akira_cli.errors import BudgetExceeded
 from akira_cli.failures import is_transient_output
+from akira_cli.sections import BudgetSettings
 from akira_cli.transient import is_transient, is_transient_status
+from akira_cli.usage import Usage, check_budget
 
 SAMPLES = 400
 
@@ -115,3 +118,24 @@ def test_other_statuses_are_not_transient(status: int | None) -> None:
 def test_a_refused_key_stays_a_refused_key() -> None:
     fault = faults.classify("Invalid API key · Fix external API key", 401)
     assert fault is not None and fault.auth
+
+
+def test_the_budget_check_names_the_budget_the_use_and_the_setting() -> None:
+    tokens = BudgetSettings(max_tokens_total=20)
+    check_budget(tokens, Usage(prompt_tokens=10, completion_tokens=9))
+    with pytest.raises(BudgetExceeded) as caught:
+        check_budget(tokens, Usage(prompt_tokens=10, completion_tokens=10))
+    assert (
+        caught.value.message
+        == "token budget of 20 used up (20 tokens); raise budget.max_tokens_total to continue"
+    )
+    cost = BudgetSettings(max_cost_usd=0.004)
+    check_budget(cost, Usage(cost_usd=0.0039))
+    with pytest.raises(BudgetExceeded) as caught:
+        check_budget(cost, Usage(cost_usd=0.00412))
+    assert (
+        caught.value.message
+        == "cost budget of $0.004 used up ($0.0041); raise budget.max_cost_usd to continue"
+    )
+    assert caught.value.condition == "budget_exceeded"
+    check_budget(BudgetSettings(), Usage(prompt_tokens=10**9, cost_usd=10**6))  # no budget, no stop
