@@ -429,7 +429,9 @@ def test_cost_budget_stops(fake_openai: FakeOpenAI) -> None:
     h.client.chat(USER)
     with pytest.raises(BudgetExceeded) as caught:
         h.client.structured(USER, Plan)
-    assert caught.value.message == "cost budget of $1.5 used up ($2.0000); raise budget.max_cost_usd to continue"
+    assert (
+        caught.value.message == "cost budget of $1.5 used up ($2.0000); raise budget.max_cost_usd to continue"
+    )
 
 
 def test_rate_limit_makes_the_third_call_wait(fake_openai: FakeOpenAI) -> None:
