@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 import typer
 
@@ -31,10 +30,6 @@ from akira_cli.cli.loop_start import (
 )
 from akira_cli.errors import AkiraError
 from akira_cli.workspace import Workspace, command_line
-
-if TYPE_CHECKING:
-    from akira_cli.state.models import LoopState
-
 
 app = typer.Typer(help="Run and control autonomous loops.", no_args_is_help=True)
 STARTING_GRACE_SECONDS = 5.0
@@ -212,6 +207,7 @@ def resume(
     from akira_cli.config import load_config
     from akira_cli.control import ResumeRequest, apply_resume, write_request
     from akira_cli.hooks import remove_hooks
+    from akira_cli.loop.conditions import bring_back
     from akira_cli.loop.session import run_session
     from akira_cli.reports import take_guidance
 
@@ -259,25 +255,3 @@ def resume(
         return spawn_detached(workspace, state, no_wait)
     typer.echo(f"akira: resuming {state.task_id} at iteration {state.iteration}", err=True)
     return run_session(workspace, cfg, store, state, wait=not no_wait)
-
-
-def bring_back(workspace: Workspace, state: LoopState) -> None:
-    """A task a person parked in Needs_Action/ goes back under Specs/ on resume."""
-    from akira_cli.loop.conditions import TaskLocator
-
-    found = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
-    if found is not None:
-        state.task_path = str(found)
-    path = workspace.require_inside(Path(state.task_path))
-    if not path.is_file():
-        raise AkiraError(
-            f"task file {path} not found; restore it (or move it back under Specs/) and resume again"
-        )
-    if workspace.area_of(path) != "Needs_Action":
-        return
-    target = workspace.specs / (state.feature or path.stem) / "tasks.md"
-    if target.exists():
-        raise AkiraError(f"cannot move {path} back to {target}: a file is already there")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(path), str(target))
-    state.task_path = str(target)

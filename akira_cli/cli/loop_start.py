@@ -86,6 +86,7 @@ def new_loop(
         task_id=workspace.new_task_id(now, set(store.task_ids())),
         task_path=str(path),
         feature=workspace.feature_of(path),
+        home=str(path),
         max_iterations=cfg.autonomous_loop.max_iterations,
         parallel=cfg.autonomous_loop.parallel,
         failure_threshold=cfg.autonomous_loop.failure_threshold,

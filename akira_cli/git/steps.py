@@ -8,6 +8,8 @@ the task file with the step's tick (the loop writes the same tick to the file af
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 from akira_cli.changes import Snapshot
@@ -21,7 +23,7 @@ from akira_cli.git.run import CommitRefused, GitRun, subject
 from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
-from akira_cli.workspace import in_quotes
+from akira_cli.workspace import Workspace, in_quotes
 
 OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
 IN_HEAD = "HEAD"
@@ -98,7 +100,8 @@ class StepCommits:
             paths = [
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
-        task_path = Path(self.state.task_path)
+        task_path, moved = self.placed(files)
+        paths = outside(paths, moved)
         ticked = ticked_bytes(task_path, task, step, self.state, self.marks)
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
         trailers = {
@@ -113,7 +116,7 @@ class StepCommits:
         if attempt.review is not None:  # approved, disputed or none (SPEC 16)
             trailers["Akira-Review"] = attempt.review.verdict
         try:
-            replaced = {task_path: ticked} if ticked else None
+            replaced = {self.home: ticked} if ticked else None  # where the branch keeps it
             title = subject(step.id, step.title)
             changed_now = set(files) if files is not None and self.seen_by_git else None
             sha = self.run.commit(
@@ -133,15 +136,43 @@ class StepCommits:
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()
 
+    @property
+    def home(self) -> Path:
+        """Where the task file lies on the task branch: its place at `loop start`."""
+        return Workspace(self.run.workspace).home(self.state)
+
+    def placed(self, files: Snapshot | None) -> tuple[Path, list[Path]]:
+        """Where the task file is now, and, when a person moved it away from its home, the
+        folders they moved the spec between: a person's move is never a step's work (its
+        files show as deleted at home and new where it went). A move during the step is not in
+        the state yet: the file is found among the files git shows, by its inode."""
+        home, now = self.home, Path(self.state.task_path)
+        if now == home and home.is_file():
+            return home, []
+        if not now.is_file():
+            now = self.found_by_inode(files) or now
+        workspace = Workspace(self.run.workspace)
+        return now, [workspace.spec_folder(home), workspace.spec_folder(now)]
+
+    def found_by_inode(self, files: Snapshot | None) -> Path | None:
+        identity = self.state.task_file_identity
+        for name in files or ():
+            if identity is not None and name.endswith(".md"):
+                with contextlib.suppress(OSError):
+                    info = (self.workdir / name).stat()
+                    if (info.st_dev, info.st_ino) == tuple(identity):
+                        return self.workdir / name
+        return None
+
     def diff(self, changed: list[Path]) -> tuple[bytes, str]:
         """The patch and `--stat` of what `changed` became since the attempt started (the
         reviewer's diff, SPEC 16)."""
-        return attempts.attempt_diff(self.run, self._dirty, changed)
+        return attempts.attempt_diff(self.run, self._dirty, outside(changed, self.placed(None)[1]))
 
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
         """A failed attempt's changes: saved as a patch, summed up for the reflection and the
         next prompt, and with `git.failed_attempt: reset` undone (the patch keeps them)."""
-        changed = [self.workdir / name for name in attempt.files_changed]
+        changed = outside([self.workdir / name for name in attempt.files_changed], self.placed(None)[1])
         try:
             patch, stat = attempts.attempt_diff(self.run, self._dirty, changed)
         except GitError as exc:
@@ -207,7 +238,10 @@ class StepCommits:
         record = self.state.git
         if record is None or record.done_commit is not None:
             return
-        gone = self.run.git.out("ls-files", "-z", "--", self.run.relative(moved_from), check=False)
+        home = Workspace(self.run.workspace).spec_folder(self.home)  # where a person renamed it from
+        gone = self.run.git.out(
+            "ls-files", "-z", "--", self.run.relative(moved_from), self.run.relative(home), check=False
+        )
         paths = [self.run.root / name for name in gone.split("\0") if name]
         paths += [path for path in moved_to.rglob("*") if path.is_file()]
         try:
@@ -227,9 +261,11 @@ class StepCommits:
         if record is None:
             return
         try:
-            sha = self.run.commit(
-                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [Path(self.state.task_path)]
-            )
+            ticks = {self.home: Path(self.state.task_path).read_bytes()}  # wherever a person put it
+        except OSError:
+            return
+        try:
+            sha = self.run.commit(f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [], ticks)
         except (CommitRefused, GitError) as exc:
             self.bus.emit(EventType.WARNING, message=f"the last ticks were not committed: {exc}")
             return
@@ -252,6 +288,15 @@ class StepCommits:
                 EventType.WARNING,
                 message=f"git push to {remote} failed (tried again at the next commit): {said}",
             )
+
+
+def outside(paths: list[Path], folders: list[Path]) -> list[Path]:
+    """`paths` without those in `folders` (or that are one of them)."""
+    if not folders:
+        return paths
+    names = tuple(str(folder) for folder in folders)
+    inside = tuple(f"{name}{os.sep}" for name in names)
+    return [path for path in paths if not (str(path) in names or str(path).startswith(inside))]
 
 
 def safe(step_id: str) -> str:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.config import Config
 from akira_cli.errors import (
+    AkiraError,
     BudgetExceeded,
     FailureThresholdExceeded,
     ManualIntervention,
@@ -26,12 +28,20 @@ from akira_cli.workspace import Workspace, command_line, in_quotes
 
 @dataclass
 class TaskLocator:
-    """Finds the task file wherever a person moved it: path, recorded moves, then inode."""
+    """Finds the task file wherever a person moved it: path, recorded moves, its home (where
+    a person moves it back to), then inode."""
 
     workspace: Workspace
     watcher: WorkspaceWatcher | None
     identity: tuple[int, int] | None = None
+    home: Path | None = None
     _inside: Path | None = None
+
+    @classmethod
+    def of(
+        cls, workspace: Workspace, state: LoopState, watcher: WorkspaceWatcher | None = None
+    ) -> TaskLocator:
+        return cls(workspace, watcher, state.task_file_identity, workspace.home(state))
 
     def remember(self, path: Path, stat: os.stat_result | None = None) -> tuple[int, int]:
         """The file's identity, from `stat` when the caller has just taken it."""
@@ -56,6 +66,8 @@ class TaskLocator:
         moved = self.watcher.follow(path) if self.watcher else None
         if moved is not None and moved.is_file():
             return moved
+        if self.home is not None and self.home.is_file():
+            return self.home
         return self._scan()
 
     def _scan(self) -> Path | None:
@@ -69,6 +81,36 @@ class TaskLocator:
                     if (stat.st_dev, stat.st_ino) == self.identity:
                         return candidate
         return None
+
+
+def bring_back(workspace: Workspace, state: LoopState) -> None:
+    """`loop resume` on a task a person parked in Needs_Action/: it goes back home, with its
+    feature folder when it was parked with it."""
+    found = TaskLocator.of(workspace, state).locate(Path(state.task_path))
+    if found is not None:
+        state.task_path = str(found)
+    path = workspace.require_inside(Path(state.task_path))
+    home = workspace.home(state)
+    if not path.is_file():
+        back = workspace.shown(workspace.spec_folder(home))
+        raise AkiraError(
+            f"task file {path} not found; restore it (or move it back to {back}) and resume again"
+        )
+    if workspace.area_of(path) != "Needs_Action":
+        return
+    parked, target = workspace.spec_folder(path), workspace.spec_folder(home)
+    if parked == path or target == home:  # a loose file, parked or at home: the file alone goes back
+        parked, target = path, home
+    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+        raise AkiraError(
+            f"cannot move {workspace.shown(parked)} back to {workspace.shown(target)}: something is "
+            "already there; move it back yourself, then resume again"
+        )
+    if target.exists():
+        target.rmdir()  # an empty folder left behind takes the folder's place
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(parked), str(target))
+    state.task_path = str(home if target == home else target / path.name)
 
 
 @dataclass
@@ -87,9 +129,10 @@ class Guard:
         path = self.locator.locate(self._task[1])
         if path is None:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", state.task_id)
+            home = self.workspace.shown(self.workspace.spec_folder(self.workspace.home(state)))
             raise TaskFileDeleted(
-                f"task file {state.task_path} was deleted; restore it (or move it back under "
-                f"Specs/) and run {in_quotes(resume)}"
+                f"task file {state.task_path} was deleted; restore it (or move it back to "
+                f"{home}) and run {in_quotes(resume)}"
             )
         if path is not self._task[1]:
             state.task_path = str(path)
@@ -102,8 +145,9 @@ class Guard:
         if area == "Done" and loop.check_done_folder:
             raise TaskMovedToDone(f"task moved to {self.workspace.shown(path)} by a person")
         if area == "Needs_Action" and loop.check_needs_action_folder:
+            home = self.workspace.shown(self.workspace.spec_folder(self.workspace.home(state)))
             raise ManualIntervention(
-                f"task moved to {self.workspace.shown(path)}; move it back under Specs/ to continue"
+                f"task moved to {self.workspace.shown(path)}; move it back to {home} to continue"
             )
         return path
 

@@ -155,7 +155,7 @@ def build_loop(
         bus,
         engine,
         watcher,
-        TaskLocator(workspace, watcher, state.task_file_identity),
+        TaskLocator.of(workspace, state, watcher),
         wait=wait,
         tasks=tasks,
     )
