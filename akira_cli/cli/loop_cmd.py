@@ -22,6 +22,7 @@ from akira_cli.cli.loop_start import (
     criteria_warnings,
     git_preflight,
     new_loop,
+    nothing_to_do,
     refuse_unfinished,
     review_when_warnings,
     spawn_detached,
@@ -140,6 +141,8 @@ def start(
     warn_short_secrets(cfg)
     data = read_task_bytes(path)
     task_file = parse_task_text(data, path)
+    if nothing_to_do(workspace, store_for(workspace), task_file, include_optional):
+        return 0
     for warning in [
         *task_file.warnings,
         *criteria_warnings(task_file),

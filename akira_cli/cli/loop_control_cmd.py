@@ -112,9 +112,10 @@ def undo(
 ) -> int:
     """Revert a git-native run's commits for a step and every later one; the loop pauses."""
     from akira_cli.config import load_config
-    from akira_cli.events import Event, EventType, JsonlLog
+    from akira_cli.events import EventBus, EventType, JsonlLog
     from akira_cli.git import undo as undoing
     from akira_cli.git.run import GitRun
+    from akira_cli.loop.handoff import after_undo
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
@@ -126,14 +127,20 @@ def undo(
         if run is None:
             raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
         archived = store.archived_path(state.task_id)
-        undone = undoing.undo(run, state, step)
+        undone = undoing.undo(run, state, step, store)
         if archived.exists():
             os.replace(archived, store.path(state.task_id))  # a completed loop is active again
         store.save(state)
         log = JsonlLog(workspace.log_path(state.task_id))
+        bus = EventBus(state.task_id)
+        bus.subscribe(log)
         steps = [done.step_id for done in undone]
         try:
-            log(Event(type=EventType.LEDGER, task_id=state.task_id, step_id=step, data=undone_data(steps)))
+            bus.emit(EventType.LEDGER, step, **undone_data(steps))
+            pushed = after_undo(
+                workspace, cfg, state, store, run, bus
+            )  # a pushed run's remote and pull request
+            store.save(state)
         finally:
             log.close()
     finally:
@@ -141,7 +148,9 @@ def undo(
     resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
     branch = state.git.branch if state.git else ""
     names = ", ".join(done.step_id for done in undone)
-    typer.echo(f"akira: reverted step(s) {names} on {branch}; to do them again, run: {resume}", err=True)
+    typer.echo(
+        f"akira: reverted step(s) {names} on {branch}{pushed}; to do them again, run: {resume}", err=True
+    )
     return 0
 
 

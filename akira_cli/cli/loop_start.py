@@ -52,6 +52,24 @@ def review_when_warnings(config: Config, task_file: TaskFile) -> list[str]:
     ]
 
 
+def nothing_to_do(
+    workspace: Workspace, store: StateStore, task_file: TaskFile, include_optional: bool
+) -> bool:
+    """Every step ticked: one line, and no branch and no state (a run would only record them
+    all as done by a person, on an empty branch). An unfinished loop on the file is resumed
+    instead, as `start` says."""
+    leaves = task_file.leaves(include_optional=True)
+    left = [s for s in leaves if not s.ticked and not task_file.under_ticked_parent(s)]
+    if any(include_optional or not task_file.is_optional(step) for step in left):
+        return False
+    refuse_unfinished(store, task_file.path, workspace)
+    optional = f"; its {len(left)} optional step(s) run with --include-optional" if left else ""
+    typer.echo(
+        f"akira: nothing to do: every step of {workspace.shown(task_file.path)} is ticked{optional}", err=True
+    )
+    return True
+
+
 @contextlib.contextmanager
 def start_lock(store: StateStore) -> Iterator[None]:
     from filelock import Timeout

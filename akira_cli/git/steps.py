@@ -279,15 +279,20 @@ class StepCommits:
         remote, record = self.run.settings.push, self.state.git
         if not remote or record is None:
             return
-        done = self.run.git.run(
-            "push", "-q", remote, f"{record.branch}:{record.branch}", check=False, timeout=300
-        )
-        if done.returncode != 0:
-            said = " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
+        said = push(self.run, record.branch, remote)
+        if said is not None:
             self.bus.emit(
                 EventType.WARNING,
                 message=f"git push to {remote} failed (tried again at the next commit): {said}",
             )
+
+
+def push(run: GitRun, branch: str, remote: str) -> str | None:
+    """The task branch to `remote`, never forced; what git said when it failed, else None."""
+    done = run.git.run("push", "-q", remote, f"{branch}:{branch}", check=False, timeout=300)
+    if done.returncode == 0:
+        return None
+    return " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
 
 
 def outside(paths: list[Path], folders: list[Path]) -> list[Path]:
