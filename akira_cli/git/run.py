@@ -128,28 +128,67 @@ class GitRun:
                 f"(its remotes: {remotes}); "
                 f"add it with {in_quotes(self.shown('remote', 'add', push, '<url>'))}, or fix git.push"
             )
+        self.base_commit()
         return head
 
+    def base_commit(self) -> str | None:
+        """`git.base`'s commit: the local branch, else the push remote's (a fresh clone has only
+        its default branch locally); None when git.base is empty."""
+        base, push = self.settings.base, self.settings.push
+        if not base:
+            return None
+        remote = push if push and not re.search(r"[:/\\]", push) else "origin"
+        if self.git.ok("check-ref-format", "--branch", base):
+            for ref in (f"refs/heads/{base}", f"refs/remotes/{remote}/{base}"):
+                if sha := self.git.out("rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False):
+                    return sha
+        branches = ", ".join(self.git.out("branch", "--format=%(refname:short)", check=False).split()[:8])
+        raise AkiraError(
+            f"git.base names {base}, which is not a branch of {self.shown_root} (nor of {remote}); "
+            f"its branches: {branches or 'none'}; fix git.base in config/autonomous_loop.yaml"
+        )
+
     def start(self, state: LoopState, feature: str) -> GitRecord:
-        """Creates and checks out the task branch from HEAD (carrying uncommitted changes along,
-        as `git switch -c` does), or takes the current branch with `git.branch: ""`."""
+        """Creates and checks out the task branch from `git.base`, else from HEAD, carrying
+        uncommitted changes along as `git switch -c` does (a change git would have to overwrite
+        is refused, never lost); or takes the current branch with `git.branch: ""`."""
         head = self.preflight()
-        started_on = self.current_branch()
+        started_on, base = self.current_branch(), self.base_commit()
+        target = self.settings.base or started_on  # where the work is merged and its pull request points
         if not self.settings.branch:
-            record = GitRecord(branch=started_on, base=head, started_on=started_on, created=False)
+            record = GitRecord(branch=started_on, base=head, started_on=target, created=False)
         else:
             wanted = self.settings.branch.replace("{feature}", feature).replace("{task_id}", state.task_id)
             name = self.free_name(wanted)
-            done = self.git.run("switch", "-c", name, check=False)
+            switch = ("switch", "-c", name, *([base] if base else []))
+            done = self.git.run(*switch, check=False)
             if done.returncode != 0:
                 said = " ".join(output_of(done).split())[:240]
                 raise AkiraError(
                     f"git refused to create and check out the task branch {name} in {self.root}: {said}; "
-                    f"see why with '{self.shown('switch', '-c', name)}'"
+                    f"see why with '{self.shown(*switch)}'"
                 )
-            record = GitRecord(branch=name, base=head, started_on=started_on, created=True)
+            record = GitRecord(branch=name, base=base or head, started_on=target, created=True)
         self.exclude()
         return record
+
+    def stacked(self, earlier: Iterable[GitRecord]) -> str | None:
+        """A warning when the new task branch would start from an earlier run's task branch (a
+        run leaves HEAD on its branch) because `git.base` is empty: it would carry that run's
+        commits. `earlier`: the runs this workspace remembers, for the branch to name."""
+        current = self.current_branch()
+        if self.settings.base or not self.settings.branch or not current:
+            return None
+        theirs = {record.branch: record.started_on for record in earlier if record.created}
+        pattern = re.escape(self.settings.branch).replace(r"\{feature\}", ".+").replace(r"\{task_id\}", ".+")
+        if current not in theirs and not re.fullmatch(f"{pattern}(-[0-9]+)?", current):
+            return None
+        base = theirs.get(current) or "<branch>"
+        return (
+            f"HEAD is on {current}, an earlier run's task branch: the new task branch starts from it "
+            f"and carries its commits; to start every run from {base}, set git.base: {base} in "
+            "config/autonomous_loop.yaml"
+        )
 
     def check_resume(self, record: GitRecord) -> None:
         """`resume` never switches branches under a person's feet."""
