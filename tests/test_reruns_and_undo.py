@@ -68,6 +68,12 @@ def test_undo_of_a_step_a_person_ticked_is_refused_and_names_the_run_that_has_it
         in line
     )
     assert (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain")) == before
+    first.unlink()  # no run remembers the step's commit: this run's own first commit is named
+    [second] = [path.stem.removeprefix("autonomous_loop_") for path in state_files(repo)]
+    code, _, err = run_akira(repo, "loop", "undo", "--task-id", "calc", "--step", "2")
+    assert code == 1 and err.splitlines()[-1].endswith(
+        f"; this run's commits start at step 4: run 'akira loop undo --task-id {second} --step 4'"
+    )
 
 
 def test_undo_of_a_pushed_run_pushes_the_reverts_and_updates_the_pull_request(

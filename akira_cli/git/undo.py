@@ -36,7 +36,7 @@ def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list
         raise AkiraError(f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo")
     undone = state.completed_steps[ids.index(step_id) :]
     if undone[0].commit is None:
-        raise AkiraError(no_commit(run, state, undone[0], store))
+        raise AkiraError(no_commit(run, state, undone, store))
     commits = [done.commit for done in undone if done.commit]
     commits += [record.done_commit] if record.done_commit else []
     refuse_dirty(run, commits)
@@ -68,9 +68,10 @@ def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list
     return undone
 
 
-def no_commit(run: GitRun, state: LoopState, done: CompletedStep, store: StateStore) -> str:
-    """Why a step with no commit of its own (a person ticked it) cannot be undone, and the
-    latest run of the same spec that has its commit, when there is one."""
+def no_commit(run: GitRun, state: LoopState, undone: list[CompletedStep], store: StateStore) -> str:
+    """Why a step with no commit of its own (a person ticked it) cannot be undone, and what can:
+    the latest run of the same spec that has its commit, else this run's next commit."""
+    done, workspace = undone[0], Workspace(run.workspace)
     branch = state.git.branch if state.git is not None else ""
     said = f"step {done.step_id} has no commit on {branch} to revert ({done.how} in {state.task_id})"
     others = [
@@ -81,11 +82,13 @@ def no_commit(run: GitRun, state: LoopState, done: CompletedStep, store: StateSt
     ]
     for _, task_id, other_branch, other in sorted(others, reverse=True):
         if any(step.step_id == done.step_id and step.commit for step in store.all_completed(other)):
-            again = command_line(
-                Workspace(run.workspace), "loop", "undo", "--task-id", task_id, "--step", done.step_id
-            )
+            again = command_line(workspace, "loop", "undo", "--task-id", task_id, "--step", done.step_id)
             return f"{said}; its commit is in {task_id} on {other_branch}: run {in_quotes(again)}"
-    return f"{said}; untick its box in the task file to have it run again"
+    later = next((step.step_id for step in undone if step.commit), None)
+    if later is not None:
+        again = command_line(workspace, "loop", "undo", "--task-id", state.task_id, "--step", later)
+        return f"{said}; this run's commits start at step {later}: run {in_quotes(again)}"
+    return f"{said}; akira did no work for it, so there is nothing to revert"
 
 
 def refuse_dirty(run: GitRun, commits: list[str]) -> None:
