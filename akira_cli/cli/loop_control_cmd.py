@@ -137,9 +137,7 @@ def undo(
         steps = [done.step_id for done in undone]
         try:
             bus.emit(EventType.LEDGER, step, **undone_data(steps))
-            pushed = after_undo(
-                workspace, cfg, state, store, run, bus
-            )  # a pushed run's remote and pull request
+            pushed = after_undo(workspace, cfg, state, store, run, bus)  # the remote, the pull request
             store.save(state)
         finally:
             log.close()

@@ -156,8 +156,10 @@ class StepCommits:
 
     def found_by_inode(self, files: Snapshot | None) -> Path | None:
         identity = self.state.task_file_identity
-        for name in files or ():
-            if identity is not None and name.endswith(".md"):
+        if identity is None or files is None:
+            return None
+        for name in files:
+            if name.endswith(".md"):
                 with contextlib.suppress(OSError):
                     info = (self.workdir / name).stat()
                     if (info.st_dev, info.st_ino) == tuple(identity):

@@ -99,15 +99,15 @@ def bring_back(workspace: Workspace, state: LoopState) -> None:
     if workspace.area_of(path) != "Needs_Action":
         return
     parked, target = workspace.spec_folder(path), workspace.spec_folder(home)
-    if parked == path or target == home:  # a loose file, parked or at home: the file alone goes back
+    if target != home and target.is_dir() and not any(target.iterdir()):
+        target.rmdir()  # an empty folder left behind: the parked folder takes its place
+    if parked == path or target == home or target.exists():  # the task file alone goes back
         parked, target = path, home
-    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
-        raise AkiraError(
-            f"cannot move {workspace.shown(parked)} back to {workspace.shown(target)}: something is "
-            "already there; move it back yourself, then resume again"
-        )
     if target.exists():
-        target.rmdir()  # an empty folder left behind takes the folder's place
+        raise AkiraError(
+            f"cannot move {workspace.shown(path)} back to {workspace.shown(home)}: a file is already "
+            "there; move the task file back yourself, then resume again"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(parked), str(target))
     state.task_path = str(home if target == home else target / path.name)
