@@ -1,4 +1,4 @@
-"""Where a task branch starts (SPEC 12, 16): a run leaves HEAD on its task branch, so the next
+"""Where a task branch starts: a run leaves HEAD on its task branch, so the next
 night's run would start from it. `git.base` names where every task branch starts and where its
 pull request points; without it, starting on an earlier run's branch is a warning that names it.
 Real repositories with two Kiro specs, a bare `origin` and the suite's fake `gh`."""
@@ -14,6 +14,9 @@ import pytest
 from conftest import shared_section
 from test_git_runs import git
 from test_pull_requests import Forge
+
+pytestmark = pytest.mark.timeout(900)
+"""Each test runs several real akira processes: on a loaded machine they take minutes."""
 
 
 def spec(feature: str) -> str:
@@ -50,7 +53,7 @@ def start(repo: Path, feature: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
 
 

@@ -1,5 +1,5 @@
 """A spec started again once it is done, and `loop undo` on what a run did not commit or had
-pushed (SPEC 12, 16): real repositories, a real `akira` process, a bare `origin` and the suite's
+pushed: real repositories, a real `akira` process, a bare `origin` and the suite's
 fake `gh` (tests/test_pull_requests.py)."""
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ from test_git_runs import git
 from test_pull_requests import GH, Forge, start, workspace
 from test_spec_moves import TASKS, ended, repository, running
 
+pytestmark = pytest.mark.timeout(900)
+"""Each test runs several real akira processes: on a loaded machine they take minutes."""
+
 
 def run_akira(repo: Path, *args: str) -> tuple[int, str, str]:
     with running(repo, *args) as process:
-        out, err = process.communicate(timeout=120)
+        out, err = process.communicate(timeout=300)
     return process.returncode, out, err
 
 
@@ -85,7 +88,7 @@ def test_undo_of_a_pushed_run_pushes_the_reverts_and_updates_the_pull_request(
     assert code == 0, err
     origin = tmp_path / "origin.git"
     task_id = akira.task_id()
-    undone = akira.cli("loop", "undo", "--task-id", task_id, "--step", "2")
+    undone = akira.cli("loop", "undo", "--task-id", task_id, "--step", "2", timeout=300)
     assert undone.code == 0, undone.err
     url = "https://github.com/acme/app/pull/1"
     assert undone.err.splitlines()[-1].startswith(
@@ -110,7 +113,7 @@ def test_undo_of_a_pushed_run_pushes_the_reverts_and_updates_the_pull_request(
     state = akira.state()
     assert state.git is not None and state.git.pr_draft and state.status == "paused"
     # resume does the step again, pushes, and marks the same pull request ready
-    resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=120)
+    resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=300)
     assert resumed.code == 0, resumed.err
     assert git(origin, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
     assert json.loads((tmp_path / "prs.json").read_text())["akira/feat"]["draft"] is False

@@ -1,4 +1,4 @@
-"""A person moves a spec into Needs_Action/ while a step runs, then back (SPEC 5, 12), in each
+"""A person moves a spec into Needs_Action/ while a step runs, then back, in each
 layout akira works: Specs/, Kiro's `.kiro/specs/`, spec-kit's `specs/` and OpenSpec's
 `openspec/changes/`. Real repositories, a real `akira loop start` process, and a command agent
 whose first step waits at a gate in the test's folder while the test moves the folder from
@@ -19,6 +19,9 @@ from conftest import shared_section
 from test_git_runs import git
 
 from akira_cli.state.models import LoopState
+
+pytestmark = pytest.mark.timeout(900)
+"""Each test runs several real akira processes: on a loaded machine they take minutes."""
 
 TASKS = """\
 # Implementation Plan
@@ -93,12 +96,12 @@ def running(repo: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
 
 
 def ended(process: subprocess.Popen[str]) -> tuple[int, str]:
-    _, err = process.communicate(timeout=120)
+    _, err = process.communicate(timeout=300)
     return process.returncode, err
 
 
 def wait_for(what: str, predicate: Callable[[], bool], process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         exited = process.poll() is not None
         if predicate():
