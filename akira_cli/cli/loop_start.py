@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from akira_cli.cli.common import same_file, store_for
+from akira_cli.cli.common import same_file
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import MIN_SECRET, too_short
 from akira_cli.workspace import Workspace, command_line, in_quotes
@@ -114,6 +114,9 @@ def new_loop(
         task_file_identity=(stat.st_dev, stat.st_ino),
     )
     if git is not None:
+        earlier = (other.git for _, other in store.scan() if other is not None and other.git)
+        if warning := git.stacked(earlier):  # HEAD left on an earlier run's task branch
+            typer.echo(f"akira: warning: {warning}", err=True)
         state.git = git.start(state, state.feature)
     store.save(state)
     if detach:
@@ -126,16 +129,12 @@ def new_loop(
 def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -> GitRun | None:
     """The run's git side (SPEC 12) when the task file lies in a git work tree; a repository
     with no commit yet, a detached HEAD with `git.branch: ""` or a `git.base` that names no
-    branch is refused before anything is written. HEAD on an earlier run's task branch is a
-    warning."""
+    branch is refused before anything is written."""
     from akira_cli.git.run import GitRun
 
     git = GitRun.detect(workspace.root, path, cfg.git, no_git)
     if git is not None:
         git.preflight()
-        earlier = (state.git for _, state in store_for(workspace).scan() if state is not None and state.git)
-        if warning := git.stacked(earlier):
-            typer.echo(f"akira: warning: {warning}", err=True)
     return git
 
 
