@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from akira_cli.fileio import RACY_NS
@@ -39,35 +39,27 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def snapshot(
-    root: Path, skip_top: frozenset[str] = frozenset(), walker: Walker | None = None
+    root: Path,
+    skip_top: frozenset[str] = frozenset(),
+    walker: Walker | None = None,
+    git_view: Callable[[], bytes | None] | None = None,
 ) -> Snapshot | None:
-    """Relative path -> (mtime_ns, size): git's view in a repository, else every file.
-    `skip_top`: folder names skipped at the top level of the walk; `walker`: one that
-    remembers the folders it listed, for a walk repeated every iteration."""
-    if (root / ".git").exists():
-        found = git_snapshot(root)
-        if found is not None:
-            return found
+    """Relative path -> (mtime_ns, size): git's view (`git_view`, the output of `git status
+    --porcelain=v1 -z --untracked-files=all` in `root`) when `root` is a repository's top, else
+    every file. `skip_top`: folder names skipped at the top level of the walk; `walker`: one
+    that remembers the folders it listed, for a walk repeated every iteration."""
+    if git_view is not None:
+        listed = git_view()
+        if listed is not None:
+            return git_snapshot(root, listed)
     return (walker or Walker()).walk(root, skip_top)
 
 
-def git_snapshot(root: Path) -> Snapshot | None:
+def git_snapshot(root: Path, listed: bytes) -> Snapshot:
     """The files git sees as changed or new (ignored ones are not the work), with their stats,
-    so that a file changed again during the attempt still shows. None when git cannot answer."""
-    try:
-        done = subprocess.run(
-            ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
-            cwd=root,
-            capture_output=True,
-            timeout=30,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},  # a look never writes the person's index
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
+    so that a file changed again during the attempt still shows."""
     found: Snapshot = {}
-    entries = done.stdout.decode("utf-8", "replace").split("\0")
+    entries = listed.decode("utf-8", "replace").split("\0")
     for entry in entries:
         if len(entry) < 4:
             continue  # a rename's second path, or the end

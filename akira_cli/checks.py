@@ -6,11 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from akira_cli import nofollow
 from akira_cli.config import ProjectCheck
 from akira_cli.errors import LoopStop
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import CheckResult, Evaluation
 from akira_cli.tasks.model import Step
+
+MAX_CONTAINS = 16_000_000
+"""How much of a file a `Contains:` check reads."""
 
 
 class Check(Protocol):
@@ -74,12 +78,19 @@ class ContainsCheck:
         return f"Contains `{self.path}` `{self.text}`"
 
     def run(self) -> CheckResult:
-        target = self.workdir / self.path
+        """Reads a regular file in the work folder only, up to `MAX_CONTAINS` bytes: a FIFO, a
+        device or a link out of the tree fails the check, and never blocks akira."""
         try:
-            found = self.text in target.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return CheckResult(name=self.name, passed=False, detail=f"{self.path} cannot be read")
-        detail = "" if found else f"{self.path} does not contain {self.text!r}"
+            data = nofollow.read(self.workdir, self.path, MAX_CONTAINS + 1)
+        except FileNotFoundError:
+            return CheckResult(name=self.name, passed=False, detail=f"{self.path} does not exist")
+        except OSError as exc:
+            return CheckResult(
+                name=self.name, passed=False, detail=f"{self.path} cannot be read: {exc.strerror}"
+            )
+        found = self.text in data[:MAX_CONTAINS].decode("utf-8", errors="replace")
+        cut = f" (only its first {MAX_CONTAINS} bytes were read)" if len(data) > MAX_CONTAINS else ""
+        detail = "" if found else f"{self.path} does not contain {self.text!r}{cut}"
         return CheckResult(name=self.name, passed=found, detail=detail)
 
 
@@ -95,6 +106,15 @@ class AgentCheck:
         return CheckResult(name=self.name, passed=self.ok, detail="" if self.ok else self.error)
 
 
+def project_check_name(label: str) -> str:
+    return f"check `{label}`"
+
+
+def is_project_check(name: str) -> bool:
+    """A project-wide check (`checks:` in config), not one the step's own directives name."""
+    return name.startswith("check `")
+
+
 def step_checks(
     step: Step,
     project: list[ProjectCheck],
@@ -107,10 +127,9 @@ def step_checks(
     checks: list[Check] = [VerifyCheck(cmd, runner, timeout) for cmd in step.verify]
     checks += [ExistsCheck(path, workdir) for path in step.exists]
     checks += [ContainsCheck(path, text, workdir) for path, text in step.contains]
-    checks += [
-        VerifyCheck(p.run, runner, p.timeout or default_timeout, f"check `{p.label}`", advisory_project)
-        for p in project
-    ]
+    for check in project:
+        name, limit = project_check_name(check.label), check.timeout or default_timeout
+        checks.append(VerifyCheck(check.run, runner, limit, name, advisory_project))
     return checks
 
 

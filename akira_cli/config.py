@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from akira_cli.sections import AgentSettings as AgentSettings
 from akira_cli.sections import BudgetSettings as BudgetSettings
 from akira_cli.sections import EvaluationSettings as EvaluationSettings
 from akira_cli.sections import FleetSettings as FleetSettings
+from akira_cli.sections import FollowSettings as FollowSettings
 from akira_cli.sections import GitSettings as GitSettings
 from akira_cli.sections import LLMSettings as LLMSettings
 from akira_cli.sections import LoopSettings as LoopSettings
@@ -51,6 +53,8 @@ class Config(Section):
     fleet: FleetSettings = Field(default_factory=FleetSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    follow: FollowSettings | None = None
+    """After the pull request (off while absent)."""
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -182,6 +186,8 @@ def _suggest(loc: list[str]) -> str | None:
     for part in loc[:-1]:
         field = model.model_fields.get(part)
         annotation = field.annotation if field else None
+        optional = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        annotation = optional[0] if len(optional) == 1 else annotation  # `follow: X | None`
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return None
         model = annotation
@@ -214,6 +220,3 @@ def _apply_env(merged: dict[str, Any], environ: Any) -> None:
     for dotted, value in pairs.items():
         if value:
             _set_dotted(merged, dotted, value)
-    for name, dotted in (("AKIRA_GIT_PUSH", "git.push"), ("AKIRA_GIT_BRANCH", "git.branch")):
-        if name in environ:  # set by a fleet worker for the loops it runs ("" is a value)
-            _set_dotted(merged, dotted, environ[name])

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from akira_cli.events import Event, EventType
 from akira_cli.state.models import LoopState
+from akira_cli.words import counted
 
 SHOWN = {
     EventType.LOOP_STARTED,
@@ -31,6 +32,8 @@ SHOWN = {
     EventType.SYSTEMIC_ISSUE,
     EventType.WARNING,
     EventType.REVIEW,
+    EventType.SANDBOX_DENIED,
+    EventType.FOLLOW,
 }
 
 
@@ -71,6 +74,8 @@ class LiveDisplay:
         self.resume = resume
         self.started = time.monotonic()
         self.last = ""
+        self.refused: list[str] = []
+        """What the sandbox refused, the last few, each with the line that allows it."""
         self.total = 0
         self.live = Live(
             get_renderable=self.render, console=self.console, refresh_per_second=2, transient=False
@@ -84,6 +89,9 @@ class LiveDisplay:
             self.total = int(event.data.get("steps_total") or 0)
         if event.type in SHOWN:
             self.last = event.line()
+        if event.type == EventType.SANDBOX_DENIED:
+            step = f"step {event.step_id}: " if event.step_id else ""
+            self.refused = [*self.refused, f"{step}{event.data.get('fix', '')}"][-3:]
         if event.type in AT_ONCE:
             self.live.refresh()
 
@@ -114,12 +122,14 @@ class LiveDisplay:
                 "iteration",
                 f"{state.iteration}/{state.max_iterations}   attempt {step.attempt if step else '-'}",
             ),
-            ("attempt success rate", f"{state.success_rate:.0%}  ({done} steps done)"),
+            ("attempt success rate", f"{state.success_rate:.0%}  ({counted(done, 'step')} done)"),
             ("elapsed", f"{elapsed:.0f}s   ETA {self.eta(elapsed, done)}"),
             ("last", self.last or "-"),
         ]
         for label, value in rows:
             table.add_row(label, Text(value, no_wrap=True, overflow="ellipsis"))
+        for line in self.refused:  # never cut either: it ends with the line that allows it
+            table.add_row("sandbox refused", Text(line, overflow="fold"))
         if state.status == "paused" and self.resume:  # never cut: a person must read all of it
             table.add_row(
                 "to continue", Text(f"delete the stop hook, or run: {self.resume}", overflow="fold")

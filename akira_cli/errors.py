@@ -162,6 +162,32 @@ class NeedsPerson(LoopStop):
     report = "intervention"
 
 
+class BranchMoved(LoopStop):
+    """A step moved, made or deleted a branch other than the task's: the person looks first."""
+
+    condition = "branch_moved"
+    report = "intervention"
+
+
+class PullRequestGreen(LoopStop):
+    """Every check of the pull request passed and every review comment is answered."""
+
+    condition = "pull_request_green"
+    status = "completed"
+    exit_code = 0
+    report = "completion"
+
+
+class PullRequestNeedsPerson(LoopStop):
+    """Following the pull request gave up: the same failure twice, the rounds spent, or the wait
+    for its checks too long. Its escalation quotes the failing log."""
+
+    condition = "pull_request_red"
+    status = "needs_action"
+    exit_code = 4
+    report = "escalation"
+
+
 class LoopFailed(LoopStop):
     """An unrecoverable error (for example the agent cannot be built)."""
 

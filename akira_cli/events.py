@@ -76,6 +76,7 @@ class EventType(StrEnum):
     CONTROL_PLANE_CHANGED = "control_plane_changed"
     REVIEW = "review"
     PULL_REQUEST = "pull_request"
+    FOLLOW = "follow"
     SANDBOX_DENIED = "sandbox_denied"
 
 
@@ -88,16 +89,26 @@ class Event(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
     def line(self) -> str:
-        """One readable line for `loop logs` and the plain display."""
+        """One readable line for `loop logs` and the displays: a step wrote much of what an
+        event holds (a host, a path, an output), so no control character in it is printed raw."""
         where = f" step {self.step_id}" if self.step_id else ""
         detail = " ".join(f"{k}={_short(v)}" for k, v in self.data.items())
-        return redact(f"{self.ts} [{self.iteration}]{where} {self.type} {detail}".rstrip())
+        return printable(redact(f"{self.ts} [{self.iteration}]{where} {self.type} {detail}".rstrip()))
 
 
 def _short(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = text.replace("\n", "\\n")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_ESCAPES = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+_ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters (C0, DEL, C1) escaped: `\\x1b`, `\\n`. What a step
+    wrote never moves a person's terminal, nor forges a line of its own."""
+    return text.translate(_ESCAPES)
 
 
 Subscriber = Callable[[Event], None]

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from akira_cli import nofollow
 from akira_cli.redaction import redact_bytes
 
 RACY_NS = 20_000_000
@@ -18,14 +19,26 @@ again since with the same size and timestamp (timestamps move in kernel ticks of
 milliseconds): git's "racily clean" rule."""
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True, masked: bool = False) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, durable: bool = True, masked: bool = False, root: Path | None = None
+) -> None:
     """Temp file in the same folder, fsync, os.replace, then fsync of the folder; secrets masked
     (unless the caller did it: `masked`). `durable=False` skips both fsyncs: still all or
     nothing for every reader and after a kill -9, but a power cut may leave the previous version
     (for copies and reports that are rewritten anyway, and for state files, whose save log
-    `state.savelog` is durable)."""
+    `state.savelog` is durable). With `root` (a folder a step may have written in, such as the
+    work tree), the folders below it are opened without following a link (`nofollow.write`:
+    a planted one is `nofollow.Refused`, and nothing is written)."""
     if not masked:
         data = redact_bytes(data)
+    if root is not None:
+        try:
+            nofollow.write(root, path.relative_to(root), data, durable=durable, mode=0o600)
+        except nofollow.Refused:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        return
     # One writer per process and thread: a name of its own, without mkstemp's retries.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
@@ -131,6 +144,14 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def read_all(fd: int) -> bytes:
+    """Everything left in an open file."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def fsync_dir(folder: Path) -> None:

@@ -168,9 +168,11 @@ class ChildLedger:
 
 def marked(task_id: str, workspace: Path) -> set[int]:
     """Process groups of live processes whose environment holds AKIRA_TASK_ID=<task_id> and
-    AKIRA_WORKSPACE=<workspace> (ids are unique within a workspace only), other than this
-    process's own group and the groups of its ancestors (the shell that started it)."""
-    marks = {f"AKIRA_TASK_ID={task_id}".encode(), f"AKIRA_WORKSPACE={workspace}".encode()}
+    AKIRA_WORKSPACE=<workspace> (ids are unique within a workspace only; a parallel step's
+    AKIRA_WORKSPACE is the same folder in its worktree, under the workspace's `.akira/`), other
+    than this process's own group and the groups of its ancestors (the shell that started it)."""
+    task = f"AKIRA_TASK_ID={task_id}".encode()
+    own, slots = f"AKIRA_WORKSPACE={workspace}".encode(), f"AKIRA_WORKSPACE={workspace}/.akira/".encode()
     spared = {os.getpgrp()}
     for pid in ancestors():
         with contextlib.suppress(OSError):
@@ -185,8 +187,9 @@ def marked(task_id: str, workspace: Path) -> set[int]:
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as handle:
-                if not marks <= set(handle.read().split(b"\0")):
-                    continue
+                env = handle.read().split(b"\0")
+            if task not in env or not any(item == own or item.startswith(slots) for item in env):
+                continue
             pgid = os.getpgid(int(name))
         except OSError:
             continue

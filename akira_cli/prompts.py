@@ -7,10 +7,12 @@ and what the person reads never drift apart.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from akira_cli import nofollow
 from akira_cli.config import Config, LoopSettings
 from akira_cli.criteria.refs import requirement_texts
 from akira_cli.reflection.memory import ReflectionMemory
@@ -82,39 +84,60 @@ def failure_pattern(attempts: list[Attempt]) -> str:
     return f"{len(attempts)} failed attempt(s) with different errors, approaches: {', '.join(kinds)}."
 
 
-def failure_lines(failed: list[Attempt]) -> list[str]:
-    """Every failure message, once per distinct error: repeats are counted, not repeated."""
+def failure_lines(failed: list[Attempt], limit: int = 2000) -> list[str]:
+    """Every failure message, once per distinct error (repeats are counted, not repeated): its
+    telling line, then the whole of it (a check's output tail, a hint on a line of its own), its
+    last `limit` characters."""
     groups: dict[str, list[Attempt]] = {}
     for attempt in failed:
         groups.setdefault(attempt.error_signature or attempt.summary(), []).append(attempt)
-    return [
-        f"- Attempt{'s' if len(g) > 1 else ''} {', '.join(str(a.number) for a in g)}: {g[0].summary()}"
-        for g in groups.values()
-    ]
+    lines = []
+    for group in groups.values():
+        first = group[0]
+        line = f"- Attempt{'s' if len(group) > 1 else ''} {', '.join(str(a.number) for a in group)}: "
+        line += first.summary()
+        whole = first.error.strip()
+        if whole and whole != first.summary():
+            shown = "\n".join(f"  {part}" for part in tail(whole, limit).splitlines())
+            line += f"\n  ```\n{shown}\n  ```"
+        lines.append(line)
+    return lines
 
 
 CONTEXT_FILES = ("requirements.md", "design.md", "spec.md", "plan.md", "data-model.md", "proposal.md")
 """What Kiro, spec-kit and OpenSpec keep next to tasks.md."""
 DESIGN_PART_CHARS = 1500
+MAX_DESIGN_BYTES = 2_000_000
 
 
-def spec_context(workspace: Workspace, task: TaskFile, step: Step) -> str:
-    """The spec's other files, and the part of its design that speaks of this step."""
+def spec_context(
+    workspace: Workspace, task: TaskFile, step: Step, warn: Callable[[str], object] = lambda _: None
+) -> str:
+    """The spec's other files, and the part of its design that speaks of this step. A design
+    that leads out of the spec's folder (a link a step put there) is left out, and `warn` says so."""
     folder = task.path.parent
     present = [folder / name for name in CONTEXT_FILES if (folder / name).is_file()]
     if not present:
         return ""
     lines = ["## The spec", *[f"- `{workspace.relative(path)}`" for path in present]]
-    part = design_part(folder / "design.md", step.title)
+    try:
+        part = design_part(folder, step.title)
+    except nofollow.Refused as exc:
+        warn(f"{workspace.relative(folder / 'design.md')} is left out of the prompt: {exc.strerror}")
+        part = ""
     if part:
         lines += ["", "From the design:", "", part]
     return "\n".join(lines) + "\n"
 
 
-def design_part(path: Path, title: str) -> str:
-    """The design.md section that shares the most words with the step's title."""
+def design_part(folder: Path, title: str) -> str:
+    """The section of the spec folder's design.md that shares the most words with the step's
+    title. The file is read as akira reads the spec (`nofollow.read`): a regular file, whose
+    links stay in the folder; anything else is `nofollow.Refused`."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = nofollow.read(folder, "design.md", MAX_DESIGN_BYTES).decode("utf-8", errors="replace")
+    except nofollow.Refused:
+        raise
     except OSError:
         return ""
     words = {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", title.lower())}
@@ -146,12 +169,14 @@ def where(task: TaskFile, step: Step) -> str:
 class StepPrompts:
     workspace: Workspace
     config: Config
+    warn: Callable[[str], object] = lambda _: None
+    """Says what of the spec was left out, and why."""
 
     def build(self, state: LoopState, task: TaskFile, step: Step, record: StepRecord) -> str:
         failed = [a for a in record.window() if a.outcome == "failure"]
         attempt = record.window_count + 1
         action = "Take a different approach than before." if failed else "Carry out this step."
-        wanted = [f"- {text}" for text in requirement_texts(step, task)]  # SPEC 16's reading
+        wanted = [f"- {text}" for text in requirement_texts(step, task)]  # with their criteria
         return (
             render(
                 "step.md",
@@ -161,7 +186,7 @@ class StepPrompts:
                 where=where(task, step),
                 details=_list([f"- {d}" for d in step.details], ""),
                 requirements="## Requirements\n" + _list(wanted) + "\n" if wanted else "",
-                context=spec_context(self.workspace, task, step),
+                context=spec_context(self.workspace, task, step, self.warn),
                 lessons=self.lessons(state),
                 checks=_list(self.checks(step), "- the agent reports success"),
                 workdir=self.config.agent.workdir or ".",
@@ -207,7 +232,7 @@ class StepPrompts:
         return render(
             "retry.md",
             count=len(failed),
-            failures=_list(failure_lines(failed)),
+            failures=_list(failure_lines(failed, limit)),
             actions=_list([a.render(full=False) for a in failed]),
             environment=self.environment(failed, limit),
             pattern=failure_pattern(failed) if failed else "",

@@ -5,19 +5,25 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
+from akira_cli import nofollow
 from akira_cli.errors import LoopStop
 from akira_cli.events import utcnow
 from akira_cli.fileio import atomic_write
+from akira_cli.follow.report import checks_section
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.review.summary import needs_a_look, step_note, usage_lines
+from akira_cli.sandbox.session import describe
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace, command_line
 
 GUIDANCE = re.compile(r"^##\s+Guidance\s*$(.*?)(?=^##\s|^---\s*$|\Z)", re.M | re.S | re.I)
 COMMENT = re.compile(r"<!--.*?-->", re.S)
+MAX_REQUEST = 1_000_000
+"""How much of an intervention or escalation file is read for its guidance."""
 
 
 def _bullets(lines: list[str]) -> str:
@@ -35,11 +41,33 @@ def _recent_attempts(state: LoopState, limit: int = 5) -> str:
     return _bullets([f"{a.render()}" for a in attempts[-limit:]])
 
 
-def sandbox_line(sandboxed: bool | None) -> str:
-    """SPEC 15: whether the run's steps were confined."""
-    if sandboxed is None:
-        return "not run yet"
-    return "sandboxed (SPEC 15)" if sandboxed else "NOT sandboxed: steps ran with all of the person's rights"
+@dataclass(frozen=True)
+class Reader:
+    """Who reads a completion report: the person at the machine that ran it (the report file,
+    with its front matter, absolute paths and commands to paste there), or a reader of the
+    forge (the pull request's body: no front matter, paths from the repository's top, and only
+    commands that run in a clone)."""
+
+    workspace: Workspace
+    forge: bool = False
+    top: Path | None = None
+    """The repository's top folder (the forge's paths start there)."""
+
+    @classmethod
+    def of_forge(cls, workspace: Workspace) -> Reader:
+        from akira_cli.git.cli import toplevel
+
+        return cls(workspace, forge=True, top=toplevel(workspace.root))
+
+    def path(self, path: Path) -> str:
+        """`path` from the repository's top for the forge, else from the workspace's root."""
+        if self.forge and self.top is not None:
+            with contextlib.suppress(ValueError, OSError):
+                return path.resolve().relative_to(self.top).as_posix()
+        return self.workspace.relative(path)
+
+    def task(self, path: Path) -> str:
+        return self.path(path) if self.forge else str(path)
 
 
 def completion_report(
@@ -48,19 +76,21 @@ def completion_report(
     """`open_steps`: what was still open when a person moved the task to Done/ (declared done).
     `done`: every completed step, the ones only the journal holds included."""
     path = workspace.reports / f"{state.task_id}.md"
-    atomic_write(path, completion_text(workspace, state, open_steps, done).encode())
+    atomic_write(
+        path, completion_text(Reader(workspace), state, open_steps, done).encode(), root=workspace.root
+    )
     return path
 
 
 def completion_text(
-    workspace: Workspace,
+    reader: Reader,
     state: LoopState,
     open_steps: list[str],
     done: list[CompletedStep],
     stopped: str | None = None,
 ) -> str:
-    """The completion report's text; `stopped` (why a run stopped) puts that at the top instead
-    of "completed": a pull request's body for a run that needs a person (SPEC 16)."""
+    """The completion report for `reader` (the report file, or a pull request's body); `stopped`
+    (why a run stopped) puts that at the top instead of "completed"."""
     completed = [
         f"- {s.step_id}: {s.description} ({s.how}; {s.duration_seconds:.1f}s, {s.attempts} attempt(s))"
         + (f" `{s.commit[:8]}`" if s.commit else "")
@@ -74,13 +104,14 @@ def completion_text(
         if f.recovered
     ]
     banner = f"> **Stopped ({state.status})**: {stopped}\n\n" if stopped else ""
-    parts = [
-        banner,
-        render(
+    front = f"---\ntype: completion_report\ntask_id: {state.task_id}\ncompleted_at: {utcnow()}\n---\n\n"
+    pr_url = state.git.pr_url if state.git and not reader.forge else None
+    return (
+        banner
+        + render(
             "completion_report.md",
-            task_id=state.task_id,
-            completed_at=utcnow(),
-            task_path=state.task_path,
+            front_matter="" if reader.forge else front,
+            task_path=reader.task(Path(state.task_path)),
             declared=(
                 f" (declared done by a person, who moved it to Done/ with {len(open_steps)} step(s) open)"
                 if open_steps
@@ -114,24 +145,24 @@ def completion_text(
             cost=f"{state.usage.cost_usd:.4f}",
             review_usage=usage_lines(state),
             needs_a_look=needs_a_look(done),
-            sandbox=sandbox_line(state.sandboxed),
-            done_path=workspace.relative(Path(state.task_path)),
-            review=review(workspace, state),
+            sandbox=describe(state.sandboxed),
+            done_path=reader.path(Path(state.task_path)),
+            review=branch_section(reader, state, done),
             status="⚠️ STOPPED: needs a person" if stopped else "✅ COMPLETED",
-            pull_request=f"**Pull request**: {state.git.pr_url}\n" if state.git and state.git.pr_url else "",
-            criteria=criteria_section(workspace, state, done),
+            pull_request=f"**Pull request**: {pr_url}\n" if pr_url else "",
+            criteria=criteria_section(reader, state, done),
             closing=(
                 "This run stopped before its end; its task file is"
                 if stopped
                 else "Task successfully completed; its task file is"
             ),
-        ),
-    ]
-    return "".join(parts)
+        )
+        + checks_section(state)
+    )
 
 
-def criteria_section(workspace: Workspace, state: LoopState, done: list[CompletedStep]) -> str:
-    """The table of the spec's acceptance criteria and their evidence (SPEC 16), or ""."""
+def criteria_section(reader: Reader, state: LoopState, done: list[CompletedStep]) -> str:
+    """The table of the spec's acceptance criteria and their evidence, or ""."""
     from akira_cli.criteria.table import render as render_table
     from akira_cli.criteria.table import table_for
 
@@ -139,38 +170,43 @@ def criteria_section(workspace: Workspace, state: LoopState, done: list[Complete
     if found is None:
         return ""
     spec, rows = found
-    return "\n" + render_table(spec, rows, workspace.relative(spec.path)) + "\n"
+    return "\n" + render_table(spec, rows, reader.path(spec.path)) + "\n"
 
 
-def review(workspace: Workspace, state: LoopState) -> str:
-    """How to review and merge a git-native run's branch (SPEC 12), as commands to paste."""
+def branch_section(reader: Reader, state: LoopState, done: list[CompletedStep]) -> str:
+    """How to review, merge and undo a git-native run's branch: commands to paste where it ran,
+    or, for the forge, the commands that undo steps in a clone."""
     record = state.git
     if record is None:
         return ""
     import shlex
 
-    root = str(workspace.root)
-    git = ["git", "-C", root]
     base, branch = record.base[:12], record.branch
-    lines = [
-        "## Review",
-        f"The work is on the branch `{branch}`, one commit per step:",
+    lines = ["## Review", f"The work is on the branch `{branch}`, one commit per step:"]
+    undo = f"akira loop undo --task-id {state.task_id} --step <id>"
+    if reader.forge:
+        lines[-1] = f"The work is on the branch `{branch}`, one commit per step, from `{base}`."
+        reverts = [
+            f"- {s.step_id}: `git revert --no-edit {s.commit[:12]}^..{branch}`" for s in done if s.commit
+        ]
+        lines += [
+            f"To undo a step and every later commit in a clone, on this branch (`git switch {branch}`), "
+            "then push:",
+            *reverts,
+            f"Where the run's state is, `{undo}` does the same and lets `akira loop resume` do them again.",
+            "",
+        ]
+        return "\n".join(lines) + "\n"
+    git = ["git", "-C", str(reader.workspace.root)]
+    lines += [
         "```",
         shlex.join([*git, "log", "--oneline", f"{base}..{branch}"]),
         shlex.join([*git, "diff", f"{base}...{branch}"]),
     ]
     if record.created and record.started_on:
-        merge = (
-            shlex.join([*git, "switch", record.started_on])
-            + " && "
-            + shlex.join([*git, "merge", "--no-ff", branch])
-        )
-        lines.append(merge)
-    lines += [
-        "```",
-        f"Undo a step and every later one with `akira loop undo --task-id {state.task_id} --step <id>`.",
-        "",
-    ]
+        switch = shlex.join([*git, "switch", record.started_on])
+        lines.append(f"{switch} && {shlex.join([*git, 'merge', '--no-ff', branch])}")
+    lines += ["```", f"Undo a step and every later one with `{undo}`.", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -197,6 +233,7 @@ def progress_report(workspace: Workspace, state: LoopState) -> Path:
             recent=_recent_attempts(state),
         ).encode(),
         durable=False,  # rewritten every few iterations; the state file is the record
+        root=workspace.root,
     )
     return path
 
@@ -223,6 +260,7 @@ def intervention_request(workspace: Workspace, state: LoopState, stop: LoopStop)
             resume=command_line(workspace, "loop", "resume", "--task-id", state.task_id),
             cancel=command_line(workspace, "loop", "cancel", "--task-id", state.task_id),
         ).encode(),
+        root=workspace.root,
     )
     return path
 
@@ -289,6 +327,7 @@ def escalation(
             else b""
         )
         + other_failures(workspace, state, others or []).encode(),
+        root=workspace.root,
     )
     return path
 
@@ -326,8 +365,9 @@ def take_guidance(workspace: Workspace, task_id: str) -> str | None:
     """Reads `## Guidance` from the request files and files them away in .state/archive/."""
     found: list[str] = []
     for path in request_files(workspace, task_id):
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            match = GUIDANCE.search(path.read_text(encoding="utf-8"))
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # a link out of the tree is not followed
+            data = nofollow.read(workspace.root, path.relative_to(workspace.root), MAX_REQUEST)
+            match = GUIDANCE.search(data.decode("utf-8"))
             text = COMMENT.sub("", match.group(1)).strip() if match else ""
             if text:
                 found.append(text)

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from akira_cli.orphans import ChildLedger
 
 OUTPUT_LIMIT = 64_000
+STARTS = 5
+"""How many times a confined command is started when its confinement fails to set up before it
+runs (bwrap cannot bind the task file while a person replaces it): nothing of it ran, so
+starting it again runs nothing twice, and a step's check that never ran never fails the step."""
 
 
 @dataclass
@@ -56,8 +60,11 @@ class CommandWrapper(Protocol):
     """Turns a command line into the one that runs it confined (`sandbox.Sandbox`, SPEC 15)."""
 
     def wrap(
-        self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str]
-    ) -> tuple[list[str], dict[str, str]]: ...
+        self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str], status_fd: int | None = None
+    ) -> tuple[list[str], dict[str, str]]:
+        """`status_fd`: where the confinement writes, as JSON, an `exit-code` once the command
+        ran (none when it never started)."""
+        ...
 
     def moved(self, tree: Path) -> CommandWrapper:
         """The same confinement for a parallel step's worktree slot."""
@@ -65,6 +72,21 @@ class CommandWrapper(Protocol):
 
     def looking(self, preset: str | None = None) -> CommandWrapper:
         """The same confinement with the work tree read-only, for `preset`'s CLI (a reviewer)."""
+        ...
+
+    def sharing(self, folder: Path, reading: Sequence[Path] = ()) -> CommandWrapper:
+        """The same confinement with `folder` (akira's, outside the work tree) writable and
+        `reading` readable too."""
+        ...
+
+    def begin(self, step_id: str) -> None:
+        """The step whose commands run next in this work tree: what is refused from now is its."""
+        ...
+
+    def blame(self, said: str) -> tuple[list[str], list[str]]:
+        """What the confinement refused since `begin`, one line each with the line of
+        configuration that allows it: what `said` (a failure's text) shows stopped the step (a
+        host it names, a hidden path it did not find), and what else was refused."""
         ...
 
 
@@ -138,17 +160,35 @@ class CommandRunner:
         """`split` (with `stdin`): stderr is read apart from stdout, for an agent CLI that
         writes its answer to one and its warnings and stack traces to the other. `wrapper`: this
         command's confinement instead of the runner's (a reviewer's read-only one)."""
+        wrapper = wrapper or self.wrapper
+        for _ in range(STARTS):
+            result, ran = self._run(command, timeout, stdin, env, split, wrapper)
+            if ran or result.timed_out or self.killed:
+                break
+        return result
+
+    def _run(
+        self,
+        command: str,
+        timeout: float,
+        stdin: str | None,
+        env: dict[str, str] | None,
+        split: bool,
+        wrapper: CommandWrapper | None,
+    ) -> tuple[CommandResult, bool]:
+        """One start of the command, and whether it ran (False when its confinement never
+        started it)."""
         started = time.monotonic()
         own_env = None
         if self.private_env:
             with _ENVIRON:  # another thread may be putting a variable into it right now
                 own_env = {**os.environ, **(self.env or {}), **(env or {})}
         argv, executable = ["bash", "-c", command], self.bash
-        wrapper = wrapper or self.wrapper
+        status_fd, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK) if wrapper is not None else (-1, -1)
         if wrapper is not None:
             with _ENVIRON:
                 merged = own_env or {**os.environ, **(self.env or {}), **(env or {})}
-            argv, own_env = wrapper.wrap([self.bash, "-c", command], self.cwd, merged)
+            argv, own_env = wrapper.wrap([self.bash, "-c", command], self.cwd, merged, status_w)
             executable = argv[0]
         if own_env is None:
             inherit(self.env)
@@ -168,14 +208,17 @@ class CommandRunner:
                 stdout=subprocess.PIPE if stdin is not None else write_fd,
                 stderr=subprocess.PIPE if split and stdin is not None else subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=(status_w,) if wrapper is not None else (),
             )
         except BaseException:
-            if stdin is None:
-                os.close(out_fd)
+            for fd in (out_fd, status_fd):
+                if fd >= 0:
+                    os.close(fd)
             raise
         finally:
-            if stdin is None:
-                os.close(write_fd)  # the child has its copy; the reader sees the end with it
+            for fd in (write_fd, status_w):
+                if fd >= 0:
+                    os.close(fd)  # the child has its copy; the reader sees the end with it
         self.commands += 1
         err = b""
         with self._lock:
@@ -201,9 +244,10 @@ class CommandRunner:
                 self._current = None
             if self.ledger is not None:
                 self.ledger.ended(process.pid)
+            ran = wrapper is None or _ran(status_fd)
         text = tail(out.decode("utf-8", "replace"), OUTPUT_LIMIT)
         interrupted = self.killed and not timed_out and process.returncode != 0
-        return CommandResult(
+        result = CommandResult(
             command,
             process.returncode,
             text,
@@ -212,6 +256,7 @@ class CommandRunner:
             interrupted,
             tail(err.decode("utf-8", "replace"), OUTPUT_LIMIT),
         )
+        return result, ran
 
     def sync_pending(self) -> None:
         """Does what `on_start` does, for an attempt whose agent starts no command right away,
@@ -278,3 +323,15 @@ class CommandRunner:
     def _kill_group(process: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def _ran(status_fd: int) -> bool:
+    """Whether the confinement reported the command's exit (it ran); closes `status_fd`."""
+    try:
+        chunks = []
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(status_fd, 4096):
+                chunks.append(chunk)
+        return b'"exit-code"' in b"".join(chunks)
+    finally:
+        os.close(status_fd)

@@ -177,7 +177,8 @@ class GitSettings(Section):
     """What a failed attempt's changes become: kept for the next attempt, or reset (the patch is
     saved either way)."""
     verify: bool = True
-    """Run the repository's commit hooks; false skips them."""
+    """Run the repository's commit hooks on each commit, inside the step's sandbox (never on the
+    host); false skips them."""
     push: str | None = None
     """A remote to push the task branch to after each commit; none by default."""
     worktree_link: list[str] = Field(default_factory=lambda: ["node_modules", ".venv", "venv"])
@@ -212,6 +213,22 @@ class FleetSettings(Section):
     """A run whose worker has been silent this long is recovered by a live worker."""
     setup: str = ""
     """A command run in each fresh clone before the first step (`pip install -e .`, `npm ci`)."""
+
+
+class FollowSettings(Section):
+    """After the pull request: its checks fixed and its review comments answered until it is
+    green, or a person is needed. Off while the section is absent (`loop start --follow`)."""
+
+    checks: bool = True
+    """Fix the pull request's failing checks (CI)."""
+    reviews: bool = True
+    """Address review comments by people (anyone but the account akira pushes as)."""
+    max_rounds: int = Field(3, ge=1)
+    """Fix rounds for one pull request, checks and reviews together."""
+    poll_seconds: float = Field(30, gt=0)
+    """How often the checks and review threads are read."""
+    max_wait_minutes: float = Field(120, gt=0)
+    """Checks still pending this long after the last push: needs_action."""
 
 
 class ProjectCheck(Section):

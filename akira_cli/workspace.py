@@ -13,6 +13,7 @@ from akira_cli.errors import AkiraError
 MARKERS = (".state", "Specs", ".kiro", ".specify", "openspec")
 """A folder holding one of these is a workspace; commands look for the nearest one upward."""
 LAYOUT = ("Specs", "Done", "Needs_Action", "Logs/completion_reports", ".state", ".hooks", "config")
+CONTROL = (".state", ".hooks", "config")
 
 
 class Placed(Protocol):
@@ -154,8 +155,10 @@ class Workspace:
             candidate = f"{base}_{n}"
         return candidate
 
-    def ensure_layout(self) -> None:
-        for folder in LAYOUT:
+    def ensure_layout(self, own_specs: bool = True) -> None:
+        """`own_specs`: akira's Specs/, Done/ and Needs_Action/ too (a project whose specs a
+        spec tool keeps gets its Needs_Action/ when one is first written)."""
+        for folder in LAYOUT if own_specs else CONTROL:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
 
 

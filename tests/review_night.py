@@ -94,10 +94,11 @@ class Night:
         monkeypatch.setenv("FAKE_AGENT_LOG", str(tmp_path / "agent.jsonl"))
         monkeypatch.setenv("FAKE_REVIEW_SCRIPT", str(tmp_path / "script.json"))
 
-    def setup(self, review: str, steps: str = STEPS, extra: str = "") -> None:
+    def setup(self, review: str, steps: str = STEPS, extra: str = "", agent: str = "") -> None:
+        """`agent`: more `agent:` keys, each line indented by two spaces."""
         self.akira.write_config(
-            f"agent:\n  kind: command\n  command: implement\ngit:\n  push: origin\nreview:\n{review}{extra}"
-            + self.shared()
+            f"agent:\n  kind: command\n  command: implement\n{agent}git:\n  push: origin\n"
+            f"review:\n{review}{extra}" + self.shared()
         )
         self.akira.write_task("feat", steps)
         git(self.root, "add", "-A")

@@ -36,7 +36,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
         ("- [ ] 1. A\n  - Depends: 2\n- [ ] 2. B\n  - Depends: 1\n", ("tasks.md:1", "cycle")),
         (
             "- [ ] 1. a\n  - Run: `touch ran.txt`\n  - Exists: `ran.txt`\n- [y] 2. b\n- [xx] 3. c\n",
-            ("tasks.md:4", "'[y]' is not a checkbox", "write '[ ]'"),
+            ("tasks.md:4", "'[y]' on line 4, '[xx]' on line 5", "write '[ ]'"),
         ),
         (
             "- [ ] 3. a\n  - Run: `touch ran.txt`\n-[ ] 4. b\n  - Run: `touch four.txt`\n",

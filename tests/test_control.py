@@ -17,6 +17,13 @@ SLOW_STEPS = "".join(
 )
 
 
+HELD_STEPS = SLOW_STEPS.replace(
+    "`sleep 0.15 && echo 2", "`until test -f release; do sleep 0.05; done; echo 2"
+)
+"""Step 2 waits for `release`: a stop from another akira process (seconds on a loaded machine)
+lands before the steps run out, however fast a sandboxed step runs."""
+
+
 def ledger(akira: Akira) -> list[str]:
     path = akira.root / "ledger"
     return path.read_text().split() if path.exists() else []
@@ -28,10 +35,11 @@ def started(akira: Akira, steps: int = 1) -> str:
 
 
 def test_stop_pauses_a_live_loop_and_deleting_the_hook_continues_it(akira: Akira) -> None:
-    akira.write_task("live", SLOW_STEPS)
+    akira.write_task("live", HELD_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/live/tasks.md")
     task_id = started(akira)
     assert akira.cli("loop", "stop", "--task-id", task_id).code == 0
+    (akira.root / "release").touch()
     akira.wait_for(lambda: akira.state(task_id).status == "paused", what="paused")
     count = len(ledger(akira))
     assert process.poll() is None  # it waits, watching
@@ -46,10 +54,11 @@ def test_stop_pauses_a_live_loop_and_deleting_the_hook_continues_it(akira: Akira
 
 
 def test_resume_continues_a_waiting_process_with_new_limits(akira: Akira) -> None:
-    akira.write_task("live", SLOW_STEPS)
+    akira.write_task("live", HELD_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/live/tasks.md")
     task_id = started(akira)
     akira.cli("loop", "stop", "--task-id", task_id)
+    (akira.root / "release").touch()
     akira.wait_for(lambda: akira.state(task_id).status == "paused", what="paused")
     result = akira.cli("loop", "resume", "--task-id", task_id, "--max-iterations", "50")
     assert result.code == 0 and f"process {process.pid} continues" in result.err
@@ -58,10 +67,11 @@ def test_resume_continues_a_waiting_process_with_new_limits(akira: Akira) -> Non
 
 
 def test_no_wait_exits_3_on_a_stop_hook(akira: Akira) -> None:
-    akira.write_task("live", SLOW_STEPS)
+    akira.write_task("live", HELD_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/live/tasks.md", "--no-wait")
     task_id = started(akira)
     akira.cli("loop", "stop", "--task-id", task_id)
+    (akira.root / "release").touch()
     assert process.wait(timeout=20) == 3
     assert akira.state(task_id).status == "paused"
 

@@ -180,7 +180,7 @@ def test_the_criteria_table_on_a_kiro_spec(tmp_path: Path) -> None:
     assert data["not_covered"] == ["1.2", "2.1", "3.1"]
     first = data["criteria"][0]
     assert first["covered"] and first["steps"][0]["step_id"] == "1" and first["steps"][0]["verified"]
-    assert first["steps"][0]["checks"] == ["Exists `a.txt`"] and first["steps"][0]["review"] == "—"
+    assert first["steps"][0]["checks"] == ["Exists `a.txt`"] and first["steps"][0]["review"] is None
     plain = akira.cli("loop", "progress", "--task-id", task_id)
     assert plain.out.splitlines()[-1] == "criteria with evidence: 1/4; without: 1.2, 2.1, 3.1"
 
@@ -283,7 +283,7 @@ def test_a_parent_whose_steps_are_all_optional_stands_for_itself(tmp_path: Path)
     rows = {row.criterion.id: row for row in rows_for(spec, task, state, [])}
     assert [step.step_id for step in rows["1.1"].steps] == ["1"]
     assert rows["1.1"].steps[0].done and not rows["1.1"].covered  # ticked by a person: no evidence
-    assert rows["1.1"].steps[0].review == "—"
+    assert rows["1.1"].steps[0].review is None
 
 
 def test_bulleted_criteria_are_numbered_by_place_and_sub_bullets_belong_to_their_criterion(

@@ -153,7 +153,10 @@ def test_gemini_and_aider_help_texts_are_read(
     akira.write_config("agent:\n  extra_args: ['--no-auto-commits']\n")
     code, report = doctor(akira, capsys, "--agent", "aider")
     assert code == 0, report
-    assert "--yes-always, --no-pretty, --message-file, --no-auto-commits" in rows(report)["flags"]["detail"]
+    assert (
+        "--yes-always, --no-pretty, --message-file, --no-git, --no-auto-commits"
+        in rows(report)["flags"]["detail"]
+    )
 
 
 def test_a_missing_executable_fails_and_exits_1(

@@ -38,7 +38,14 @@ CHECK = {name: "  - Exists: `hello.txt`\n" for name in ("claude", "codex", "gemi
 }
 """The step's check. The scripted server answers aider 0.86 with text, never an edit (its
 captures have none either): its check is the model's answer in the chat history it keeps."""
-STATE = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini", "aider": ".aider.conf.yml"}
+RECORDS = {
+    "claude": ".claude/projects/*/*.jsonl",
+    "codex": ".codex/sessions/*/*/*/*.jsonl",
+    "gemini": ".gemini/tmp/*/chats/*.jsonl",
+    "aider": ".aider.conf.yml",
+}
+"""The CLI's session records in the real home, where it keeps them outside akira too (aider's
+are in the work tree: its own file in the home stays)."""
 
 
 @pytest.mark.timeout(300)
@@ -77,7 +84,7 @@ def test_a_real_cli_works_a_step_in_the_sandbox_through_the_proxy(tmp_path: Path
         assert (root / "hello.txt").read_text() == Script(root).content
     state = json.loads(next((root / ".state").rglob("autonomous_loop_*.json")).read_text())
     assert state["sandboxed"] is True and state["status"] == "completed"
-    assert (home / STATE[name]).exists()  # the CLI's own state, bound in from the home, kept
+    assert list(home.glob(RECORDS[name])), f"{name} kept no session record in the real home"
 
 
 @pytest.mark.timeout(300)
@@ -117,11 +124,28 @@ def test_codex_with_its_codex_home_outside_the_home_keeps_its_state(tmp_path: Pa
 
 
 def test_a_moved_state_folder_is_bound_but_never_the_root_or_the_home(tmp_path: Path) -> None:
-    from akira_cli.sandbox.policy import state_paths
+    from akira_cli.sandbox.clistate import lay_out
 
     home, moved = tmp_path / "home", tmp_path / "claude-config"
-    home.mkdir()
-    found = state_paths("claude", home, {"CLAUDE_CONFIG_DIR": str(moved)})
-    assert moved in found and moved.is_dir()  # made, so what the CLI writes there is kept
+    private, bin_dir = tmp_path / "private", tmp_path / "bin"
+    for folder in (home, private, bin_dir):
+        folder.mkdir()
+    for cli in ("claude", "codex"):  # installed: a folder of theirs is made when missing
+        (bin_dir / cli).write_text("#!/bin/sh\n")
+        (bin_dir / cli).chmod(0o755)
+    given = {"CLAUDE_CONFIG_DIR": str(moved), "PATH": str(bin_dir)}
+    found = [real for real, _ in lay_out("claude", home, private, given).roots]
+    assert moved in found and moved.is_dir()  # made, so what the CLI keeps there is kept
     for wrong in ("/", str(home), str(tmp_path), "relative/path"):
-        assert state_paths("codex", home, {"CODEX_HOME": wrong}) == [home / ".codex"], wrong
+        roots = lay_out("codex", home, private, {"CODEX_HOME": wrong, "PATH": str(bin_dir)}).roots
+        assert [real for real, _ in roots] == [home / ".codex"], wrong
+
+
+def test_no_state_folder_is_made_for_a_cli_that_is_not_installed(tmp_path: Path) -> None:
+    from akira_cli.sandbox.clistate import lay_out
+
+    home, private, empty = tmp_path / "home", tmp_path / "private", tmp_path / "bin"
+    for folder in (home, private, empty):
+        folder.mkdir()
+    assert lay_out("codex", home, private, {"PATH": str(empty)}).roots == []
+    assert not (home / ".codex").exists()

@@ -131,7 +131,7 @@ def test_the_reviewers_usage_counts_toward_the_budget_and_is_reported_apart(nigh
     state = night.akira.state()
     assert [s.step_id for s in state.completed_steps] == ["1", "2"]
     assert state.review_usage.cost_usd == pytest.approx(0.10)
-    assert state.review_usage.total_tokens == 2 * 840 and state.review_usage.calls == 4
+    assert state.review_usage.total_tokens == 2 * 840 and state.review_usage.calls == 2
     assert state.usage.cost_usd == pytest.approx(0.10)  # the agent (a plain command) reported none
     assert "budget" in state.stop_reason
     status = json.loads(night.akira.cli("loop", "status", "--task-id", state.task_id, "--json").out)
@@ -144,7 +144,7 @@ def test_the_report_shows_the_reviewers_usage_apart(night: Night) -> None:
     night.verdicts("approve")
     assert night.start()[0] == 0
     report = night.report()
-    assert "- **Reviewer**: 1680 tokens, $0.1000, 4 call(s)" in report
+    assert "- **Reviewer**: 1680 tokens, $0.1000, 2 reviews" in report
     assert "- **Agent**: 0 tokens, $0.0000" in report
     assert "`; review: approved (the greeting is written as asked)" in report
     assert "## Needs a person's look" not in report

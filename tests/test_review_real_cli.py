@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 from review_night import Night
-from test_git_runs import trailers
+from test_git_runs import git, trailers
 
 from akira_cli.agents.presets.versions import PINS
+from akira_cli.events import EventType
 
 CLAUDE = (
     Path.home()
@@ -116,3 +117,45 @@ def test_the_real_claude_cli_reviews_in_plan_mode_and_its_verdict_is_read(
     assert len(seen) == 3  # one model call per review
     # what the real CLI reported: 700 input + 100 cached, 40 out per review; its own cost
     assert state.review_usage.total_tokens == 3 * 840 and state.review_usage.cost_usd > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["claude", "gemini"])
+def test_a_real_reviewer_cli_writes_nothing_where_the_sandbox_is_off_and_its_verdict_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The fallback case (`sandbox.mode: off`, as `auto` is where bwrap cannot work): the model
+    asks the reviewer CLI to write a file; its own read-only mode (claude's plan mode, gemini's
+    `--approval-mode plan`) refuses, and the verdict of its final answer is read all the same."""
+    from realcli.clis import CLIS
+
+    from akira_cli.testing.scripted import Script, ScriptedServer
+
+    cli = CLIS[name]
+    if not cli.executable.exists():
+        pytest.skip(f"the pinned {name} CLI is not installed at {cli.executable}")
+    night = Night(tmp_path, monkeypatch)
+    (tmp_path / "bin" / "claude").unlink()  # Night's fake reviewer: the real CLI reviews here
+    script = Script(night.root, file="REVIEWED.md", content="the reviewer wrote this\n")
+    script.answer = "The step writes the file it names.\nVERDICT: approve"
+    with ScriptedServer(cli.dialect(), script) as server:
+        for key, value in cli.environment(tmp_path / "home", server.url, night.root).items():
+            monkeypatch.setenv(key, f"{tmp_path / 'bin'}:{value}" if key == "PATH" else value)
+        night.akira.write_config(
+            "agent:\n  kind: command\n  command: implement\n"
+            f"review:\n  agent: {name}\nsandbox:\n  mode: off\n"
+        )
+        night.akira.write_task("feat", "- [ ] 1. Write the greeting\n  - Exists: `step_1.txt`\n")
+        git(night.root, "add", "-A")
+        git(night.root, "commit", "-q", "-m", "base")
+        done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", timeout=240)
+        asked = [request for request in server.requests if request.main]
+    assert done.code == 0, done.err
+    assert asked, "the reviewer never asked the model"
+    assert not (night.root / "REVIEWED.md").exists()  # its read-only mode refused the write
+    state = night.akira.state()
+    assert [(s.step_id, s.review) for s in state.completed_steps] == [("1", "approved")], [
+        e.data for e in night.akira.events() if e.type in (EventType.WARNING, EventType.REVIEW)
+    ]
+    assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "approved"

@@ -12,6 +12,8 @@ import pytest
 from review_night import STEPS, Night
 from test_git_runs import KILL_AT_COMMIT, trailers
 
+from akira_cli.events import EventType
+
 
 @pytest.fixture
 def night(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Night:
@@ -227,11 +229,14 @@ def test_a_failing_reviewer_cli_still_counts_what_it_used(night: Night) -> None:
         "    'usage': {'input_tokens': 300, 'output_tokens': 10}}))\n"
         "sys.exit(1)\n"
     )
-    night.setup("  agent: claude\n")
+    night.setup("  agent: claude\n", agent="  max_transient_wait_seconds: 1\n")
     assert night.start()[0] == 0
     state = night.akira.state()
     assert [s.review for s in state.completed_steps] == ["none", "none"]
-    assert state.review_usage.cost_usd == pytest.approx(0.04) and state.usage.cost_usd == pytest.approx(0.04)
+    waits = [e for e in night.akira.events() if e.type == EventType.TRANSIENT_RETRY]
+    runs = 2 + len(waits)  # each step's reviewer ran again after each wait for its provider
+    assert waits and state.review_usage.cost_usd == pytest.approx(0.02 * runs)
+    assert state.usage.cost_usd == pytest.approx(0.02 * runs)
 
 
 def test_a_rejection_on_the_last_allowed_attempt_completes_the_step_disputed(night: Night) -> None:

@@ -165,8 +165,8 @@ def test_a_presets_gateway_named_by_its_base_url_variable_passes_the_proxy(
     assert akira.state().sandboxed is True
     (seen,) = [json.loads(line) for line in (tmp_path / "claude.jsonl").read_text().splitlines()]
     assert seen["other port"] == 403 and servers[1].hits == []  # never reached, either way
-    denied = [e.data for e in akira.events() if e.type == "sandbox_denied"]
-    assert {"host": "127.0.0.1"} in denied
+    denied = [(e.step_id, e.data["host"]) for e in akira.events() if e.type == "sandbox_denied"]
+    assert ("1", "127.0.0.1") in denied
     if pointed:
         assert seen["gateway"] == "reached" and servers[0].hits == ["/v1/messages"]
         assert seen["base url"] == gateway  # the variable reaches the CLI as it was set

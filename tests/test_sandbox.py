@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -67,6 +68,8 @@ if [ ! -f control ]; then
     for pid in $(cut -d' ' -f1 {ws}/.state/*.pid) {pytest}; do kill -TERM "$pid"; echo "kill $pid: $?"; done
     echo "pid 1 is $(tr '\0' ' ' < /proc/1/cmdline | cut -d' ' -f1)"; kill -TERM 1
     setsid nohup sleep {mark} > /dev/null 2>&1 &
+    records=~/.claude/projects/$(realpath . | sed 's/[^a-zA-Z0-9]/-/g')
+    echo "agent state" > $records/agent_was_here.jsonl; echo "claude records: $?"
     echo "agent state" > ~/.claude/agent_was_here; echo "claude state: $?"
   } >> $L 2>&1
 fi
@@ -214,7 +217,9 @@ def test_a_hostile_step_escapes_nothing(
         assert secret not in loot, f"{secret} was readable inside"
         assert secret not in written_by_akira(ws), f"{secret} is in something akira wrote"
     assert "claude-state-readable" in loot  # the preset's state folder is bound in
-    assert (home / ".claude" / "agent_was_here").read_text() == "agent state\n"  # and keeps writes
+    records = home / ".claude" / "projects" / re.sub("[^a-zA-Z0-9]", "-", str(ws.resolve()))
+    assert (records / "agent_was_here.jsonl").read_text() == "agent state\n"  # its records are kept
+    assert not (home / ".claude" / "agent_was_here").exists()  # the rest of what it wrote is not
     # Nothing outside the work tree.
     assert not (tmp_path / "sibling" / "pwned.txt").exists()
     assert not (tmp_path / "pwned.txt").exists()
@@ -232,7 +237,7 @@ def test_a_hostile_step_escapes_nothing(
     assert "allowed: b'reached'" in loot and servers[0].hits == ["/ok"]
     assert servers[1].hits == []
     denied = [e for e in akira.events() if e.type == "sandbox_denied"]
-    assert denied and all(e.data == {"host": "127.0.0.1"} for e in denied)
+    assert denied and all(e.step_id == "1" and e.data["host"] == "127.0.0.1" for e in denied)
     # Processes: akira and pytest cannot be seen or signalled; PID 1 is the sandbox's own.
     kills = [line for line in loot.splitlines() if line.startswith("kill ")]
     assert len(kills) == 2 and all(line.endswith(": 1") for line in kills), kills

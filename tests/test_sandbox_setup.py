@@ -180,7 +180,9 @@ def test_the_proxy_passes_connect_to_an_allowed_host_and_refuses_others(tmp_path
         "print(c.getresponse().read())"
     )
     try:
-        with open_sandbox(config, tmp_path, tmp_path, lambda: None, denied.append) as sandbox:
+        with open_sandbox(
+            config, tmp_path, tmp_path, lambda: None, lambda _, r: denied.append(r.host)
+        ) as sandbox:
             runner = CommandRunner(tmp_path)
             runner.wrapper = sandbox
             ok = runner.run(f'{sys.executable} -c "{tunnel.format(host="127.0.0.1", port=port)}"', 60)
@@ -281,7 +283,7 @@ def test_tools_in_the_hidden_tmp_are_bound_back(tmp_path: Path, monkeypatch: pyt
     """The sandbox's /tmp is private, yet a tool on PATH under /tmp (a fresh `mktemp -d` venv, as
     the README's first command makes one, or a CI checkout) still runs inside, read-only."""
     from akira_cli.cli import main
-    from akira_cli.sandbox.policy import tool_paths
+    from akira_cli.sandbox.tools import tool_paths
 
     assert str(tmp_path).startswith("/tmp/")
     root = tmp_path / "ws"
@@ -339,7 +341,7 @@ def test_a_gateway_the_person_pointed_the_cli_at_is_let_through_with_its_key(tmp
     """README "Agent CLIs": codex pointed at a gateway by its model provider in config.toml, claude
     by ANTHROPIC_BASE_URL. Inside the sandbox the gateway's host:port passes the proxy and the
     provider's `env_key` variable is passed in; another port and another secret are not."""
-    from akira_cli.sandbox.policy import sandbox_env
+    from akira_cli.sandbox.policy import gateway, sandbox_env
 
     codex = tmp_path / "codex"
     codex.mkdir()
@@ -350,9 +352,10 @@ def test_a_gateway_the_person_pointed_the_cli_at_is_let_through_with_its_key(tmp
     environ = {"CODEX_HOME": str(codex), "GATEWAY_API_KEY": "gw-1234567890", "OTHER_API_KEY": "x" * 12}
     rules = host_rules("codex", None, (), environ)
     assert allowed(rules, "127.0.0.1", 4011) and not allowed(rules, "127.0.0.1", 4012)
-    env = sandbox_env({**environ, "PATH": "/usr/bin"}, "codex", (), "/home/u", None)
+    keys = gateway("codex", environ, tmp_path).keys
+    env = sandbox_env({**environ, "PATH": "/usr/bin"}, "codex", (), "/home/u", None, keys)
     assert env["GATEWAY_API_KEY"] == "gw-1234567890" and "OTHER_API_KEY" not in env
-    assert "GATEWAY_API_KEY" not in sandbox_env(environ, "claude", (), "/home/u", None)
+    assert gateway("claude", environ, tmp_path).keys == ()
     claude = host_rules("claude", None, (), {"ANTHROPIC_BASE_URL": "https://llm.corp.example:8443"})
     assert allowed(claude, "llm.corp.example", 8443) and allowed(claude, "api.anthropic.com", 443)
     assert not allowed(claude, "llm.corp.example", 443)

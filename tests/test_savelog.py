@@ -286,7 +286,8 @@ def test_an_attempts_start_is_synced_once_its_first_command_runs_and_before_its_
     class Popen(real_popen):  # type: ignore[type-arg, misc]
         def __init__(self, args: list[str], *rest: object, **kwargs: object) -> None:
             super().__init__(args, *rest, **kwargs)
-            order.append("S" if args[-1] == "true" else "C")
+            if len(args) > 1 and args[-2] == "-c":  # a command a step or a check runs (`bash -c`),
+                order.append("S" if args[-1] == "true" else "C")  # not the sandbox's own set-up
 
     monkeypatch.setattr(os, "fdatasync", fdatasync)
     monkeypatch.setattr(subprocess, "Popen", Popen)

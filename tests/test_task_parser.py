@@ -358,7 +358,11 @@ ERROR_CASES = [
     ("- [ ] 1. A\n- [ ] 2. B\n  - Depends: 1, 9\n", 3, "unknown step '9'"),
     ("- [ ] 1. A\n  - Depends: 1\n", 2, "step '1' depends on itself"),
     ("- [ ] 1. A\n  - Depends: 2\n- [ ] 2. B\n  - Depends: 1\n", 1, "cycle (1 -> 2 -> 1)"),
-    ("- [ ] 1. a\n- [y] 2. b\n- [xx] 3. c\n", 2, "'[y]' is not a checkbox"),
+    (
+        "- [ ] 1. a\n- [y] 2. b\n- [xx] 3. c\n",
+        2,
+        "2 lines hold no checkbox: '[y]' on line 2, '[xx]' on line 3",
+    ),
     ("- [ ] 1. a\n- [ ] 2. b\n- [xx] 3. c\n", 3, "'[xx]' is not a checkbox"),
     ("- [ ] 1. A\n- [] 2. B\n", 2, "'[]' is not a checkbox"),
     ("- [ ] 1. A\n  - [ x ] 1.1 B\n", 2, "'[ x ]' is not a checkbox"),

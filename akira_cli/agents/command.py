@@ -15,8 +15,7 @@ from akira_cli.agents.presets import PRESETS, CliReport, Preset
 from akira_cli.agents.session_totals import SessionTotals
 from akira_cli.config import AgentSettings
 from akira_cli.errors import AkiraError
-from akira_cli.fileio import name_path
-from akira_cli.redaction import redact_bytes
+from akira_cli.fileio import atomic_write, name_path
 from akira_cli.runner import CommandResult, CommandRunner, tail
 
 
@@ -45,9 +44,8 @@ class CommandAgent:
 
     def run(self, request: AgentRequest) -> AgentResult:
         prompt_file = self.prompts / f"{request.task_id}_{request.step.id}_{request.attempt}.md"
-        prompt_file.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            prompt_file.write_bytes(redact_bytes(request.prompt.encode()))
+        try:  # secrets masked; no link a step put in .state/ is followed (`nofollow`)
+            atomic_write(prompt_file, request.prompt.encode(), durable=False, root=self.prompts.parent)
         except OSError as exc:
             name_path(exc, prompt_file)
             raise

@@ -1,55 +1,37 @@
 """Confinement of the `llm` agent's file tools to one folder, with no check-then-use window.
 
 A path is never resolved first and opened later. It is walked one component at a time from a
-descriptor of the root, each component opened relative to the last with `O_NOFOLLOW`, so a
-symlink swapped in at any moment is met as a symlink, never followed by the kernel. Symlinks
-are followed by hand (like `openat2(RESOLVE_BENEATH)`): a target outside the root, or `..`
-above it, is refused. Only regular files with one link are read or written; FIFOs, devices and
-hard links to other files are refused, and every open is non-blocking and every size bounded.
-Writes go to a temp file in the same folder and are renamed over the name, which replaces a
-directory entry and never writes through whatever was there.
+descriptor of the root (`nofollow.locate`, the walk akira's own reads use too), each component
+opened relative to the last with `O_NOFOLLOW`, so a symlink swapped in at any moment is met as
+a symlink, never followed by the kernel. Symlinks are followed by hand (like
+`openat2(RESOLVE_BENEATH)`): a target outside the root, or `..` above it, is refused. Only
+regular files with one link are read or written; FIFOs, devices and hard links to other files
+are refused, and every open is non-blocking and every size bounded. Writes go to a temp file in
+the same folder and are renamed over the name, which replaces a directory entry and never
+writes through whatever was there.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from akira_cli import nofollow
+from akira_cli.nofollow import Located
 
 RefuseCheck = Callable[[str, os.stat_result | None], str | None]
 """Says why a write to a path (relative to the root) must be refused, or None."""
 
 MAX_PATH = 1024
-MAX_LINKS = 40
 MAX_READ = 2_000_000
 MAX_WRITE = 5_000_000
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ConfinementError(Exception):
     """The path is refused; the message is what the model reads."""
-
-
-@dataclass(frozen=True)
-class Located:
-    """An open folder inside the root, and one name in it (None for the folder itself)."""
-
-    dir_fd: int
-    parts: tuple[str, ...]
-    """The folder's real components below the root."""
-    name: str | None
-    missing: tuple[str, ...] = ()
-    """Folders between `parts` and `name` that do not exist yet (see `Confined.create`)."""
-
-    @property
-    def relative(self) -> str:
-        parts = (*self.parts, *self.missing, self.name) if self.name else self.parts
-        return "/".join(parts) or "."
 
 
 class Confined:
@@ -109,88 +91,23 @@ class Confined:
     # -- walking ----------------------------------------------------------------------------
 
     def locate(self, raw: str, *, create_dirs: bool = False, want_dir: bool = False) -> Located:
-        """Walks `raw` from the root. The last component is left unopened (as `name`) unless
-        `want_dir`; every folder on the way is opened without following symlinks. Missing
+        """Walks `raw` from the root (`nofollow.locate`): the last component is left unopened (as
+        `name`) unless `want_dir`, links are followed by hand while they stay in, and missing
         folders are created (with `create_dirs`) only once the whole path is known to stay in."""
-        pending = self._components(raw)
-        stack: list[str] = []
-        missing: list[str] = []
-        fd = os.open(self.root, DIR_FLAGS)
-        links = 0
         try:
-            while pending:
-                name = pending.pop(0)
-                if name in ("", "."):
-                    continue
-                if name == "..":
-                    if missing:
-                        missing.pop()
-                        continue
-                    if not stack:
-                        raise self._outside(raw)
-                    stack.pop()
-                    os.close(fd)
-                    fd = self._reopen(stack)
-                    continue
-                last = not pending and not want_dir
-                if missing:  # below a folder that does not exist yet: no symlinks to meet
-                    if last:
-                        return Located(fd, tuple(stack), name, tuple(missing))
-                    missing.append(name)
-                    continue
-                target = self._link_target(fd, name)
-                if target is None and last:
-                    return Located(fd, tuple(stack), name)
-                if target is None:
-                    try:
-                        child = os.open(name, DIR_FLAGS, dir_fd=fd)
-                    except FileNotFoundError:
-                        if not create_dirs:
-                            raise ConfinementError(f"'{raw}' does not exist") from None
-                        missing.append(name)
-                        continue
-                    except OSError as exc:
-                        raise self._os_error(raw, exc) from None
-                    os.close(fd)
-                    fd = child
-                    stack.append(name)
-                    continue
-                links += 1
-                if links > MAX_LINKS:
-                    raise ConfinementError(f"'{raw}': too many levels of symbolic links")
-                if target.startswith("/"):
-                    pending = self._components(target) + pending
-                    stack = []
-                    os.close(fd)
-                    fd = os.open(self.root, DIR_FLAGS)
-                else:
-                    pending = target.split("/") + pending
-            if missing:
-                if want_dir:
-                    raise ConfinementError(f"'{raw}' does not exist")
-                raise ConfinementError(f"'{raw}' is a folder; give a file path")
-            return Located(fd, tuple(stack), None)
-        except BaseException:
-            os.close(fd)
-            raise
+            return nofollow.locate(self.root, self._components(raw), create=create_dirs, want_dir=want_dir)
+        except nofollow.Outside:
+            raise self._outside(raw) from None
+        except nofollow.TooManyLinks:
+            raise ConfinementError(f"'{raw}': too many levels of symbolic links") from None
+        except FileNotFoundError:
+            raise ConfinementError(f"'{raw}' does not exist") from None
+        except IsADirectoryError:
+            raise ConfinementError(f"'{raw}' is a folder; give a file path") from None
+        except OSError as exc:
+            raise self._os_error(raw, exc) from None
 
-    @staticmethod
-    def create(place: Located) -> Located:
-        """Creates the missing folders one by one, each opened without following symlinks.
-        The returned place has a descriptor of its own; `place`'s stays open."""
-        fd, stack = os.dup(place.dir_fd), list(place.parts)
-        try:
-            for folder in place.missing:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(folder, 0o777, dir_fd=fd)
-                child = os.open(folder, DIR_FLAGS, dir_fd=fd)
-                os.close(fd)
-                fd = child
-                stack.append(folder)
-        except BaseException:
-            os.close(fd)
-            raise
-        return Located(fd, tuple(stack), place.name)
+    create = staticmethod(nofollow.create)
 
     def _components(self, raw: str) -> list[str]:
         if "\x00" in raw:
@@ -204,23 +121,6 @@ class Confined:
         if path.parts[: len(root)] != root:
             raise self._outside(raw)
         return list(path.parts[len(root) :])
-
-    def _reopen(self, stack: list[str]) -> int:
-        fd = os.open(self.root, DIR_FLAGS)
-        for name in stack:
-            try:
-                child = os.open(name, DIR_FLAGS, dir_fd=fd)
-            finally:
-                os.close(fd)
-            fd = child
-        return fd
-
-    @staticmethod
-    def _link_target(dir_fd: int, name: str) -> str | None:
-        try:
-            return os.readlink(name, dir_fd=dir_fd)
-        except OSError:
-            return None
 
     def _open_leaf(self, place: Located, flags: int) -> int:
         if place.name is None:
@@ -252,17 +152,7 @@ class Confined:
     @staticmethod
     def _replace(place: Located, data: bytes) -> None:
         assert place.name is not None
-        temp = f".{place.name[:100]}.{secrets.token_hex(6)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(temp, flags, 0o644, dir_fd=place.dir_fd)
-        try:
-            with os.fdopen(fd, "wb", closefd=True) as handle:
-                handle.write(data)
-            os.replace(temp, place.name, src_dir_fd=place.dir_fd, dst_dir_fd=place.dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=place.dir_fd)
-            raise
+        nofollow.replace_at(place.dir_fd, place.name, data)
 
     def _walk(self, fd: int, parts: tuple[str, ...], limit: int, count: list[int]) -> Iterator[str]:
         try:
@@ -277,7 +167,7 @@ class Confined:
                 yield f"{shown}/" if is_dir else shown
                 if is_dir and not entry.is_symlink() and entry.name not in SKIPPED_DIRS:
                     try:
-                        child = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
+                        child = os.open(entry.name, nofollow.DIR_FLAGS, dir_fd=fd)
                     except OSError:
                         continue
                     yield from self._walk(child, (*parts, entry.name), limit, count)

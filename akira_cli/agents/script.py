@@ -36,7 +36,9 @@ class ScriptAgent:
         }
         outputs: list[str] = []
         for index, command in enumerate(commands):
-            if index and request.should_stop():
+            # Only a forced stop ends the step between its commands: a hook waits for the last
+            # one and the checks, or the commands that ran would run again at the resume.
+            if index and self.runner.killed:
                 return AgentResult(False, approach, commands[:index], interrupted=True)
             result = self.runner.run(command, request.timeout, env=env)
             outputs.append(result.output)

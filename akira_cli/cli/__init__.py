@@ -18,6 +18,8 @@ from akira_cli.cli import (
     loop_cmd,
     loop_control_cmd,
     loop_view_cmd,
+    mcp_cmd,
+    pr_cmd,
     reason_cmd,
 )
 from akira_cli.cli.common import PlainUsage, exits
@@ -63,11 +65,16 @@ app.add_typer(config_cmd.app, name="config")
 app.command("reason", cls=PlainUsage)(exits(reason_cmd.reason))
 app.add_typer(fleet_cmd.app, name="fleet")
 app.command("doctor")(exits(doctor_cmd.doctor))
+app.command("mcp")(exits(mcp_cmd.mcp))
+app.add_typer(pr_cmd.app, name="pr")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; bad input ends as one line on stderr and exit 1, never a traceback."""
     redaction.register_environment()
+    # Rich's help boxes cut long option names in a narrow terminal's width; in a pipe or a log,
+    # click's plain help wraps the text and never cuts a name
+    app.rich_markup_mode = "rich" if sys.stdout.isatty() else None
     try:
         app(args=argv, prog_name="akira")
     except SystemExit as exc:

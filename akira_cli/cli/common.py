@@ -1,24 +1,19 @@
-"""What every command shares: --root, config layering, finding a task by id, path or feature."""
+"""What every command shares: its options, and its returned exit code made the process's."""
 
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
+from typing import Annotated, Any, ParamSpec
 
 import typer
 from typer.core import TyperCommand
 
-from akira_cli.errors import AkiraError
-from akira_cli.workspace import Workspace, command_line, in_quotes
+from akira_cli.api.lookup import find_path, load_task, same_file, store_for, workspace_and_config
 
-if TYPE_CHECKING:
-    from akira_cli.config import Config
-    from akira_cli.state.models import LoopState
-    from akira_cli.state.store import StateStore
+__all__ = ["find_path", "load_task", "same_file", "store_for", "workspace_and_config"]
 
 
 P = ParamSpec("P")
@@ -69,76 +64,6 @@ class PlainUsage(TyperCommand):
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = super().collect_usage_pieces(ctx)
         return [re.sub(r"^\{(.+)\}(\.\.\.)?$", r"\1\2", piece) for piece in pieces]
-
-
-def workspace_and_config(
-    root: str | None,
-    config_file: Path | None = None,
-    overrides: dict[str, Any] | None = None,
-    task: Path | None = None,
-) -> tuple[Workspace, Config]:
-    from akira_cli.config import load_config
-
-    workspace = Workspace.resolve(root, task)
-    return workspace, load_config(workspace.root, config_file, overrides)
-
-
-def store_for(workspace: Workspace) -> StateStore:
-    from akira_cli.state.store import StateStore
-
-    return StateStore(workspace.state_dir)
-
-
-def find_path(workspace: Workspace, ref: str) -> Path | None:
-    for base in (Path.cwd(), workspace.root):
-        candidate = (base / ref).expanduser()
-        if candidate.exists():
-            return candidate.resolve()
-    return None
-
-
-def same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve() or os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def resolve_task(workspace: Workspace, store: StateStore, ref: str) -> str:
-    """A task id, the task file's path (wherever it is now), or the feature folder's name."""
-    from akira_cli.state.models import TASK_ID_PATTERN
-
-    if re.fullmatch(TASK_ID_PATTERN, ref) and store.exists(ref):
-        return ref
-    path = find_path(workspace, ref)
-    scanned = list(store.scan())
-    states = [state for _, state in scanned if state is not None]
-    states.sort(key=lambda s: s.started_at, reverse=True)
-    if path is not None:
-        target = path / "tasks.md" if path.is_dir() else path
-        for state in states:
-            if same_file(Path(state.task_path), target):
-                return state.task_id
-    for state in states:
-        if state.feature == ref:
-            return state.task_id
-    corrupt = [found for found, state in scanned if state is None]
-    if corrupt:  # it may be the one asked for: say so, and how to see what is left of it
-        task = corrupt[0].stem.removeprefix("autonomous_loop_")
-        see = command_line(workspace, "loop", "state", "--task-id", task)
-        raise AkiraError(
-            f"no readable loop found for '{ref}'; the state file {workspace.shown(corrupt[0])} is corrupt "
-            f"and may be it: run {in_quotes(see)} to quarantine it and learn how to restore it"
-        )
-    raise AkiraError(
-        f"no loop found for '{ref}' (not a task id, task file or feature name); "
-        "run 'akira loop status' to list loops"
-    )
-
-
-def load_task(workspace: Workspace, ref: str) -> tuple[StateStore, LoopState]:
-    store = store_for(workspace)
-    return store, store.load(resolve_task(workspace, store, ref))
 
 
 def exits(command: Callable[P, int]) -> Callable[P, None]:

@@ -1,5 +1,7 @@
 """`akira doctor`: checks what a run needs (agent CLI, its version, auth and flags, git, the
-sandbox, the LLM endpoint) without a model call. Exit 1 when something would stop a run."""
+sandbox, the LLM endpoint, the push remote, the pull request's tool, the reviewer's CLI, and
+every refusal of `loop start` that needs no task file) without a model call. Exit 1 when
+something would stop a run; a config that does not load is a row of the table too."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from akira_cli import redaction
 from akira_cli.cli.common import ConfigOption, JsonOption, RootOption
 from akira_cli.cli.loop_cmd import AgentKind
 from akira_cli.errors import AkiraError
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
@@ -30,32 +33,29 @@ def doctor(
     as_json: JsonOption = False,
     root: RootOption = None,
 ) -> int:
-    """Check that a run can start here: the agent CLI, its auth and flags, git, the LLM endpoint."""
+    """Check that a run can start here: the agent CLI, its auth and flags, git, the sandbox, the
+    LLM endpoint, the push remote and the pull request's tool, the reviewer's CLI."""
     from akira_cli.config import load_config
-    from akira_cli.doctor import context_for, run_checks
+    from akira_cli.doctor import Finding, context_for, run_checks
 
     workspace = Workspace.resolve(root)
     try:
         cfg = load_config(workspace.root, config, {"agent.kind": agent})
-    except AkiraError as exc:
-        if not as_json:
-            raise
-        # a config that does not load is what would stop a run first: said as a check, in JSON
+    except AkiraError as exc:  # what would stop a run first: said as a check, and nothing else runs
         fix = "fix it as the detail says; 'akira config show' loads it as a run does"
-        check = {"check": "config", "status": "fail", "detail": str(exc), "fix": fix}
-        report = {"ok": False, "workspace": str(workspace.root), "agent": None, "checks": [check]}
-        typer.echo(json.dumps(report, indent=2))
-        return 1
-    context = context_for(workspace.root, cfg, cfg.agent.kind)
-    key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
-    redaction.register_environment([key])
-    findings = [finding.redacted() for finding in run_checks(context)]
+        findings, name = [Finding("config", "fail", str(exc), fix)], None
+    else:
+        context = context_for(workspace.root, cfg, cfg.agent.kind)
+        key = cfg.llm.api_key.get_secret_value() if cfg.llm.api_key else None
+        redaction.register_environment([key])
+        findings = [finding.redacted() for finding in run_checks(context)]
+        name = context.agent.name if context.agent is not None else None
     failed = any(finding.status == "fail" for finding in findings)
     if as_json:
         report = {
             "ok": not failed,
             "workspace": str(workspace.root),
-            "agent": context.agent.name if context.agent is not None else None,
+            "agent": name,
             "checks": [finding.as_dict() for finding in findings],
         }
         typer.echo(json.dumps(report, indent=2))
@@ -81,9 +81,10 @@ def print_table(findings: list[Finding], again: str) -> None:
     problems = sum(f.status == "fail" for f in findings)
     warnings = sum(f.status == "warn" for f in findings)
     if problems:
-        what = "1 problem" if problems == 1 else f"{problems} problems"
-        line = f"{what} would stop a run; fix them and run {in_quotes(again)} again"
+        line = (
+            f"{counted(problems, 'problem')} would stop a run; fix {'it' if problems == 1 else 'them'} "
+            f"and run {in_quotes(again)} again"
+        )
     else:
-        what = "1 warning" if warnings == 1 else f"{warnings} warnings"
-        line = f"ready to run ({what})" if warnings else "ready to run"
+        line = f"ready to run ({counted(warnings, 'warning')})" if warnings else "ready to run"
     console.print(line, highlight=False, soft_wrap=True)  # a command in it must paste whole

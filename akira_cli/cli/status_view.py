@@ -1,4 +1,4 @@
-"""The status dashboard and progress views, as Rich renderables or plain dicts for --json."""
+"""The status dashboard, as Rich tables for a terminal or plain text for a pipe."""
 
 from __future__ import annotations
 
@@ -8,71 +8,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Group
 
-    from akira_cli.state.models import LoopState
-    from akira_cli.state.store import StateStore
-
 
 GROUPS = ("Active", "Paused", "Needs action", "Completed", "Failed", "Cancelled")
-
-
-def effective_status(store: StateStore, state: LoopState) -> str:
-    """`running` with no live lock holder is shown as `interrupted`."""
-    if state.status == "running" and not store.lock(state.task_id).is_held():
-        return "interrupted"
-    return state.status
-
-
-def group_of(status: str) -> str:
-    return {
-        "running": "Active",
-        "paused": "Paused",
-        "interrupted": "Paused",
-        "needs_action": "Needs action",
-        "completed": "Completed",
-        "failed": "Failed",
-        "cancelled": "Cancelled",
-    }[status]
 
 
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
-
-
-def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
-    from akira_cli.review.summary import status_fields
-
-    status = effective_status(store, state)
-    step = state.current_step
-    return {
-        "task_id": state.task_id,
-        "status": status,
-        "group": group_of(status),
-        "feature": state.feature,
-        "task_path": state.task_path,
-        "iteration": state.iteration,
-        "max_iterations": state.max_iterations,
-        "success_rate": round(state.success_rate, 4),
-        "current_step": f"{step.step_id} {step.description}" if step else None,
-        "current_steps": [
-            {"step": f"{running.step_id} {running.description}", "worktree": running.worktree}
-            for running in state.current_steps
-        ],
-        "consecutive_failures": state.consecutive_failures,
-        "pull_request": state.git.pr_url if state.git else None,
-        **state.done_breakdown(),
-        "tokens": state.usage.total_tokens,
-        "cached_tokens": state.usage.cached_tokens,
-        "cost_usd": round(state.usage.cost_usd, 4),
-        **status_fields(state),
-        "waiting_until": state.waiting_until,
-        "duration_seconds": round(state.elapsed_seconds, 3),
-        "stop_reason": state.stop_reason,
-        "systemic_issues": state.systemic_issues,
-        "sandboxed": state.sandboxed,
-        "pid": store.lock(state.task_id).holder() if status == "running" else None,
-    }
 
 
 COLUMNS = ("task", "status", "iteration", "success", "step", "duration")
@@ -84,7 +27,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         row["status"],
         f"{row['iteration']}/{row['max_iterations']}",
         f"{row['success_rate']:.0%}",
-        row["current_step"] or "-",
+        row["current_step"] or row.get("following") or "-",
         _duration(row["duration_seconds"]),
     ]
 

@@ -13,6 +13,8 @@ from pathlib import Path
 from shlex import quote
 from typing import Literal
 
+from akira_cli import nofollow
+
 SPEC_FILES = (("requirements.md", "kiro"), ("spec.md", "spec-kit"))
 MAX_SPEC_BYTES = 2 * 1024 * 1024
 
@@ -61,7 +63,7 @@ def find_spec_file(task_path: Path) -> tuple[Path, Literal["kiro", "spec-kit"]] 
     """The criteria file beside a tasks.md (Kiro's first, then spec-kit's), or None."""
     for name, kind in SPEC_FILES:
         candidate = task_path.parent / name
-        if candidate.is_file():
+        if candidate.is_symlink() or candidate.is_file():  # a link out: `load_spec` says it is refused
             return candidate, kind  # type: ignore[return-value]
     return None
 
@@ -73,9 +75,8 @@ def load_spec(task_path: Path) -> Spec | None:
         return None
     path, kind = found
     spec = Spec(path, kind)
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SPEC_BYTES + 1)
+    try:  # a regular file whose links stay in the spec's folder: a planted link is never followed
+        data = nofollow.read(path.parent, path.name, MAX_SPEC_BYTES + 1)
     except OSError as exc:
         spec.warnings.append(
             f"{quote(str(path))}: cannot read it ({exc.strerror}); the report has no criteria table"

@@ -15,6 +15,9 @@ from akira_cli.tasks.model import Step, TaskFile
 
 NO_REVIEW = "—"
 TEXT_WIDTH = 110
+STEP_CHECK, PROJECT_ONLY = "step check", "project check only"
+"""How a step was verified: by a check of its own (`Verify:`, `Exists:`, `Contains:`), or only
+by the project-wide checks, which pass whatever criterion the step names."""
 
 
 @dataclass
@@ -22,14 +25,24 @@ class Evidence:
     step_id: str
     done: bool
     verified: bool
-    review: str = NO_REVIEW
+    review: str | None = None
     checks: list[str] = field(default_factory=list)
+    """The step's own checks that passed."""
+    project_checks: list[str] = field(default_factory=list)
+    """The project-wide checks that passed with it."""
     commit: str | None = None
 
     @property
+    def verified_by(self) -> str | None:
+        if not self.verified:
+            return None
+        return PROJECT_ONLY if self.project_checks and not self.checks else STEP_CHECK
+
+    @property
     def counts(self) -> bool:
-        """Evidence: done, by akira, with its checks passing, and not disputed by the reviewer."""
-        return self.done and self.verified and self.review != "disputed"
+        """Evidence: done by akira, with a check of the step's own passing, and not disputed by
+        the reviewer."""
+        return self.done and self.verified_by == STEP_CHECK and self.review != "disputed"
 
 
 @dataclass
@@ -71,15 +84,17 @@ def _leaves(task: TaskFile, step: Step) -> list[Step]:
 
 
 def _evidence(step_id: str, ticked: bool, completed: CompletedStep | None, state: LoopState) -> Evidence:
+    from akira_cli.checks import is_project_check
+
     if completed is None:
         return Evidence(step_id, done=ticked, verified=False)  # ticked by a person, or open
-    review = review_of(completed) or review_of(state.steps.get(step_id)) or NO_REVIEW
     return Evidence(
         step_id,
         done=True,
         verified=completed.verified and completed.done_by != "person",
-        review=review,
-        checks=list(completed.checks),
+        review=review_of(completed) or review_of(state.steps.get(step_id)),
+        checks=[name for name in completed.checks if not is_project_check(name)],
+        project_checks=[name for name in completed.checks if is_project_check(name)],
         commit=completed.commit,
     )
 
@@ -124,8 +139,10 @@ def to_json(rows: list[Row]) -> list[dict[str, Any]]:
                     "step_id": step.step_id,
                     "done": step.done,
                     "verified": step.verified,
+                    "verified_by": step.verified_by,
                     "review": step.review,
                     "checks": step.checks,
+                    "project_checks": step.project_checks,
                     "commit": step.commit,
                 }
                 for step in row.steps
@@ -139,7 +156,8 @@ def render(spec: Spec, rows: list[Row], shown: str) -> str:
     """The report's closing section: the table, then the criteria without evidence."""
     lines = [
         "## Acceptance criteria",
-        f"From `{shown}`: one row per criterion, with the steps that name it.",
+        f"From `{shown}`: one row per criterion, with the steps that name it. A step is verified "
+        "by a check of its own (`Verify:`, `Exists:`, `Contains:`), or by the project's checks only.",
         "",
         "| Criterion | Steps | Verified | Review | Checks |",
         "|---|---|---|---|---|",
@@ -150,30 +168,42 @@ def render(spec: Spec, rows: list[Row], shown: str) -> str:
             step.step_id + (f" `{step.commit[:8]}`" if step.commit else "") + ("" if step.done else " (open)")
             for step in row.steps
         )
-        verified = ", ".join(f"{s.step_id}: {'yes' if s.verified else 'no'}" for s in row.steps)
-        reviews = ", ".join(f"{s.step_id}: {s.review}" for s in row.steps if s.review != NO_REVIEW)
-        checks = sorted({check for step in row.steps for check in step.checks})
+        verified = ", ".join(f"{s.step_id}: {VERIFIED[s.verified_by]}" for s in row.steps)
+        reviews = ", ".join(f"{s.step_id}: {s.review}" for s in row.steps if s.review)
+        own = sorted({check for step in row.steps for check in step.checks})
+        project = sorted({check for step in row.steps for check in step.project_checks})
+        checks = ", ".join([*own, *(f"project: {check}" for check in project)])
         lines.append(
             f"| **{row.criterion.id}** {_cell(text)} | {_cell(steps) or '—'} | {verified or '—'} "
-            f"| {_cell(reviews) or NO_REVIEW} | {_cell(', '.join(checks)) or '—'} |"
+            f"| {_cell(reviews) or NO_REVIEW} | {_cell(checks) or '—'} |"
         )
     missing = [row for row in rows if not row.covered]
     lines += ["", "## Not covered by evidence"]
     if not missing:
-        lines.append("- none: every criterion has a verified step")
-    for row in missing:
-        disputed = [s.step_id for s in row.steps if s.done and s.verified and s.review == "disputed"]
-        why = (
-            "no step names it"
-            if not row.steps
-            else "its steps are not done"
-            if not any(step.done for step in row.steps)
-            else f"its checks passed, but the reviewer disputed step(s) {', '.join(disputed)}"
-            if disputed
-            else "no step that names it was verified by a check"
-        )
-        lines.append(f"- **{row.criterion.id}** {_short(row.criterion.text)}: {why}")
+        lines.append("- none: every criterion has a step verified by a check of its own")
+    lines += [f"- **{row.criterion.id}** {_short(row.criterion.text)}: {_why(row)}" for row in missing]
     return "\n".join(lines) + "\n"
+
+
+VERIFIED = {STEP_CHECK: "yes", PROJECT_ONLY: "project check only", None: "no"}
+
+
+def _why(row: Row) -> str:
+    """Why a criterion has no evidence."""
+    if not row.steps:
+        return "no step names it"
+    if not any(step.done for step in row.steps):
+        return "its steps are not done"
+    disputed = [s.step_id for s in row.steps if s.verified_by == STEP_CHECK and s.review == "disputed"]
+    if disputed:
+        return f"its checks passed, but the reviewer disputed step(s) {', '.join(disputed)}"
+    project = [s.step_id for s in row.steps if s.done and s.verified_by == PROJECT_ONLY]
+    if project:
+        return (
+            f"only the project's checks passed for step(s) {', '.join(project)}, and they pass "
+            "whatever a step names; no check of the step's own (Verify:, Exists:, Contains:) shows it"
+        )
+    return "no step that names it was verified by a check"
 
 
 def _short(text: str) -> str:

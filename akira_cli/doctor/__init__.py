@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from akira_cli.doctor import agent_cli, auth, host  # registration, in report order
+from akira_cli.doctor import agent_cli, auth, host, remote, reviewer, start  # registration, in report order
 from akira_cli.doctor.base import CHECKS, Check, DoctorContext, Finding, register_check
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
 
 __all__ = ["CHECKS", "Check", "DoctorContext", "Finding", "context_for", "register_check", "run_checks"]
-_ = auth, host
+_ = auth, host, remote, reviewer, start
 
 
 def context_for(root: Path, config: Config, kind: str) -> DoctorContext:

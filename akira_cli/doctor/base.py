@@ -28,6 +28,12 @@ class Finding:
     detail: str
     fix: str = ""
 
+    @classmethod
+    def of_said(cls, check: str, said: str, status: Status = "fail") -> Finding:
+        """A line akira would print (`what; how to fix it`) as a row, its fix apart."""
+        detail, _, fix = said.rpartition("; ")
+        return cls(check, status, detail or fix, fix if detail else "")
+
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
 

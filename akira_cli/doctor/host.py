@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import shlex
+import re
 import shutil
 from pathlib import Path
 
@@ -49,29 +49,30 @@ class Git:
         return [self.repository(context, version)]
 
     def repository(self, context: DoctorContext, version: tuple[int, int, int]) -> Finding:
-        from akira_cli.git.cli import toplevel
+        """What `loop start` refuses of the repository (no commit, a detached HEAD without
+        git.branch, a git.push that names no remote), through the same preflight."""
+        from akira_cli.errors import AkiraError
+        from akira_cli.git.run import GitRun
 
-        top = toplevel(context.root) if context.config.git.enabled is not False else None
-        if top is None:
+        try:
+            run = GitRun.detect(context.root, context.root / "tasks.md", context.config.git)
+            if run is not None:
+                run.preflight()
+        except AkiraError as exc:
+            return Finding.of_said("git", str(exc))
+        if run is None:
             where = "git.enabled is false" if context.config.git.enabled is False else "not a git repository"
             detail = f"git {shown(version)}; {context.root}: {where}, so runs make no commits"
             return Finding("git", "ok", detail)
-        head = context.tool(["git", "-C", str(top), "rev-parse", "--verify", "-q", "HEAD^{commit}"])
-        if head.code != 0:
-            return Finding(
-                "git",
-                "fail",
-                f"git {shown(version)}; {top} has no commit yet, so there is no HEAD to branch from",
-                f"git -C {shlex.quote(str(top))} commit --allow-empty -m 'First commit'",
-            )
-        detail = f"git {shown(version)}; {top} is a repository: runs work on a task branch"
+        detail = f"git {shown(version)}; {run.root} is a repository: runs work on a task branch"
         return Finding("git", "ok", detail)
 
 
 class Sandbox:
     """The sandbox (SPEC 15): `bwrap` tried once with a step's flags, as `loop start` tries it.
     `sandbox.mode: on` without a working sandbox stops a run (fail); `auto` runs unconfined with a
-    warning (warn)."""
+    warning (warn). What it refused the workspace's failed steps, each with the line that allows
+    it (warn)."""
 
     name = "sandbox"
 
@@ -85,11 +86,41 @@ class Sandbox:
         found = probe(settings)
         if found.ok:
             detail = f"bwrap at {found.bwrap}; network: {settings.network}"
-            return [Finding("sandbox", "ok", detail)]
+            return [Finding("sandbox", "ok", detail), *refused(context.root / ".state")]
         fix = found.fix or "run with --no-sandbox (sandbox.mode: off)"
         if settings.mode == "on":
             return [Finding("sandbox", "fail", f"sandbox.mode is on, and {found.cause}", fix)]
         return [Finding("sandbox", "warn", f"{found.cause}; runs go on unsandboxed", fix)]
+
+
+REFUSED_STATES = 5
+"""The newest task states whose refusals `doctor` names."""
+_ALLOW = re.compile(r"to allow it: (sandbox\.\w+: \[[^\]]*\])")
+
+
+def refused(state_dir: Path) -> list[Finding]:
+    """What the sandbox refused the failed steps of the newest loops (`sandbox_refused` in their
+    state), each with the configuration line that allows it."""
+    from akira_cli.fileio import read_bounded
+
+    found: dict[str, Finding] = {}
+    try:
+        paths = sorted(state_dir.glob("autonomous_loop_*.json"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return []
+    for path in paths[-REFUSED_STATES:]:
+        try:
+            state = json.loads(read_bounded(path, 16 * 1024 * 1024))
+            lines, task = state.get("sandbox_refused") or [], state.get("task_id", path.stem)
+        except (OSError, ValueError, AttributeError):
+            continue
+        for line in lines if isinstance(lines, list) else []:
+            allow = _ALLOW.search(str(line))
+            if allow is not None:
+                what = str(line).split("to allow it:")[0].strip(" ;(")
+                fix = f"{allow[1]} in config/autonomous_loop.yaml (or run with --no-sandbox)"
+                found[allow[1]] = Finding("sandbox", "warn", f"{task}: {what}", fix)
+    return list(found.values())
 
 
 class LLMEndpoint:

@@ -32,10 +32,10 @@ def workspace_of(clone: Path, task: str) -> Path:
 
 def clone_config(clone: Path, task: str) -> Config:
     """The configuration the run's loop reads: the clone's, with the push to `origin` a worker
-    sets through the environment (so that `git.pr` finds the `git.push` it needs)."""
+    gives its loop (so that `git.pr` finds the `git.push` it needs)."""
     from akira_cli.config import load_config
 
-    return load_config(workspace_of(clone, task), environ={"AKIRA_GIT_PUSH": "origin"})
+    return load_config(workspace_of(clone, task), overrides={"git.push": "origin"})
 
 
 def wanted(template: str, task: str, run_id: str) -> str:

@@ -141,7 +141,7 @@ class LoopRun:
             return None
         self.report("running", message=f"setup: {command}")
         try:
-            with open_sandbox(config, clone, clone, lambda: None, lambda _: None) as sandbox:  # SPEC 15
+            with open_sandbox(config, clone, clone, lambda: None, lambda *_: None) as sandbox:  # SPEC 15
                 argv, env = ["bash", "-c", command], None
                 if sandbox is not None:
                     argv, env = sandbox.wrap(argv, clone, dict(os.environ))
@@ -162,15 +162,10 @@ class LoopRun:
         return len({line.strip() for line in log.stdout.splitlines() if line.strip()})
 
     def loop(self, clone: Path, resumed: bool) -> dict[str, str]:
-        env = {
-            **os.environ,
-            "AKIRA_GIT_PUSH": "origin",
-            "AKIRA_GIT_BRANCH": "" if resumed else self.branch,
-            "AKIRA_FLEET_RUN": self.spec.run_id,
-        }
-        env.pop("AKIRA_FLEET_DATABASE_URL", None)  # the loop's agents never see the queue's password
-        command = [sys.executable, "-m", "akira_cli", "loop", "start", "--task", str(clone / self.spec.task)]
-        command += ["--no-wait"]
+        env = {key: value for key, value in os.environ.items() if key != "AKIRA_FLEET_DATABASE_URL"}
+        # ^ the loop's agents never see the queue's password. A recovered run is on its branch.
+        command = [sys.executable, "-m", "akira_cli.fleet.child", "--task", str(clone / self.spec.task)]
+        command += ["--push", "origin", "--branch", "" if resumed else self.branch]
         process = subprocess.Popen(
             command, cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             preexec_fn=die_with_parent,
@@ -221,19 +216,21 @@ class LoopRun:
 
     def pause(self, clone: Path) -> bool:
         """Asks the loop to stop at its next step boundary (a stop hook, as a person would);
-        False while the loop has no state yet, or when `loop stop` refused (asked again then)."""
+        False while the loop has no state yet, or when the stop was refused (asked again then)."""
+        from akira_cli import api
+        from akira_cli.errors import AkiraError
+
         task_id = read_state(self.state_dir(clone)).get("task_id")
         if not task_id:
             return False
-        done = subprocess.run(
-            [sys.executable, "-m", "akira_cli", "loop", "stop", "--task-id", task_id],
-            cwd=clone, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
-        if done.returncode != 0 and not self.refused:
-            self.refused = True
-            said = tail(done.stderr.strip(), 300)
-            say(f"{self.spec.run_id}: 'akira loop stop' refused: {said}; asked again")
-        return done.returncode == 0
+        try:
+            api.stop(self.state_dir(clone).parent, task_id)
+        except (AkiraError, OSError) as exc:
+            if not self.refused:
+                self.refused = True
+                say(f"{self.spec.run_id}: the stop was refused: {tail(str(exc), 300)}; asked again")
+            return False
+        return True
 
     def state_dir(self, clone: Path) -> Path:
         """The loop's `.state/`: in the workspace the task file lies in (found upward)."""

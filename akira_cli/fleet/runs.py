@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from akira_cli.errors import AkiraError
 from akira_cli.fleet.database import APP_VERSION, QUEUE, WORKFLOW, Tables, open_client
-from akira_cli.git.cli import git_env, toplevel
+from akira_cli.git.cli import git_env, hardened, toplevel
 from akira_cli.redaction import url_without_password
 
 STATUS_KEYS = (
@@ -43,8 +43,10 @@ class RunSpec(BaseModel):
 
 
 def git_out(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """git about a remote, or in a repository found where `cwd` is (the person's, or a fresh
+    clone), with akira's hardened settings (`git/cli.py`)."""
     return subprocess.run(
-        ["git", *args], cwd=cwd, env=git_env(), capture_output=True, text=True, timeout=120, check=False
+        hardened(args), cwd=cwd, env=git_env(), capture_output=True, text=True, timeout=120, check=False
     )
 
 
@@ -114,8 +116,8 @@ def count_steps(spec: RunSpec) -> int | None:
     if not Path(spec.repo).is_dir():
         return None
     shown = subprocess.run(
-        ["git", "show", f"{spec.ref}:{spec.task}"], cwd=spec.repo, env=git_env(), capture_output=True,
-        timeout=120, check=False,
+        hardened(["cat-file", "blob", f"{spec.ref}:{spec.task}"]), cwd=spec.repo, env=git_env(),
+        capture_output=True, timeout=120, check=False,
     )  # fmt: skip
     try:
         return (

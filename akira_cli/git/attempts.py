@@ -30,7 +30,7 @@ def dirty(run: GitRun) -> dict[str, str | None]:
     deleted). Hashing writes the blobs, so a failed attempt's patch can be taken later."""
     listed = run.git.run("status", "--porcelain", "-z", "--untracked-files=all").stdout
     names = [entry[3:] for entry in listed.decode("utf-8", "replace").split("\0") if len(entry) > 3]
-    return blobs(run, [name for name in names if not run.is_control(run.root / name)])
+    return blobs(run, run.committable([run.root / name for name in names], seen_by_git=True))
 
 
 def before_tree(run: GitRun, env: dict[str, str], dirty: dict[str, str | None]) -> str:

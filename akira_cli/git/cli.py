@@ -1,7 +1,16 @@
-"""The `git` CLI as akira runs it: a subprocess with a fixed environment, in one repository.
+"""The `git` CLI as akira runs it on the host: one repository, found once and pinned, and nothing
+that a step wrote into the work tree or the repository ever run or followed.
 
-No pager, no editor, no prompt for credentials, C locale (so that messages can be read), and
-nothing from the caller's environment that would point git at another repository or index.
+A step's processes may write the work tree (and, unsandboxed, `.git/` too). akira runs git there
+after every step, unconfined, so each command is told exactly where the repository is
+(`GIT_DIR`, `GIT_WORK_TREE`, `GIT_COMMON_DIR`: a renamed or replaced `.git`, a `commondir` file,
+a worktree's `gitdir:` file are never followed), and every setting through which git would run
+a program of the repository's is overridden on its command line (`-c` outranks every file).
+What stays is the person's own configuration of programs they chose (filters, merge drivers,
+`gpg.program`, credential helpers, `core.sshCommand` for `git.push`), which `.git/config` and
+the home's git settings hold and a sandboxed step cannot write.
+
+No pager, no editor, no prompt for credentials, C locale (so that messages can be read).
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
@@ -22,7 +32,7 @@ FIXED = {
     "EDITOR": ":",
     "VISUAL": ":",
     "GIT_TERMINAL_PROMPT": "0",
-    "GIT_ASKPASS": "",
+    "GIT_ASKPASS": "",  # set and empty: git then never falls back to core.askPass
     "SSH_ASKPASS": "",
     "GCM_INTERACTIVE": "never",
 }
@@ -30,12 +40,62 @@ FIXED = {
 DROPPED = (
     "GIT_DIR",
     "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
     "GIT_INDEX_FILE",
     "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_PREFIX",
     "GIT_NAMESPACE",
+    "GIT_EXTERNAL_DIFF",
 )
-"""Taken out of the inherited environment: git runs on the repository akira found, with its own index."""
+"""Taken out of the inherited environment: git runs on the repository akira found, with its own
+index, and runs no diff program."""
+NO_HOOKS = os.devnull
+"""`core.hooksPath`: a path under which no file can ever exist, so that git finds no hook (the
+repository's hooks run inside the sandbox instead, `git/verify.py`)."""
+SAFE_CONFIG = (
+    # a program git would start to ask which files changed (the repository's config may name one)
+    ("core.fsmonitor", "false"),
+    # hooks: a step can write a work-tree hooks folder (husky's `.husky/`) or `.git/hooks/`
+    ("core.hooksPath", NO_HOOKS),
+    # a nested repository is never descended into: its own config would name its own programs
+    ("diff.ignoreSubmodules", "all"),
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    ("push.recurseSubmodules", "no"),
+    # no repository on this machine is reached for a submodule (see REMOTE_COMMANDS)
+    ("protocol.file.allow", "never"),
+    # an external diff program (textconv and per-file diff drivers are COMMAND_OPTIONS' job): an
+    # empty one fails closed, should a command without `--no-ext-diff` ever ask for it
+    ("diff.external", ""),
+    # `git log` would start gpg to check signatures
+    ("log.showSignature", "false"),
+    # no pager whatever the config says (GIT_PAGER is set too)
+    ("core.pager", "cat"),
+    # no automatic gc or maintenance after akira's commits: a loop commits every few seconds,
+    # the person's next git command does the upkeep
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+)
+"""`-c key=value` on every command: the command line outranks the repository's config and the
+person's global one."""
+COMMAND_OPTIONS = {
+    "status": ("--ignore-submodules=all",),
+    "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=all"),
+    "diff-index": ("--ignore-submodules=all",),
+    "diff-tree": ("--ignore-submodules=all",),
+    "log": ("--no-ext-diff", "--no-textconv"),
+    "show": ("--no-ext-diff", "--no-textconv"),
+}
+"""Put right after the subcommand: what its own options can switch off beyond the config (the
+diff programs and textconv drivers that `.gitattributes`, a file a step writes, picks per file)."""
+REMOTE_COMMANDS = ("push", "fetch", "clone", "ls-remote")
+"""They reach the person's own remote (`git.push`, the fleet's `--repo`), which may be a path on
+this machine: for them the file transport is git's default `user`, which allows what a person
+names and still refuses what a submodule does."""
+_PREFIX = tuple(arg for key, value in SAFE_CONFIG for arg in ("-c", f"{key}={value}"))
+_REMOTE_PREFIX = (*_PREFIX, "-c", "protocol.file.allow=user")
 
 
 class GitError(AkiraError):
@@ -47,6 +107,25 @@ class GitError(AkiraError):
         """Everything git and its hooks printed, for a reflection to read."""
 
 
+@dataclass(frozen=True)
+class Repository:
+    """Where a repository lies, found once (`find`) and then pinned on every command."""
+
+    top: Path
+    """The work tree's top folder."""
+    git_dir: Path
+    """HEAD and the index: `top/.git`, or a linked worktree's own folder under the common one."""
+    common_dir: Path
+    """Refs, objects, config and hooks."""
+
+    def env(self) -> dict[str, str]:
+        return {
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(self.top),
+            "GIT_COMMON_DIR": str(self.common_dir),  # a `commondir` file in GIT_DIR is not read
+        }
+
+
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in DROPPED}
     env.update(FIXED)
@@ -54,11 +133,30 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-class Git:
-    """Runs git in `root` (a repository's top folder)."""
+def hardened(args: Sequence[str]) -> list[str]:
+    """`git <args>` with SAFE_CONFIG before the caller's own `-c` pairs and the subcommand's
+    COMMAND_OPTIONS right after it."""
+    at = 0
+    while at + 1 < len(args) and args[at] == "-c":
+        at += 2
+    command = args[at] if at < len(args) else ""
+    prefix = _REMOTE_PREFIX if command in REMOTE_COMMANDS else _PREFIX
+    return ["git", *prefix, *args[: at + 1], *COMMAND_OPTIONS.get(command, ()), *args[at + 1 :]]
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+
+class Git:
+    """Runs git on one pinned repository (`repo`), in its top folder."""
+
+    def __init__(self, repo: Repository) -> None:
+        self.repo = repo
+        self.root = repo.top
+        self._env = repo.env()
+
+    @classmethod
+    def found(cls, folder: Path) -> Git | None:
+        """The repository that holds `folder`, pinned; None outside one."""
+        repo = find(folder)
+        return cls(repo) if repo is not None else None
 
     def run(
         self,
@@ -70,9 +168,9 @@ class Git:
     ) -> subprocess.CompletedProcess[bytes]:
         try:
             done = subprocess.run(
-                ["git", *args],
+                hardened(args),
                 cwd=self.root,
-                env=git_env(env),
+                env=git_env({**self._env, **(env or {})}),
                 input=stdin,
                 capture_output=True,
                 timeout=timeout,
@@ -94,6 +192,18 @@ class Git:
     def ok(self, *args: str, env: Mapping[str, str] | None = None) -> bool:
         return self.run(*args, env=env, check=False).returncode == 0
 
+    def look(self) -> bytes | None:
+        """`git status` of the whole work tree, each untracked file by name, taking no lock (a
+        look never writes the person's index); None when git cannot answer."""
+        try:
+            done = self.run(
+                "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                env={"GIT_OPTIONAL_LOCKS": "0"}, check=False, timeout=30,
+            )  # fmt: skip
+        except GitError:
+            return None
+        return done.stdout if done.returncode == 0 else None
+
 
 def output_of(done: subprocess.CompletedProcess[bytes]) -> str:
     return (done.stdout + done.stderr).decode("utf-8", "replace").strip()
@@ -104,12 +214,13 @@ def describe(args: Sequence[str], done: subprocess.CompletedProcess[bytes]) -> s
     return f"'git {' '.join(args[:3])}' failed: {said[:300]}"
 
 
-def toplevel(folder: Path) -> Path | None:
-    """The top folder of the git work tree that holds `folder`, or None (not a repository, or
-    no git on PATH)."""
+def find(folder: Path) -> Repository | None:
+    """The repository that holds `folder` (git's own search upward, with SAFE_CONFIG), or None:
+    not a repository, or no git on PATH. Called once, at a run's start; every later command is
+    pinned to its answer."""
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
+            hardened(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]),
             cwd=folder,
             env=git_env(),
             capture_output=True,
@@ -118,6 +229,15 @@ def toplevel(folder: Path) -> Path | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    if done.returncode != 0:
+    lines = done.stdout.decode("utf-8", "replace").splitlines()
+    if done.returncode != 0 or len(lines) != 3 or not lines[0]:
         return None
-    return Path(done.stdout.decode("utf-8", "replace").strip()).resolve()
+    top, git_dir = Path(lines[0]).resolve(), Path(lines[1]).resolve()
+    return Repository(top, git_dir, (folder / lines[2]).resolve())
+
+
+def toplevel(folder: Path) -> Path | None:
+    """The top folder of the git work tree that holds `folder`, or None (not a repository, or
+    no git on PATH)."""
+    repo = find(folder)
+    return repo.top if repo is not None else None

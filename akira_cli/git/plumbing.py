@@ -25,27 +25,26 @@ from pathlib import Path
 from akira_cli.git.cli import Git
 
 ZEROS = "0" * 40
+STEP_REFS = "refs/heads/akira-step"
+"""akira's own branches of parallel steps (`worktrees.py`), which move during a run."""
 AKIRA_SUFFIX = "akira-"
 """The index akira is putting in place is first `index.akira-<pid>`, then linked as `index.lock`."""
 
 
 class Plumbing:
-    def __init__(self, git: Git, root: Path) -> None:
+    def __init__(self, git: Git) -> None:
         self.git = git
-        self.root = root
-        self._dirs: tuple[Path, Path] | None = None
+        self.root = git.root
         self._sha1: bool | None = None
         self._staged: tuple[tuple[int, int, int], list[str]] | None = None
+        self._packed: tuple[tuple[int, int, int], dict[str, str]] | None = None
 
     # -- files git keeps ------------------------------------------------------------------------
 
     def dirs(self) -> tuple[Path, Path]:
         """The git folder (HEAD, the index) and the common one (refs, objects): not the same in
-        a worktree."""
-        if self._dirs is None:
-            own, common = self.git.out("rev-parse", "--git-dir", "--git-common-dir").splitlines()
-            self._dirs = (self.root / own).resolve(), (self.root / common).resolve()
-        return self._dirs
+        a worktree. The ones found at the start, never a `.git` found again."""
+        return self.git.repo.git_dir, self.git.repo.common_dir
 
     def head(self) -> tuple[str, str]:
         """HEAD's commit and what HEAD names (`refs/heads/<branch>`, or "" when detached)."""
@@ -76,6 +75,52 @@ class Plumbing:
         sha = lines[0] if lines else ""
         ref = lines[1] if len(lines) > 1 and lines[1].startswith("refs/") else ""
         return sha, ref
+
+    def branches(self) -> dict[str, str]:
+        """Every branch (`refs/heads/...`) and its commit, but akira's own step branches, from
+        the files git keeps them in (`packed-refs` parsed again only when it changed); a
+        repository that keeps its refs otherwise (reftable) is asked."""
+        common = self.dirs()[1]
+        if (common / "reftable").exists():
+            listed = self.git.out("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
+            return {
+                ref: sha
+                for ref, _, sha in (line.partition(" ") for line in listed.splitlines())
+                if not ref.startswith(f"{STEP_REFS}/")
+            }
+        found = dict(self.packed(common / "packed-refs"))
+        folders = [common / "refs" / "heads"]
+        while folders:
+            try:
+                entries = list(os.scandir(folders.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                ref = entry.path[len(str(common)) + 1 :]
+                if entry.is_dir(follow_symlinks=False):
+                    if ref != STEP_REFS:
+                        folders.append(Path(entry.path))
+                    continue
+                try:
+                    found[ref] = Path(entry.path).read_text(encoding="utf-8", errors="replace").strip()
+                except OSError:
+                    continue
+        return found
+
+    def packed(self, path: Path) -> dict[str, str]:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return {}
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        if self._packed is None or self._packed[0] != key:
+            refs = {}
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                sha, _, ref = line.partition(" ")
+                if ref.startswith("refs/heads/") and not ref.startswith(f"{STEP_REFS}/"):
+                    refs[ref] = sha
+            self._packed = (key, refs)
+        return self._packed[1]
 
     def index_path(self) -> Path:
         return self.dirs()[0] / "index"

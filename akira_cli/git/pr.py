@@ -15,11 +15,12 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.fileio import atomic_write
+from akira_cli.git.cli import Git
 from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 
@@ -39,8 +40,8 @@ class Request:
 
 @dataclass
 class PullRequests:
-    root: Path
-    """The repository's top folder (where gh and glab find the remote)."""
+    git: Git
+    """The run's repository (gh and glab find the remote there, through the same pinned one)."""
     settings: GitSettings
     record: GitRecord
     body_path: Path
@@ -83,7 +84,7 @@ class PullRequests:
             done = self.call(create)
             url = _url(done.stdout) if done.returncode == 0 else None
             if url is None:
-                self.warn(f"no pull request: {_said(done)}; run: {self.by_hand(create)}")
+                self.warn(f"no pull request: {said(done)}; run: {self.by_hand(create)}")
                 return None
             self.record.pr_url, self.record.pr_draft = url, request.draft
             return url
@@ -92,8 +93,7 @@ class PullRequests:
             done = self.call(command)
             if done.returncode != 0:
                 self.warn(
-                    f"the pull request {existing} was not updated: {_said(done)}; "
-                    f"run: {self.by_hand(command)}"
+                    f"the pull request {existing} was not updated: {said(done)}; run: {self.by_hand(command)}"
                 )
                 return existing
         if request.stopped:
@@ -114,11 +114,8 @@ class PullRequests:
 
     def remote_url(self) -> str:
         """The push remote's URL as configured (an `insteadOf` rewrite does not hide the host)."""
-        done = subprocess.run(
-            ["git", "-C", str(self.root), "config", "--get", f"remote.{self.settings.push}.url"],
-            capture_output=True, text=True, check=False, timeout=30,
-        )  # fmt: skip
-        return done.stdout.strip() or str(self.settings.push)
+        said = self.git.out("config", "--get", f"remote.{self.settings.push}.url", check=False)
+        return said or str(self.settings.push)
 
     def existing(self, tool: str, head: str) -> str | Failure | None:
         """The open pull request's URL for the branch, None when there is none."""
@@ -129,8 +126,8 @@ class PullRequests:
             done = self.call(["glab", "mr", "view", head, "--output", "json"])
             key = "web_url"
         if done.returncode != 0:
-            said = _said(done)
-            return None if any(word in said.lower() for word in MISSING) else Failure(said)
+            told = said(done)
+            return None if any(word in told.lower() for word in MISSING) else Failure(told)
         try:
             found = json.loads(done.stdout).get(key)
         except (ValueError, AttributeError):
@@ -163,20 +160,12 @@ class PullRequests:
             command.append("--ready")
         return [command]
 
+    @property
+    def root(self) -> Path:
+        return self.git.root
+
     def call(self, command: list[str]) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "GH_PROMPT_DISABLED": "1", "GIT_TERMINAL_PROMPT": "0", "NO_COLOR": "1"}
-        env.setdefault("GLAB_NO_PROMPT", "1")
-        try:
-            return subprocess.run(
-                command, cwd=self.root, env=env, capture_output=True, text=True,
-                stdin=subprocess.DEVNULL, check=False, timeout=TIMEOUT,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return subprocess.CompletedProcess(
-                command, 124, "", f"{command[0]} gave no answer in {TIMEOUT:.0f}s"
-            )
-        except OSError as exc:
-            return subprocess.CompletedProcess(command, 127, "", f"{command[0]} cannot run: {exc.strerror}")
+        return run_tool(command, self.root, env=self.git.repo.env())
 
     def by_hand(self, command: list[str]) -> str:
         """The command to paste: from the repository's folder; glab's body from the saved file."""
@@ -188,9 +177,88 @@ class PullRequests:
         return f"cd {shlex.quote(str(self.root))} && {shlex.join(command)}"
 
 
+def forge_tool(root: Path, settings: GitSettings) -> str | None:
+    """gh or glab: `git.pr_tool`, else told by the push remote's URL; None when it cannot tell."""
+    if settings.pr_tool:
+        return settings.pr_tool
+    url = remote_url(root, str(settings.push))
+    if "gitlab" in url.lower():
+        return "glab"
+    if "github" in url.lower():
+        return "gh"
+    return None
+
+
+def remote_url(root: Path, remote: str) -> str:
+    """The push remote's URL as configured (an `insteadOf` rewrite does not hide the host)."""
+    done = subprocess.run(
+        ["git", "-C", str(root), "config", "--get", f"remote.{remote}.url"],
+        capture_output=True, text=True, check=False, timeout=30,
+    )  # fmt: skip
+    return done.stdout.strip() or remote
+
+
+def forge_problem(root: Path, settings: GitSettings) -> str | None:
+    """Why no pull request would be opened in the morning (`git.pr` on): no tool can be told,
+    it is not installed, or it is not logged in (`gh auth status`, `glab auth status`); None
+    when it is ready. Said by `loop start` as a warning, and by `akira doctor`."""
+    if settings.pr == "off":
+        return None
+    tool = forge_tool(root, settings)
+    if tool is None:
+        return (
+            f"git.pr is {settings.pr}, but the remote {settings.push}'s URL names neither GitHub nor "
+            "GitLab, so no pull request will be opened; set git.pr_tool (gh or glab)"
+        )
+    nothing, login = "so no pull request will be opened", f"run '{tool} auth login'"
+    if shutil.which(tool) is None:
+        return f"git.pr is {settings.pr}, but {tool} is not on PATH, {nothing}; install {tool}"
+    env = {**os.environ, "NO_COLOR": "1", "GH_PROMPT_DISABLED": "1", "GLAB_NO_PROMPT": "1"}
+    try:
+        done = subprocess.run(
+            [tool, "auth", "status"], cwd=root, env=env, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, check=False, timeout=TIMEOUT,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"git.pr is {settings.pr}, but '{tool} auth status' did not run ({exc}), {nothing}; {login}"
+    if done.returncode == 0:
+        return None
+    said = " ".join((done.stderr or done.stdout or "").split())[:200]
+    return (
+        f"git.pr is {settings.pr}, but '{tool} auth status' failed"
+        + (f" ({said})" if said else "")
+        + f", {nothing}; {login}"
+    )
+
+
 @dataclass
 class Failure:
     said: str
+
+
+def run_tool(
+    command: list[str], root: Path, stdin: str | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """gh or glab in the repository's folder, never prompting; a tool that hangs or cannot run
+    is an answer like any other (exit 124, 127). `env`: the pinned repository's variables, so
+    that the git the tool runs is akira's."""
+    env = {
+        **os.environ,
+        **(env or {}),
+        "GH_PROMPT_DISABLED": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "NO_COLOR": "1",
+    }
+    env.setdefault("GLAB_NO_PROMPT", "1")
+    try:
+        return subprocess.run(
+            command, cwd=root, env=env, capture_output=True, text=True, input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL, check=False, timeout=TIMEOUT,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(command, 124, "", f"{command[0]} gave no answer in {TIMEOUT:.0f}s")
+    except OSError as exc:
+        return subprocess.CompletedProcess(command, 127, "", f"{command[0]} cannot run: {exc.strerror}")
 
 
 def _url(text: str) -> str | None:
@@ -198,6 +266,6 @@ def _url(text: str) -> str | None:
     return found[-1] if found else None
 
 
-def _said(done: subprocess.CompletedProcess[str]) -> str:
+def said(done: subprocess.CompletedProcess[str]) -> str:
     text = " ".join((done.stderr or done.stdout or "").split())[:300]
     return f"{shlex.quote(str(done.args[0]))} exited {done.returncode}" + (f": {text}" if text else "")

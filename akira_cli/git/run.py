@@ -4,15 +4,18 @@ A step's commit is made from a temporary index (`GIT_INDEX_FILE`): HEAD's tree, 
 step's attempts changed as the work tree has them, and the task file with the step's tick (put
 in by the loop after the save, so the commit carries it already). The person's index keeps every
 other path as it was; only the paths akira committed are set to the new commit in it, so that
-`git status` stays quiet. The repository's hooks run (`git.verify`), and a hook that refuses is
-a `CommitRefused` with everything it printed. The commit message ends with `Akira-*` trailers:
-after a kill -9 a resume finds a commit the state does not know of by them.
+`git status` stays quiet. With `git.verify` the repository's hooks run in the step's sandbox
+(`verify.py`), and a hook that refuses is a `CommitRefused` with everything it printed. A
+repository a step made inside the work tree is never committed (`nested.py`). The commit message
+ends with `Akira-*` trailers: after a kill -9 a resume finds a commit the state does not know of
+by them.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -21,8 +24,11 @@ from pathlib import Path
 
 from akira_cli.config import GitSettings
 from akira_cli.errors import AkiraError
-from akira_cli.git.cli import Git, GitError, output_of, toplevel
+from akira_cli.git.base import base_commit
+from akira_cli.git.cli import Git, GitError, Repository, find, output_of
+from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
 from akira_cli.git.plumbing import Plumbing
+from akira_cli.git.verify import CommitHooks
 from akira_cli.redaction import redact
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
@@ -44,21 +50,10 @@ akira's folders, and its reports by name (a repository's own Logs/ or Needs_Acti
 show)."""
 FALLBACK_AUTHOR = ("-c", "user.name=akira", "-c", "user.email=akira@localhost")
 SUBJECT_WIDTH = 72
-QUIET_UPKEEP = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
-"""No automatic gc after each of akira's commits: a loop commits every few seconds, and the
-person's next git command does the upkeep."""
 SMALL_INDEX = 256 * 1024
 """An index file smaller than this (some 2,500 files): one `git commit` is cheaper than the
 three plumbing commands that spare it a refresh of every entry."""
 TRAILER_RE = re.compile(r"^Akira-(Task|Step|Verified|Review): *(.+)$", re.MULTILINE)
-
-
-class CommitRefused(AkiraError):
-    """The repository's hook refused a step's commit: the attempt fails with its output."""
-
-    def __init__(self, message: str, output: str) -> None:
-        super().__init__(message)
-        self.output = output
 
 
 @dataclass
@@ -76,32 +71,42 @@ class Found:
 class GitRun:
     """One loop's git side: `root` is the repository, `workspace` the workspace folder in it."""
 
-    def __init__(self, root: Path, workspace: Path, settings: GitSettings) -> None:
-        self.git = Git(root)
-        self.root = root
+    def __init__(self, repo: Repository, workspace: Path, settings: GitSettings) -> None:
+        self.git = Git(repo)
+        self.root = repo.top
         self.workspace = workspace
         self.settings = settings
-        self.plumb = Plumbing(self.git, root)
-        self._hooks: Path | None = None
+        self.plumb = Plumbing(self.git)
+        self.hooks: CommitHooks | None = None
+        """The repository's hooks, run in the step's sandbox (`git.verify`); set by the loop."""
         self._author: bool | None = None
 
     @classmethod
     def detect(
-        cls, workspace: Path, task: Path, settings: GitSettings, no_git: bool = False
+        cls, workspace: Path, task: Path, settings: GitSettings, no_git: bool = False, root: str | None = None
     ) -> GitRun | None:
         """The run's git side when the task file lies in a git work tree and git is on; None
-        otherwise. `git.enabled: true` outside a repository is an error."""
+        otherwise. `git.enabled: true` outside a repository is an error. `root`: the repository
+        the run started in, as its state records it: looked for there, never from the task's
+        folder, where a step could have made a `.git` of its own."""
         if no_git or settings.enabled is False:
             return None
-        top = toplevel(task.parent)
-        if top is None:
+        repo = find(Path(root) if root else task.parent)
+        if root and (repo is None or repo.top != Path(root)):
+            raise AkiraError(
+                f"this run's repository {shlex.quote(root)} is no longer a git work tree there; "
+                "put it back, or start the task again"
+            )
+        if repo is None:
             if settings.enabled is True:
                 raise AkiraError(
                     f"git.enabled is true, but {task} is not in a git work tree; run 'git init' in its "
                     "repository, or set git.enabled: auto"
                 )
             return None
-        return cls(top, workspace.resolve(), settings)
+        if not root:
+            refuse_nested_start(repo, workspace.resolve(), task)
+        return cls(repo, workspace.resolve(), settings)
 
     # -- start and resume -----------------------------------------------------------------------
 
@@ -128,35 +133,20 @@ class GitRun:
                 f"(its remotes: {remotes}); "
                 f"add it with {in_quotes(self.shown('remote', 'add', push, '<url>'))}, or fix git.push"
             )
-        self.base_commit()
+        base_commit(self.git, self.settings, self.shown_root)
         return head
-
-    def base_commit(self) -> str | None:
-        """`git.base`'s commit: the local branch, else the push remote's (a fresh clone has only
-        its default branch locally); None when git.base is empty."""
-        base, push = self.settings.base, self.settings.push
-        if not base:
-            return None
-        remote = push if push and not re.search(r"[:/\\]", push) else "origin"
-        if self.git.ok("check-ref-format", "--branch", base):
-            for ref in (f"refs/heads/{base}", f"refs/remotes/{remote}/{base}"):
-                if sha := self.git.out("rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False):
-                    return sha
-        branches = ", ".join(self.git.out("branch", "--format=%(refname:short)", check=False).split()[:8])
-        raise AkiraError(
-            f"git.base names {base}, which is not a branch of {self.shown_root} (nor of {remote}); "
-            f"its branches: {branches or 'none'}; fix git.base in config/autonomous_loop.yaml"
-        )
 
     def start(self, state: LoopState, feature: str) -> GitRecord:
         """Creates and checks out the task branch from `git.base`, else from HEAD, carrying
         uncommitted changes along as `git switch -c` does (a change git would have to overwrite
         is refused, never lost); or takes the current branch with `git.branch: ""`."""
         head = self.preflight()
-        started_on, base = self.current_branch(), self.base_commit()
+        started_on, base = self.current_branch(), base_commit(self.git, self.settings, self.shown_root)
         target = self.settings.base or started_on  # where the work is merged and its pull request points
         if not self.settings.branch:
-            record = GitRecord(branch=started_on, base=head, started_on=target, created=False)
+            record = GitRecord(
+                branch=started_on, base=head, started_on=target, created=False, root=str(self.root)
+            )
         else:
             wanted = self.settings.branch.replace("{feature}", feature).replace("{task_id}", state.task_id)
             name = self.free_name(wanted)
@@ -168,27 +158,11 @@ class GitRun:
                     f"git refused to create and check out the task branch {name} in {self.root}: {said}; "
                     f"see why with '{self.shown(*switch)}'"
                 )
-            record = GitRecord(branch=name, base=base or head, started_on=target, created=True)
+            record = GitRecord(
+                branch=name, base=base or head, started_on=target, created=True, root=str(self.root)
+            )
         self.exclude()
         return record
-
-    def stacked(self, earlier: Iterable[GitRecord]) -> str | None:
-        """A warning when the new task branch would start from an earlier run's task branch (a
-        run leaves HEAD on its branch) because `git.base` is empty: it would carry that run's
-        commits. `earlier`: the runs this workspace remembers, for the branch to name."""
-        current = self.current_branch()
-        if self.settings.base or not self.settings.branch or not current:
-            return None
-        theirs = {record.branch: record.started_on for record in earlier if record.created}
-        pattern = re.escape(self.settings.branch).replace(r"\{feature\}", ".+").replace(r"\{task_id\}", ".+")
-        if current not in theirs and not re.fullmatch(f"{pattern}(-[0-9]+)?", current):
-            return None
-        base = theirs.get(current) or "<branch>"
-        return (
-            f"HEAD is on {current}, an earlier run's task branch: the new task branch starts from it "
-            f"and carries its commits; to start every run from {base}, set git.base: {base} in "
-            "config/autonomous_loop.yaml"
-        )
 
     def check_resume(self, record: GitRecord) -> None:
         """`resume` never switches branches under a person's feet."""
@@ -218,8 +192,7 @@ class GitRun:
 
     def exclude(self) -> None:
         """akira's own folders in .git/info/exclude, relative to the repository's top."""
-        path = Path(self.git.out("rev-parse", "--git-path", "info/exclude"))
-        path = path if path.is_absolute() else self.root / path
+        path = self.git.repo.common_dir / "info" / "exclude"
         prefix = self.relative(self.workspace)
         wanted = [f"/{prefix}/{name}" if prefix else f"/{name}" for name in EXCLUDED]
         try:
@@ -263,7 +236,7 @@ class GitRun:
         message = redact(f"{subject}\n\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items()))
         head, _ = self.plumb.head()
         with tempfile.TemporaryDirectory(prefix="akira-index-") as folder:
-            temp = Path(folder) / "index"
+            shared, temp = Path(folder), Path(folder) / "index"
             env = {"GIT_INDEX_FILE": str(temp)}
             copied = self.plumb.copy_index(temp)
             ticks = [
@@ -276,43 +249,33 @@ class GitRun:
             )
             if (changed_now is None or not names) and not self.differs(env, [*names, *sorted(blobs)]):
                 return None  # nothing changed, not even a tick
+            if self.hooks is not None:
+                message = self.hooks.before(shared, temp, message)
             author = () if self.has_author() else FALLBACK_AUTHOR
-            if (self.settings.verify and self.hooks()) or (copied is not None and copied[1] < SMALL_INDEX):
-                self.git_commit(author, env, message)  # the hooks run as always; one process
+            if copied is not None and copied[1] < SMALL_INDEX:
+                self.git_commit(author, env, message)  # one process
                 sha, _ = self.plumb.head()
             else:
                 sha = self.plain_commit(author, env, message, subject, head)
             self.plumb.put_back(temp, copied, sorted({*names, *blobs}))
+            if self.hooks is not None:
+                self.hooks.after(shared, temp)
         return sha
 
     def git_commit(self, author: tuple[str, ...], env: dict[str, str], message: str) -> None:
-        """`git commit` on the temporary index: the repository's hooks run as they always do."""
-        verify = () if self.settings.verify else ("--no-verify",)
-        args = (*author, *QUIET_UPKEEP, "commit", "-q", *verify, "-F", "-")
-        done = self.git.run(*args, env=env, stdin=message.encode(), check=False)
-        if done.returncode != 0:
-            said = redact(output_of(done))
-            line = " ".join(said.split())[:300]
-            raise CommitRefused(f"the repository's commit hook refused the commit: {line}", said)
+        """`git commit` on the temporary index (no hook runs on the host)."""
+        self.git.run(*author, "commit", "-q", "--no-verify", "-F", "-", env=env, stdin=message.encode())
 
     def plain_commit(
         self, author: tuple[str, ...], env: dict[str, str], message: str, subject: str, head: str
     ) -> str:
-        """The same commit in a large repository with no hook to run: its tree, the commit and
-        the branch moved from `head` to it (a compare-and-swap: a HEAD that moved meanwhile is an
-        error), without `git commit`'s refresh of every index entry."""
+        """The same commit in a large repository: its tree, the commit and the branch moved from
+        `head` to it (a compare-and-swap: a HEAD that moved meanwhile is an error), without `git
+        commit`'s refresh of every index entry."""
         tree = self.git.out("write-tree", env=env)
         sha = self.git.out(*author, "commit-tree", tree, "-p", head, "-F", "-", stdin=message.encode())
         self.git.run("update-ref", "-m", f"commit: {subject}", "HEAD", sha, head)
         return sha
-
-    def hooks(self) -> bool:
-        """Whether a hook that `git commit` runs is installed (core.hooksPath honoured)."""
-        if self._hooks is None:
-            path = Path(self.git.out("rev-parse", "--git-path", "hooks"))
-            self._hooks = path if path.is_absolute() else self.root / path
-        names = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "reference-transaction")
-        return any(os.access(self._hooks / name, os.X_OK) for name in names)
 
     def differs(self, env: dict[str, str], names: list[str]) -> bool:
         """Whether the temporary index differs from HEAD at `names`."""
@@ -334,11 +297,16 @@ class GitRun:
             if not self.inside(path) or self.is_control(path):
                 continue
             names.append(self.relative(path))
+        names = outside_nested(self.root, names)
         if not names or seen_by_git:
             return names
         ignored = self.git.run("check-ignore", "-z", "--stdin", stdin=_z(names), check=False).stdout
         dropped = set(ignored.decode("utf-8", "replace").split("\0"))
         return [name for name in names if name not in dropped]
+
+    def nested(self, paths: Iterable[Path]) -> list[str]:
+        """The repositories a step made inside the work tree that `paths` are or lie in."""
+        return nested_repositories(self.root, [self.relative(path) for path in paths if self.inside(path)])
 
     def is_control(self, path: Path) -> bool:
         try:
@@ -402,14 +370,10 @@ class GitRun:
 
     @property
     def shown_root(self) -> str:
-        import shlex
-
         return shlex.quote(str(self.root))
 
     def shown(self, *args: str) -> str:
         """A git command a person can paste, from any folder."""
-        import shlex
-
         return shlex.join(["git", "-C", str(self.root), *args])
 
 

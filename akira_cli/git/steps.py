@@ -8,30 +8,40 @@ the task file with the step's tick (the loop writes the same tick to the file af
 
 from __future__ import annotations
 
-import contextlib
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.changes import Snapshot
-from akira_cli.errors import NeedsPerson
+from akira_cli.errors import BranchMoved, NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
-from akira_cli.fileio import atomic_write
-from akira_cli.git import attempts
+from akira_cli.fileio import atomic_write, read_all
+from akira_cli.git import attempts, moves
+from akira_cli.git.branches import BranchWatch
 from akira_cli.git.cli import GitError
-from akira_cli.git.run import CommitRefused, GitRun, subject
+from akira_cli.git.nested import left_out
+from akira_cli.git.run import GitRun, subject
+from akira_cli.git.verify import CommitRefused
 from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
+from akira_cli.templates import render
 from akira_cli.workspace import Workspace, in_quotes
 
 OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
 IN_HEAD = "HEAD"
 """A file akira committed and nobody changed since: the same as in HEAD, nothing to hash."""
-PROMPT_NOTE = (
-    "\n\n## Commits\nakira commits your work on its task branch after the step's checks pass. "
-    "Do not run git commit, git push or git switch/checkout yourself.\n"
-)
+
+
+@dataclass(frozen=True)
+class Message:
+    """The commit of a step that is not in the task file (a fix after the pull request): its
+    subject and its own trailers, and no tick."""
+
+    subject: str
+    trailers: dict[str, str]
 
 
 class StepCommits:
@@ -40,18 +50,21 @@ class StepCommits:
         self.state = state
         self.workdir = workdir
         self.bus = bus
+        self.prompt_note = "\n\n" + render("commits.md")
+        self.seen_by_git = workdir.resolve() == run.root
+        """The attempts' changed files come from `git status` (the work folder is the
+        repository's top: the witness looks through `run.git`)."""
+        self.look = run.git.look if self.seen_by_git else None
         self._head = ""
+        self.branches = BranchWatch(run)
         self._dirty: dict[str, str | None] = {}
         run.plumb.heal()  # a lock a kill -9 left in the middle of putting the index back
         self._hashed: dict[str, tuple[tuple[int, int], str | None]] = {}
         """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
         self.marks: dict[str, str] = {}
         """Running steps' `[-]` boxes and what they were before (the loop's `TaskBook.marks`)."""
-
-    @property
-    def seen_by_git(self) -> bool:
-        """The attempts' changed files come from `git status` (see `changes.snapshot`)."""
-        return (self.workdir / ".git").exists()
+        self.messages: dict[str, Message] = {}
+        """The commits of steps that are not in the task file, by step id."""
 
     def before(self, files: Snapshot | None) -> None:
         """Before an attempt: where HEAD is (to see what an agent committed itself), and the
@@ -100,13 +113,16 @@ class StepCommits:
             paths = [
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
-        task_path, moved = self.placed(files)
-        paths = outside(paths, moved)
-        ticked = ticked_bytes(task_path, task, step, self.state, self.marks)
+        self.note_nested(step, paths)
+        task_path, folders = self.moved(files)
+        paths = moves.outside(paths, folders)
+        message = self.messages.get(step.id)
+        ticked = ticked_bytes(task_path, task, step, self.state, self.marks) if message is None else None
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
         trailers = {
             "Akira-Task": self.state.task_id,
             "Akira-Step": step.id,
+            **(message.trailers if message is not None else {}),
             "Akira-Verified": "yes" if attempt.verified else "no",
             "Akira-Checks": ", ".join(
                 checked(name, attempt.files_changed) for name in checks if name != "agent result"
@@ -117,7 +133,7 @@ class StepCommits:
             trailers["Akira-Review"] = attempt.review.verdict
         try:
             replaced = {self.home: ticked} if ticked else None  # where the branch keeps it
-            title = subject(step.id, step.title)
+            title = message.subject if message is not None else subject(step.id, step.title)
             changed_now = set(files) if files is not None and self.seen_by_git else None
             sha = self.run.commit(
                 title, trailers, paths, replaced, seen_by_git=self.seen_by_git, changed_now=changed_now
@@ -139,42 +155,27 @@ class StepCommits:
     @property
     def home(self) -> Path:
         """Where the task file lies on the task branch: its place at `loop start`."""
-        return Workspace(self.run.workspace).home(self.state)
+        return moves.home(self.run.workspace, self.state)
 
-    def placed(self, files: Snapshot | None) -> tuple[Path, list[Path]]:
-        """Where the task file is now, and, when a person moved it away from its home, the
-        folders they moved the spec between: a person's move is never a step's work (its
-        files show as deleted at home and new where it went). A move during the step is not in
-        the state yet: the file is found among the files git shows, by its inode."""
-        home, now = self.home, Path(self.state.task_path)
-        if now == home and home.is_file():
-            return home, []
-        if not now.is_file():
-            now = self.found_by_inode(files) or now
-        workspace = Workspace(self.run.workspace)
-        return now, [workspace.spec_folder(home), workspace.spec_folder(now)]
+    def moved(self, files: Snapshot | None = None) -> tuple[Path, list[Path]]:
+        """Where the task file is now, and the folders a person moved the spec between."""
+        return moves.placed(self.run.workspace, self.state, self.workdir, files)
 
-    def found_by_inode(self, files: Snapshot | None) -> Path | None:
-        identity = self.state.task_file_identity
-        if identity is None or files is None:
-            return None
-        for name in files:
-            if name.endswith(".md"):
-                with contextlib.suppress(OSError):
-                    info = (self.workdir / name).stat()
-                    if (info.st_dev, info.st_ino) == tuple(identity):
-                        return self.workdir / name
-        return None
+    def step_diff(self, changed: list[Path]) -> tuple[bytes, str]:
+        """The patch and `--stat` of what `changed` became since HEAD, the commit the step
+        started from: what its commit will hold (the reviewer's diff)."""
+        return attempts.attempt_diff(self.run, {}, moves.outside(changed, self.moved()[1]))
 
-    def diff(self, changed: list[Path]) -> tuple[bytes, str]:
-        """The patch and `--stat` of what `changed` became since the attempt started (the
-        reviewer's diff, SPEC 16)."""
-        return attempts.attempt_diff(self.run, self._dirty, outside(changed, self.placed(None)[1]))
+    def hint(self, slot: Path, workdir: Path, said: str) -> str:
+        """The worktree hint for a parallel step that failed in `slot` (`git.hints`)."""
+        from akira_cli.git.hints import worktree_hint
+
+        return worktree_hint(self.run, slot, workdir, said, self.run.settings.worktree_link)
 
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
         """A failed attempt's changes: saved as a patch, summed up for the reflection and the
         next prompt, and with `git.failed_attempt: reset` undone (the patch keeps them)."""
-        changed = outside([self.workdir / name for name in attempt.files_changed], self.placed(None)[1])
+        changed = moves.outside([self.workdir / name for name in attempt.files_changed], self.moved()[1])
         try:
             patch, stat = attempts.attempt_diff(self.run, self._dirty, changed)
         except GitError as exc:
@@ -192,6 +193,26 @@ class StepCommits:
         if self.run.settings.failed_attempt == "reset":
             attempts.restore(self.run, self._dirty, changed)
             self.bus.emit(EventType.LEDGER, step.id, action="attempt_reset", patch=attempt.patch)
+
+    def note_nested(self, step: Step, paths: list[Path]) -> None:
+        """A repository the step made inside the work tree: named, and left out of the commit."""
+        nested = self.run.nested(paths)
+        if nested:
+            self.bus.emit(EventType.WARNING, step.id, message=left_out(nested), nested=nested[:20])
+
+    def watch_branches(self) -> None:
+        self.branches.watch()
+
+    def moved_branches(self, step: Step) -> BranchMoved | None:
+        """After an attempt: a branch but the task's that moved since the attempt started is
+        reported, and the stop that pauses the run (`branches.py`)."""
+        record = self.state.git
+        found = self.branches.moved(step.id, record.branch) if record is not None else None
+        if found is None:
+            return None
+        line, refs = found
+        self.bus.emit(EventType.WARNING, step.id, message=line, branches=refs[:20])
+        return BranchMoved(line)
 
     def check_branch(self, step: Step) -> None:
         record = self.state.git
@@ -240,7 +261,7 @@ class StepCommits:
         record = self.state.git
         if record is None or record.done_commit is not None:
             return
-        home = Workspace(self.run.workspace).spec_folder(self.home)  # where a person renamed it from
+        home = Workspace(self.run.workspace).spec_folder(self.home)  # where a person moved it from
         gone = self.run.git.out(
             "ls-files", "-z", "--", self.run.relative(moved_from), self.run.relative(home), check=False
         )
@@ -262,12 +283,13 @@ class StepCommits:
         record = self.state.git
         if record is None:
             return
-        try:
-            ticks = {self.home: Path(self.state.task_path).read_bytes()}  # wherever a person put it
-        except OSError:
+        data = task_bytes(Path(self.state.task_path), self.state)  # wherever a person put it
+        if data is None:
             return
         try:
-            sha = self.run.commit(f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [], ticks)
+            sha = self.run.commit(
+                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [], {self.home: data}
+            )
         except (CommitRefused, GitError) as exc:
             self.bus.emit(EventType.WARNING, message=f"the last ticks were not committed: {exc}")
             return
@@ -297,15 +319,6 @@ def push(run: GitRun, branch: str, remote: str) -> str | None:
     return " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
 
 
-def outside(paths: list[Path], folders: list[Path]) -> list[Path]:
-    """`paths` without those in `folders` (or that are one of them)."""
-    if not folders:
-        return paths
-    names = tuple(str(folder) for folder in folders)
-    inside = tuple(f"{name}{os.sep}" for name in names)
-    return [path for path in paths if not (str(path) in names or str(path).startswith(inside))]
-
-
 def safe(step_id: str) -> str:
     """A step id as part of a file name."""
     return "".join(ch if ch.isalnum() or ch in ".-_" else "_" for ch in step_id)[:60] or "step"
@@ -324,11 +337,11 @@ def ticked_bytes(
     """The task file's bytes with `step` ticked, and its parents whose children are then all
     done, as the loop will tick them after its save; the `[-]` of the other running steps
     (`marks`) as their boxes were before (a commit carries ticks only). None when the file
-    cannot be read."""
-    try:
-        data = bytearray(path.read_bytes())
-    except OSError:
+    cannot be read, or is not the task file akira knows (another put at its path, `TaskLocator`)."""
+    known = task_bytes(path, state)
+    if known is None:
         return None
+    data = bytearray(known)
     done = state.completed_ids() | {step.id}
     for other_id, box in (marks or {}).items():
         other = task.get(other_id)
@@ -348,6 +361,27 @@ def ticked_bytes(
             parent if parent is not None and is_done(task, parent, state.include_optional, done) else None
         )
     return bytes(data)
+
+
+def task_bytes(path: Path, state: LoopState) -> bytes | None:
+    """The task file's bytes; None when it cannot be read, or is not the task file akira knows
+    (another put at its path, `TaskLocator`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or state.task_file_identity not in (
+            None,
+            (info.st_dev, info.st_ino),
+        ):
+            return None
+        return read_all(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def checked(name: str, files_changed: list[str]) -> str:

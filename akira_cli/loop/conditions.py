@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.config import Config
 from akira_cli.errors import (
-    AkiraError,
     BudgetExceeded,
     FailureThresholdExceeded,
     ManualIntervention,
@@ -20,22 +20,33 @@ from akira_cli.errors import (
     TaskMovedToDone,
     TimeoutReached,
 )
-from akira_cli.hooks import active_hook
+from akira_cli.hooks import active_hook, write_hook
 from akira_cli.state.models import LoopState
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
+HOLD = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK) | os.O_CLOEXEC
+"""How akira holds the task file open to know it by: never read, never waited on."""
+
 
 @dataclass
 class TaskLocator:
-    """Finds the task file wherever a person moved it: path, recorded moves, its home (where
-    a person moves it back to), then inode."""
+    """Finds the task file wherever a person moved it: path, recorded moves, its home (where a
+    person moves it back to), then inode. Its identity (device and inode) decides what is at its
+    path, and akira holds it open: while the file akira knows lives on elsewhere (a step renamed
+    it, or its folder), another file at its path is not the task file; `replaced` names it, and
+    akira never reads or writes it. A new file at its path once the old one is gone is the same
+    file saved anew (an editor, `sed -i`), and is taken as such."""
 
     workspace: Workspace
     watcher: WorkspaceWatcher | None
     identity: tuple[int, int] | None = None
     home: Path | None = None
+    replaced: Path | None = None
+    """Set by `locate`: where another file stands in for the task file (None when none does)."""
     _inside: Path | None = None
+    _held: int | None = None
+    """The task file held open (never read) since `remember`: whether it lives on is an fstat."""
 
     @classmethod
     def of(
@@ -47,11 +58,19 @@ class TaskLocator:
         """The file's identity, from `stat` when the caller has just taken it."""
         stat = stat or path.stat()
         self.identity = (stat.st_dev, stat.st_ino)
+        self.close()
+        with contextlib.suppress(OSError):
+            self._held = os.open(path, HOLD)
         return self.identity
+
+    def close(self) -> None:
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
     def locate(self, path: Path) -> Path | None:
         """The task file's path now; never a path outside the workspace (a state file's
-        task_path is data, not a place akira may touch)."""
+        task_path is data, not a place akira may touch), never another file at its path."""
         found = self._find(path)
         if found is None or found == self._inside:
             return found
@@ -61,14 +80,35 @@ class TaskLocator:
         return found
 
     def _find(self, path: Path) -> Path | None:
-        if path.is_file():
+        self.replaced = None
+        info = _regular(path)
+        if info is not None and self.identity in (None, (info.st_dev, info.st_ino)):
+            return path
+        if info is not None and not self._lives():  # the old file is gone: this one was saved in its place
+            self.remember(path, info)
             return path
         moved = self.watcher.follow(path) if self.watcher else None
-        if moved is not None and moved.is_file():
-            return moved
-        if self.home is not None and self.home.is_file():
-            return self.home
-        return self._scan()
+        if moved is not None and self._ours(moved):
+            found: Path | None = moved
+        elif self.home is not None and self.home != path and self._ours(self.home):
+            found = self.home
+        else:
+            found = self._scan()
+        if info is not None:  # another file stands at its path while akira's lives on, elsewhere
+            self.replaced = path
+        return found
+
+    def _lives(self) -> bool:
+        """Whether the task file akira holds still has a name somewhere. Unknown (not held yet,
+        as at a resume) is no: a deleted file's inode number may be a new file's now."""
+        try:
+            return self._held is not None and os.fstat(self._held).st_nlink > 0
+        except OSError:
+            return False
+
+    def _ours(self, path: Path) -> bool:
+        info = _regular(path)
+        return info is not None and self.identity in (None, (info.st_dev, info.st_ino))
 
     def _scan(self) -> Path | None:
         if self.identity is None:
@@ -77,40 +117,35 @@ class TaskLocator:
             for folder, _dirs, files in os.walk(area):
                 for name in files:
                     candidate = Path(folder) / name
-                    stat = candidate.stat()
-                    if (stat.st_dev, stat.st_ino) == self.identity:
+                    try:
+                        info = candidate.lstat()  # a link is never the task file
+                    except OSError:
+                        continue
+                    if (info.st_dev, info.st_ino) == self.identity:
                         return candidate
         return None
 
 
-def bring_back(workspace: Workspace, state: LoopState) -> None:
-    """`loop resume` on a task a person parked in Needs_Action/: it goes back home, with its
-    feature folder when it was parked with it."""
-    found = TaskLocator.of(workspace, state).locate(Path(state.task_path))
-    if found is not None:
-        state.task_path = str(found)
-    path = workspace.require_inside(Path(state.task_path))
-    home = workspace.home(state)
-    if not path.is_file():
-        back = workspace.shown(workspace.spec_folder(home))
-        raise AkiraError(
-            f"task file {path} not found; restore it (or move it back to {back}) and resume again"
-        )
-    if workspace.area_of(path) != "Needs_Action":
-        return
-    parked, target = workspace.spec_folder(path), workspace.spec_folder(home)
-    if target != home and target.is_dir() and not any(target.iterdir()):
-        target.rmdir()  # an empty folder left behind: the parked folder takes its place
-    if parked == path or target == home or target.exists():  # the task file alone goes back
-        parked, target = path, home
-    if target.exists():
-        raise AkiraError(
-            f"cannot move {workspace.shown(path)} back to {workspace.shown(home)}: a file is already "
-            "there; move the task file back yourself, then resume again"
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(parked), str(target))
-    state.task_path = str(home if target == home else target / path.name)
+def _regular(path: Path) -> os.stat_result | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def replaced_stop(workspace: Workspace, state: LoopState, replaced: Path, during: str) -> StopRequested:
+    """The pause for a task file (or its folder) that was renamed or replaced `during` a step:
+    a control-plane change. The hook keeps the loop paused until a person looked."""
+    resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
+    reason = (
+        f"the task file {workspace.shown(replaced)} was replaced {during}: another file (or folder) "
+        "stands there while akira's own task file lives on elsewhere (a step may have renamed it); "
+        "akira took nothing from the new one. Put akira's task file back there (or delete it to go "
+        f"on with the new one), then delete this hook or run {in_quotes(resume)}"
+    )
+    hook = write_hook(workspace, state, reason)
+    return StopRequested(f"{reason} ({workspace.shown(hook)})")
 
 
 @dataclass
@@ -127,6 +162,8 @@ class Guard:
         if self._task[0] != state.task_path:
             self._task = (state.task_path, Path(state.task_path))
         path = self.locator.locate(self._task[1])
+        if self.locator.replaced is not None:
+            raise replaced_stop(self.workspace, state, self.locator.replaced, "between two steps")
         if path is None:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", state.task_id)
             home = self.workspace.shown(self.workspace.spec_folder(self.workspace.home(state)))

@@ -10,7 +10,6 @@ other exception saves on its way out. The task file's side lives in `taskbook.Ta
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from akira_cli import nofollow
 from akira_cli.config import Config
 from akira_cli.control import ResumeRequest, apply_resume, take_request
 from akira_cli.errors import (
@@ -33,8 +33,8 @@ from akira_cli.hooks import active_hook
 from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.metrics import update_metrics
+from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
-from akira_cli.reports import completion_report, escalation, intervention_request, progress_report
 from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
 from akira_cli.state.records import passed_checks
 from akira_cli.state.store import StateStore
@@ -42,7 +42,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
     from akira_cli.agents.base import Agent
@@ -60,6 +60,7 @@ class AutonomousLoop:
     engine: StepEngine
     watcher: WorkspaceWatcher
     locator: TaskLocator
+    reports: Reports
     wait: bool = True
     tasks: TaskSource | None = None
     """The start's parse of the task file, when it has one."""
@@ -67,6 +68,8 @@ class AutonomousLoop:
     """Agents that run their commands through a given runner (a parallel step's lane)."""
     waves: Waves | None = None
     """Parallel `[P]` waves (SPEC 13), on a git-native run with `parallel` above 1."""
+    follower: Follower | None = None
+    """After the pull request: its checks and reviews followed (`follow:`)."""
 
     def __post_init__(self) -> None:
         self.guard = Guard(self.workspace, self.config, self.locator)
@@ -90,12 +93,14 @@ class AutonomousLoop:
                 self.work()
             except LoopStop as stop:
                 self.settle(stop)
-                if self.wait_for_resume(stop):
+                if self.wait_for_resume(stop) or (stop.report == "completion" and self.following()):
                     continue
                 return stop
 
     def work(self) -> None:
         self.engine.limits.resume_wait()
+        if self.follower is not None and self.follower.active():
+            self.follower.follow()  # the task is done: its pull request is what is left
         self.book.reconcile()
         while True:
             path = self.boundary()
@@ -111,6 +116,9 @@ class AutonomousLoop:
 
     def boundary(self) -> Path:
         """The checks before each step starts; the task file's path."""
+        if self.engine.held is not None:
+            stop, self.engine.held = self.engine.held, None
+            raise stop
         path = self.guard.check_location(self.state)
         self.guard.check_hook(self.state)
         if self.forced.is_set():
@@ -177,14 +185,12 @@ class AutonomousLoop:
         return self.state.metrics.model_dump(exclude={"iterations_per_step"})
 
     def begin(self) -> None:
+        self.refuse_stale()
         self.state.status = "running"
         if self.engine.commits is not None:
             self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
-        if self.waves is not None and (self.state.current_steps or self.waves.slots.folder.exists()):
-            stale = [step.step_id for step in self.state.current_steps]
-            removed = self.waves.clean()  # their groups were killed at the session's start
-            self.state.current_steps = []
-            self.bus.emit(EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale)
+        if self.waves is not None:
+            self.waves.prepare()  # stale slots removed, their folder made before any step runs
         self.checkpoint()
         self.bus.emit(
             EventType.LOOP_STARTED,
@@ -194,6 +200,12 @@ class AutonomousLoop:
             max_iterations=self.state.max_iterations,
             steps_total=self.book.steps_total(),
         )
+
+    def refuse_stale(self) -> None:
+        """A run never starts from a copy older than the last save (two resumes at once, the
+        second reading the state before the first ran and saved)."""
+        resume = command_line(self.workspace, "loop", "resume", "--task-id", self.state.task_id)
+        self.store.refuse_older(self.state, in_quotes(resume))
 
     def begin_step(self, step: Step) -> None:
         record = self.state.record(step.id, step.title)
@@ -229,7 +241,7 @@ class AutonomousLoop:
         if self.every(settings.backup_state_every_n_iterations):
             self.store.backup(self.state)
         if settings.create_progress_reports and self.every(settings.progress_report_every_n_iterations):
-            progress_report(self.workspace, self.state)
+            self.reports.progress(self.state)
             self.engine.witness.forget()  # in Logs/, which git may show as the work's
 
     def every(self, n: int) -> bool:
@@ -258,29 +270,27 @@ class AutonomousLoop:
             if stop.report == "completion":
                 self.complete(stop)
             elif stop.report == "intervention":
-                intervention_request(self.workspace, self.state, stop)
+                self.reports.intervention(self.state, stop)
             elif stop.report == "escalation":
                 kept = self.waves.slots.listing() if self.waves is not None else []
                 others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
-                escalation(self.workspace, self.state, stop, kept, others)
-            self.hand_off(stop)
+                self.reports.escalation(self.state, stop, kept, others)
+            self.reports.hand_off(self.state, stop)  # the pull request, if one is wanted
+            if self.follower is not None:
+                self.follower.after(stop)
         finally:
             self.checkpoint()
             self.book.unmark()  # no step runs now: no `[-]` left in the file
             if self.config.autonomous_loop.create_progress_reports:
-                progress_report(self.workspace, self.state)  # the last one tells how it ended
+                self.reports.progress(self.state)  # the last one tells how it ended
         if stop.status == "paused":
             self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
-        if stop.report == "completion" and self.config.autonomous_loop.archive_state_file:
+        archive = self.config.autonomous_loop.archive_state_file and not self.following()
+        if stop.report == "completion" and archive:
             self.store.archive(self.state)
 
-    def hand_off(self, stop: LoopStop) -> None:
-        """The pull request (SPEC 16), when the run completes or needs a person."""
-        from akira_cli.loop.handoff import hand_off, wants_pull_request
-
-        commits = self.engine.commits
-        if commits is not None and wants_pull_request(self.config, self.state, stop):
-            hand_off(self.workspace, self.config, self.state, self.store, commits, self.bus, stop)
+    def following(self) -> bool:
+        return self.follower is not None and self.follower.active()
 
     def moves_to_done(self, stop: LoopStop) -> bool:
         """Whether settling `stop` moves the task file to Done/ (akira's own completion): only a
@@ -294,7 +304,11 @@ class AutonomousLoop:
         if self.waves is not None:
             self.waves.clean()  # `git worktree list` shows only what the person had
         if self.state.moving_to_done:
-            self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+            try:
+                self.state.task_path = str(self.move_to_done(Path(self.state.task_path)))
+            except OSError as exc:  # a link on the way (`Refused`): it stays, its ticks committed there
+                self.state.moved_from = None
+                self.bus.emit(EventType.WARNING, message=f"the task was not moved to Done/: {exc}")
             self.state.moving_to_done = False
         if self.engine.commits is not None and self.state.moved_from:
             moved_from = self.workspace.require_inside(Path(self.state.moved_from))
@@ -305,7 +319,7 @@ class AutonomousLoop:
             self.engine.commits.commit_ticks(self.state.feature or self.workspace.feature_of(task))
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
-            completion_report(self.workspace, self.state, open_steps, self.store.all_completed(self.state))
+            self.reports.completion(self.state, open_steps, self.store.all_completed(self.state))
         self.bus.emit(
             EventType.LOOP_COMPLETED,
             task_path=self.state.task_path,
@@ -314,19 +328,17 @@ class AutonomousLoop:
         )
 
     def move_to_done(self, path: Path) -> Path:
-        """Moves the feature folder (or a loose task file) to Done/<feature>/."""
-        self.workspace.require_inside(path)
+        """Moves the feature folder (or a loose task file) to Done/<feature>/; a link a step put
+        on either way is refused (`nofollow.Refused`), never followed."""
+        root, real = self.workspace.root, self.workspace.require_inside(path).resolve()
         feature = self.state.feature or self.workspace.feature_of(path)
         target = self.workspace.done / feature
-        if target.exists():
+        if os.path.lexists(target):
             target = self.workspace.done / f"{feature}_{self.state.task_id}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        is_feature_dir = path.name == "tasks.md" and path.parent.parent == self.workspace.specs
-        if is_feature_dir:
-            shutil.move(str(path.parent), str(target))
+        if path.name == "tasks.md" and path.parent.parent == self.workspace.specs:  # the feature folder
+            nofollow.move(root, real.parent.relative_to(root), target.relative_to(root))
             return target / path.name
-        target.mkdir(parents=True)
-        shutil.move(str(path), str(target / "tasks.md"))
+        nofollow.move(root, real.relative_to(root), target.relative_to(root) / "tasks.md")
         return target / "tasks.md"
 
     def wait_for_resume(self, stop: LoopStop) -> bool:
@@ -336,7 +348,7 @@ class AutonomousLoop:
         while not self.forced.is_set():
             self.watcher.wait(1.0)
             request = take_request(self.store.dir, self.state.task_id) or request
-            if self.moved_to_done():
+            if self.moved_to_done() and not self.following():
                 return True  # the next boundary completes it as the person's decision
             if self.resumable():
                 apply_resume(self.state, request)

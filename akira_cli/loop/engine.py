@@ -20,11 +20,11 @@ from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import backoff, signature
-from akira_cli.git.hints import worktree_hint
-from akira_cli.git.steps import PROMPT_NOTE, StepCommits
+from akira_cli.loop.conditions import replaced_stop
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
+from akira_cli.loop.partners import Commits, Reviewer
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
@@ -34,13 +34,6 @@ from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
-
-
-class Reviewing(Protocol):
-    """A second agent's verdict on an attempt whose checks passed, before its commit (SPEC 16);
-    it may fail the attempt (`akira_cli.review.gate.StepReview`)."""
-
-    def review(self, pending: Pending) -> None: ...
 
 
 class PromptBuilder(Protocol):
@@ -64,13 +57,17 @@ class StepEngine(Outcomes):
     should_stop: Callable[[], bool]
     limits: LimitWaiter
     judge: Judge | None = None
-    commits: StepCommits | None = None
+    commits: Commits | None = None
     """On a git-native run, the step commits (SPEC 12)."""
-    reviewer: Reviewing | None = None
+    reviewer: Reviewer | None = None
     """`review.agent`'s reviewer (SPEC 16), when one is set."""
+    held: LoopStop | None = None
+    """A stop found after an attempt whose result still counts (a branch the step moved): the
+    loop raises it at the next step boundary, once the attempt is recorded."""
 
     def __post_init__(self) -> None:
-        self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner)
+        view = self.commits.look if self.commits is not None else None
+        self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner, view)
         self.lane = Lane(self.runner, self.witness, self.workdir, self.agent_for)
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
@@ -97,8 +94,10 @@ class StepEngine(Outcomes):
         )
         if lane is self.lane:  # a wave step's lane looks on its own thread, after its slot is ready
             lane.witness.before()
-        if self.commits is not None and lane is self.lane:
-            self.commits.before(lane.witness.looked())
+        if self.commits is not None:
+            self.commits.watch_branches()
+            if lane is self.lane:
+                self.commits.before(lane.witness.looked())
         if not agent.spawns and lane is self.lane:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
         return pending
@@ -113,6 +112,8 @@ class StepEngine(Outcomes):
         """The agent's run and the evaluation; on a wave step's own thread, it writes nothing
         the loop's thread reads while it runs but the shared usage."""
         lane, step, request = pending.lane, pending.step, pending.request
+        if lane.runner.wrapper is not None:
+            lane.runner.wrapper.begin(step.id)  # what the sandbox refuses from now on is this step's
         if lane is not self.lane:
             lane.witness.before()
         result, pending.retries = self.execute(pending.agent, request, waits=lane is self.lane)
@@ -122,6 +123,7 @@ class StepEngine(Outcomes):
         if lane is self.lane:
             self.runner.sync_pending()  # whatever ran, durable before the result is looked at
         pending.plane_changed, files_changed = lane.witness.after()
+        pending.task_replaced = lane.witness.replaced
         self.account(pending.record, result, pending.agent.name, pending.spent)
         gating = bool(self.config.checks) and not self.state.advisory_checks
         extra = evidence_check(step, self.config, pending.agent.name, files_changed, gating)
@@ -130,14 +132,15 @@ class StepEngine(Outcomes):
         attempt.iteration, attempt.files_changed = pending.iteration, files_changed
         pending.attempt = attempt
         if self.reviewer is not None and attempt.outcome == "success" and not lane.runner.killed:
-            self.reviewer.review(pending)
+            attempt.review = self.reviewer.review(
+                step, pending.task, pending.record, attempt, pending.agent.name, lane
+            )
+            self.reviewed(attempt)
         if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
+        self.blame_sandbox(lane.runner.wrapper, attempt)
         if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
-            said = f"{attempt.error}\n{attempt.output_tail}"
-            hint = worktree_hint(
-                self.commits.run, lane.path, lane.workdir, said, self.config.git.worktree_link
-            )
+            hint = self.commits.hint(lane.path, lane.workdir, f"{attempt.error}\n{attempt.output_tail}")
             attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error
         pending.attempt = attempt
         return pending
@@ -148,6 +151,11 @@ class StepEngine(Outcomes):
         step, record, attempt, result = pending.step, pending.record, pending.attempt, pending.result
         assert attempt is not None and result is not None
         self.note_control_plane(step, pending.plane_changed)
+        if pending.task_replaced:  # before its commit: nothing of the attempt is taken
+            raise replaced_stop(
+                self.workspace, self.state, Path(self.state.task_path), f"while step {step.id} ran"
+            )
+        moved = self.commits.moved_branches(step) if self.commits is not None else None
         main = pending.lane is self.lane
         if main and attempt.outcome == "success" and self.commits is not None:
             self.commits.commit(step, pending.task, record, attempt, self.witness.looked(after=True))
@@ -161,6 +169,7 @@ class StepEngine(Outcomes):
             self.failed(step, record, attempt)
         elif main:
             self.succeeded(record, attempt)
+        self.held = self.held or moved
         return attempt
 
     def request(
@@ -176,7 +185,7 @@ class StepEngine(Outcomes):
             if prompt:
                 self.note_reinjection(step)
         if prompt and self.commits is not None:
-            prompt += PROMPT_NOTE
+            prompt += self.commits.prompt_note
         return AgentRequest(
             self.state.task_id,
             step,

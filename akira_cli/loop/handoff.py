@@ -1,6 +1,6 @@
 """Handing the night's work off as a pull request (SPEC 16), when the run completes or stops
 with needs_action: the branch pushed once more, then one pull request opened or updated with
-the completion report as its body."""
+the completion report, written for a reader of the forge, as its body."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from akira_cli.fileio import describe_os_error
 from akira_cli.git.pr import PullRequests, Request
 from akira_cli.git.steps import push
 from akira_cli.redaction import redact
-from akira_cli.reports import completion_report, completion_text
+from akira_cli.reports import Reader, completion_report, completion_text
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace, in_quotes
 
 MAX_BODY = 60_000
@@ -26,6 +27,7 @@ AGAIN = "the next completion or stop opens or updates it (or open it by hand wit
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
+    from akira_cli.git.cli import Git
     from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.state.store import StateStore
@@ -73,7 +75,7 @@ def _hand_off(
     stopped = None if stop.report == "completion" else stop.message
     known = record.pr_url
     url = publish(
-        workspace, config, state, store, commits.run.root, lambda message: _warn(bus, message), stopped
+        workspace, config, state, store, commits.run.git, lambda message: _warn(bus, message), stopped
     )
     if url and url != known:
         bus.emit(EventType.PULL_REQUEST, url=url, branch=record.branch)
@@ -87,7 +89,7 @@ def publish(
     config: Config,
     state: LoopState,
     store: StateStore,
-    root: Path,
+    git: Git,
     warn: Callable[[str], object],
     stopped: str | None,
 ) -> str | None:
@@ -96,16 +98,17 @@ def publish(
     assert state.git is not None
     done = store.all_completed(state)
     requests = PullRequests(
-        root=root,
+        git=git,
         settings=config.git,
         record=state.git,
         body_path=workspace.state_dir / "pull_requests" / f"{state.task_id}.md",
         warn=warn,
     )
+    forge = Reader.of_forge(workspace)
     request = Request(
         title=redact(title(state, {step.step_id for step in done})),
-        body=fit(redact(completion_text(workspace, state, [], done, stopped=stopped)), workspace, state),
-        draft=config.git.pr == "draft" or stopped is not None,
+        body=fit(redact(completion_text(forge, state, [], done, stopped)), workspace, state),
+        draft=config.git.pr == "draft" or stopped is not None or not_green_yet(config, state),
         stopped=stopped is not None,
     )
     return requests.publish(request)
@@ -130,9 +133,16 @@ def after_undo(
     if config.git.pr == "off" or not record.pr_url:
         return f"; pushed to {remote}"
     url = publish(
-        workspace, config, state, store, run.root, lambda message: _warn(bus, message), state.stop_reason
+        workspace, config, state, store, run.git, lambda message: _warn(bus, message), state.stop_reason
     )
     return f"; pushed to {remote}" + (f"; pull request updated: {url}" if url else "")
+
+
+def not_green_yet(config: Config, state: LoopState) -> bool:
+    """A pull request akira follows stays a draft until it is green (`git.pr: ready` then marks it
+    ready)."""
+    watched = state.pull_request
+    return (config.follow is not None or state.follow) and (watched is None or watched.phase != "green")
 
 
 def fit(body: str, workspace: Workspace, state: LoopState) -> str:
@@ -154,7 +164,7 @@ def title(state: LoopState, done: set[str]) -> str:
     try:
         task = parse_task_text(read_task_bytes(path), path)
     except (OSError, TaskFileError):
-        return f"{feature}: {len(done)} steps done"
+        return f"{feature}: {counted(len(done), 'step')} done"
     leaves = task.leaves(state.include_optional)
     finished = [s for s in leaves if s.ticked or s.id in done or task.under_ticked_parent(s)]
     return f"{feature}: {len(finished)}/{len(leaves)} steps"

@@ -51,6 +51,8 @@ class Pending:
     result: AgentResult | None = None
     retries: int = 0
     plane_changed: list[str] = field(default_factory=list)
+    task_replaced: bool = False
+    """Another task file or folder stands at the task file's path after the run (`Witness`)."""
     attempt: Attempt | None = None
     commit: str | None = None
     """A wave step's commit on its step branch (made in its slot)."""
@@ -65,12 +67,17 @@ def slot_lane(
     main: CommandRunner,
     control: ControlPlane,
     make_agents: Callable[[CommandRunner], Callable[[Step], Agent]],
+    view: Callable[[], bytes | None] | None = None,
+    workspace: Path | None = None,
 ) -> Lane:
-    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it."""
-    runner = CommandRunner(
-        workdir, env={**(main.env or {}), "AKIRA_WORKTREE": str(path)}, ledger=main.ledger, private_env=True
-    )
+    """A lane in worktree slot `slot` at `path`: the work folder is the same folder inside it,
+    and so is `AKIRA_WORKSPACE` (`workspace`): the main work tree is read-only to the step.
+    `view`: git's look at the slot, when the work folder is its top."""
+    env = {**(main.env or {}), "AKIRA_WORKTREE": str(path)}
+    if workspace is not None:
+        env["AKIRA_WORKSPACE"] = str(workspace)
+    runner = CommandRunner(workdir, env=env, ledger=main.ledger, private_env=True)
     if main.wrapper is not None:  # the slot is the step's work tree; the main one is read-only there
         runner.wrapper = main.wrapper.moved(path)
-    witness = Witness(path, workdir, control, runner)
+    witness = Witness(path, workdir, control, runner, view)
     return Lane(runner, witness, workdir, make_agents(runner), slot, path)

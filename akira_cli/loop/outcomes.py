@@ -9,8 +9,11 @@ from typing import Protocol
 from akira_cli.config import Config
 from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType
-from akira_cli.state.models import NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.failures import signature
+from akira_cli.runner import CommandWrapper
+from akira_cli.state.models import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line
 
 
@@ -46,6 +49,17 @@ class Outcomes:
             guidance=bool(record.guidance),
         )
 
+    def blame_sandbox(self, wrapper: CommandWrapper | None, attempt: Attempt) -> None:
+        """What the sandbox refused a failed attempt comes first in its failure text, with the
+        line that allows it: the agent, the reflection and the person read that the sandbox, not
+        the code, stopped it. On the attempt's own thread: the state takes it in `failed`."""
+        if wrapper is None or attempt.outcome != "failure":
+            return
+        stopped, also = wrapper.blame(f"{attempt.error}\n{attempt.output_tail}")
+        attempt.refused = [*stopped, *also]
+        if attempt.refused:
+            attempt.error = "\n".join([*stopped, attempt.error, *also])
+
     def count_progress(self, attempt: Attempt) -> None:
         """The circuit breaker of the Ralph loop runners: no file changed and no check passed."""
         checks = attempt.evaluation.checks if attempt.evaluation else []
@@ -57,11 +71,27 @@ class Outcomes:
         threshold = self.config.autonomous_loop.no_progress_threshold
         if self.state.no_progress_streak >= threshold:
             logs = command_line(self.workspace, "loop", "logs", "--task-id", self.state.task_id)
+            streak = counted(self.state.no_progress_streak, "attempt")
             raise NoProgress(
-                f"no progress: {self.state.no_progress_streak} attempts in a row changed no file and "
-                "passed no check; look at what the agent did with "
-                f"'{logs}', then resume"
+                f"no progress: {streak} in a row changed no file and passed no check; look at what "
+                f"the agent did with '{logs}', then resume"
             )
+
+    def reviewed(self, attempt: Attempt) -> None:
+        """The reviewer's verdict decides the attempt: `changes` fails it with the reasons (the
+        reflection and the next prompt see them); approved, disputed or none leave it a success."""
+        review = attempt.review
+        if review is None or review.verdict != "changes":
+            return
+        reasons = review.reasons or "(the reviewer gave no reasons)"
+        first = reasons.strip().splitlines()[0].lstrip("- ").strip()
+        attempt.outcome = "failure"
+        attempt.error = (
+            f"the reviewer asked for changes (round {review.round} of {self.config.review.max_rounds}; "
+            f"the checks passed): {first}\n{reasons}"
+        )[:4000]
+        attempt.error_signature = f"{signature(attempt.error)} [review {review.round}]"
+        attempt.output_tail = f"The reviewer ({review.reviewer}) asked for changes:\n{reasons}"[-4000:]
 
     def succeeded(self, record: StepRecord, attempt: Attempt) -> None:
         self.state.no_progress_streak = 0
@@ -81,6 +111,9 @@ class Outcomes:
         )
 
     def failed(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
+        if attempt.refused:
+            kept = [line for line in self.state.sandbox_refused if line not in attempt.refused]
+            self.state.sandbox_refused = [*kept, *attempt.refused][-KEEP_ENTRIES:]
         self.state.total_failures += 1
         self.state.consecutive_failures += 1
         self.state.failed_steps.append(
@@ -98,6 +131,7 @@ class Outcomes:
             approach=attempt.approach,
             signature=attempt.error_signature,
             mechanism="reflection" if self.config.reflection.enabled else "none",
+            **({"refused": attempt.refused} if attempt.refused else {}),
         )
         self.reflection.after_failure(self.state, record, attempt)
         window = record.window()

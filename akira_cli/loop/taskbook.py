@@ -14,8 +14,9 @@ from pathlib import Path
 from akira_cli.errors import AkiraError, LoopFailed, StopRequested, TaskCompleted, TaskFileInvalid
 from akira_cli.events import EventBus, EventType
 from akira_cli.hooks import write_hook
-from akira_cli.loop.conditions import TaskLocator
+from akira_cli.loop.conditions import TaskLocator, replaced_stop
 from akira_cli.loop.ledger import Ledger
+from akira_cli.review.summary import disputed_note
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import TaskFileError
@@ -82,7 +83,9 @@ class TaskBook:
             if all(dep is not None and is_done(task, dep, optional, completed) for dep in deps):
                 return step
         if not waiting:
-            raise TaskCompleted(f"all {len(task.leaves(optional))} steps are done")
+            total = len(task.leaves(optional))
+            done = "the one step is done" if total == 1 else f"all {total} steps are done"
+            raise TaskCompleted(done + disputed_note(self.state))
         raise LoopFailed(
             f"{task.path}: no pending step can start, their 'Depends:' wait on each other; "
             "fix the Depends: lines"
@@ -114,6 +117,9 @@ class TaskBook:
         the state changed (a claim or a person's tick was taken). `running`: the step (or the
         wave's steps) that ran."""
         current = self.locator.locate(path)
+        if self.locator.replaced is not None:  # its ticks are never taken
+            during = f"while step(s) {', '.join(running[:10])} ran"
+            raise replaced_stop(self.workspace, self.state, self.locator.replaced, during)
         if current is None:
             return False  # deleted or moved: the next boundary says so
         task = self.load(current)
@@ -177,9 +183,10 @@ class TaskBook:
             parent = task.get(parent.parent_id) if task and parent.parent_id else None
 
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile | None:
-        """Writes one checkbox; a file a person just moved is found again, a deleted one skipped."""
+        """Writes one checkbox; a file a person just moved is found again, a deleted one skipped,
+        and another file put at its path never written (see `TaskLocator`)."""
         self._fresh = None
-        current: Path | None = path  # where the loop last found it, which it almost always is
+        current = self.locator.locate(path)
         for _ in range(3):
             if current is None:
                 return None
@@ -191,8 +198,8 @@ class TaskBook:
                     return None
                 current = self.locator.locate(path)  # moved: look for it
                 continue
-            identity = self.locator.remember(current, self.tasks.stat)
-            if self.state.task_file_identity != identity:
+            identity = self.locator.identity  # a file saved anew in its place is the task file now
+            if identity is not None and self.state.task_file_identity != identity:
                 self.state.task_file_identity = identity
             return task
         return None

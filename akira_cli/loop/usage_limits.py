@@ -37,8 +37,10 @@ class LimitWaiter:
     waited: float = 0.0
     seen: int = field(default=0)
 
-    def wait_out(self, step_id: str, limit: UsageLimit) -> None:
-        """Waits until the limit resets; raises to ask a person or to honour a stop hook."""
+    def wait_out(self, step_id: str, limit: UsageLimit, *, record: bool = True) -> None:
+        """Waits until the limit resets; raises to ask a person or to honour a stop hook.
+        `record`: the wait goes into the state (`waiting_until`, saved), which only the loop's
+        thread may write; a parallel step's reviewer waits without it."""
         current = now()
         wait = (
             max(1.0, (limit.reset_at - current).total_seconds())
@@ -53,8 +55,9 @@ class LimitWaiter:
                 "allows: resume after that time"
             )
         self.seen += 1
-        self.state.waiting_until = stamp(until)
-        self.save()
+        if record:
+            self.state.waiting_until = stamp(until)
+            self.save()
         self.bus.emit(
             EventType.USAGE_LIMIT,
             step_id,
@@ -62,19 +65,21 @@ class LimitWaiter:
             waiting_until=stamp(until),
             seconds=wait,
         )
-        self.hold(wait)
+        self.hold(wait, stamp(until), record)
         self.waited += wait
 
-    def hold(self, seconds: float) -> None:
+    def hold(self, seconds: float, until: str, record: bool = True) -> None:
         """Waits; a stop hook ends the wait at once, and `waiting_until` stays recorded so that
         the resume waits out the rest (the limit has not gone away)."""
         if self.pause(seconds):
-            self.save()
+            if record:
+                self.save()
             raise StopRequested(
-                f"a stop hook ended the wait for the agent's usage limit (it resets at "
-                f"{self.state.waiting_until}; the resume waits out the rest)"
+                f"a stop hook ended the wait for a usage limit (it resets at {until}; "
+                "the resume waits out the rest)"
             )
-        self.state.waiting_until = None
+        if record:
+            self.state.waiting_until = None
 
     def resume_wait(self) -> None:
         """After a restart: wait out what is left of a recorded wait."""
@@ -89,5 +94,5 @@ class LimitWaiter:
                 waiting_until=self.state.waiting_until,
                 seconds=left,
             )
-            self.hold(left)
+            self.hold(left, self.state.waiting_until)
         self.state.waiting_until = None

@@ -23,9 +23,10 @@ from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
 from akira_cli.events import EventType
 from akira_cli.fileio import atomic_write
 from akira_cli.git import landing
+from akira_cli.git.nested import left_out, nested_repositories, outside_nested
 from akira_cli.git.run import GitRun, subject
 from akira_cli.git.steps import StepCommits, safe
-from akira_cli.git.worktrees import Slots
+from akira_cli.git.worktrees import Slots, slot_view
 from akira_cli.loop.lanes import Lane, Pending, slot_lane
 from akira_cli.runner import tail
 from akira_cli.state.models import CurrentStep
@@ -69,7 +70,7 @@ class Waves:
     def __init__(self, loop: Host, run: GitRun, commits: StepCommits, size: int) -> None:
         self.loop, self.run, self.commits, self.size = loop, run, commits, size
         self.state = loop.state
-        self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link))
+        self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link), self.warn)
         self.lanes: dict[int, Lane] = {}
         self.base = ""
         """The task branch's tip when the running wave started: every step branch starts there."""
@@ -222,7 +223,11 @@ class Waves:
             engine = self.loop.engine
             assert self.loop.agents_for is not None
             workdir = path / os.path.relpath(engine.workdir, self.run.root)
-            lane = slot_lane(slot, path, workdir, engine.runner, engine.control, self.loop.agents_for)
+            view = slot_view(self.run.git, path) if workdir == path else None
+            workspace = Path(os.path.normpath(path / os.path.relpath(self.run.workspace, self.run.root)))
+            lane = slot_lane(
+                slot, path, workdir, engine.runner, engine.control, self.loop.agents_for, view, workspace
+            )
             self.lanes[slot] = lane
         lane.runner.killed = self.loop.forced.is_set()
         return lane
@@ -236,6 +241,11 @@ class Waves:
             attempt, lane = pending.attempt, pending.lane
             if attempt is not None and attempt.outcome == "success" and lane.path is not None:
                 names = self.committable(lane, attempt.files_changed)
+                nested = nested_repositories(lane.path, self.names(lane, attempt.files_changed))
+                if nested:
+                    self.loop.bus.emit(
+                        EventType.WARNING, pending.step.id, message=left_out(nested), nested=nested[:20]
+                    )
                 message = f"{subject(pending.step.id, pending.step.title)}\n\nAkira-Step: {pending.step.id}\n"
                 pending.commit = self.slots.commit(lane.path, pending.step.id, names, message)
                 self.slots.clean[lane.path] = len(names) == len(attempt.files_changed)
@@ -261,10 +271,21 @@ class Waves:
         attempt.output_tail = f"{attempt.output_tail}\n\n{summary}".strip()[-4000:]
 
     def committable(self, lane: Lane, changed: list[str]) -> list[str]:
+        """The slot-relative names of what a step changed that its commit may hold: not the
+        task file, nor the control plane, nor a repository the step made inside."""
         assert lane.path is not None
         task = self.run.relative(Path(self.state.task_path))
-        names = [os.path.relpath(lane.workdir / name, lane.path) for name in changed]
-        return [name for name in names if name != task and not self.run.is_control(self.run.root / name)]
+        names = [
+            name
+            for name in self.names(lane, changed)
+            if name != task and not self.run.is_control(self.run.root / name)
+        ]
+        return outside_nested(lane.path, names)
+
+    @staticmethod
+    def names(lane: Lane, changed: list[str]) -> list[str]:
+        assert lane.path is not None
+        return [os.path.relpath(lane.workdir / name, lane.path) for name in changed]
 
     def end(self, pending: Pending) -> UsageLimit | None:
         """The attempt's bookkeeping (a success in its worktree lands next); the usage limit
@@ -346,7 +367,25 @@ class Waves:
     def forget(self, step_id: str) -> None:
         self.state.current_steps = [step for step in self.state.current_steps if step.step_id != step_id]
 
+    def prepare(self) -> None:
+        """At a start or a resume: the slots a crash left, removed (their groups were killed at
+        the session's start), and the slots' folder made before any step runs."""
+        if self.state.current_steps or self.slots.listing():
+            stale = [step.step_id for step in self.state.current_steps]
+            removed = self.clean()
+            self.state.current_steps = []
+            self.loop.bus.emit(
+                EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale
+            )
+        try:
+            self.slots.prepare()
+        except OSError as exc:  # a link where the slots go: the first wave refuses it and pauses
+            self.warn(f"the worktree slots' folder was not made: {exc}")
+
     def clean(self) -> int:
         """The task's worktrees and step branches, removed (completion, or stale after a crash)."""
         self.lanes.clear()
         return self.slots.remove()
+
+    def warn(self, message: str) -> None:
+        self.loop.bus.emit(EventType.WARNING, message=message)

@@ -26,6 +26,15 @@ def _rule(pattern: str, category: Category, analysis: str, suggestion: str, *act
 
 RULES = (
     _rule(
+        r"the sandbox refused \S+; to allow it|is hidden by the sandbox; to allow it",
+        "environment",
+        "The sandbox refused the step something it needs, not the code: {line}",
+        "Do not change the code for what the sandbox refused: work without it if the step can, "
+        "else say so; a person allows it with the line above, or runs with --no-sandbox.",
+        "Read which host or path the sandbox refused",
+        "Work without it, or leave it to a person to allow",
+    ),
+    _rule(
         r"ModuleNotFoundError|No module named|ImportError|command not found|not installed|"
         r"exited 127",
         "environment",
@@ -79,6 +88,8 @@ FALLBACK = _rule(
 )
 
 
+SANDBOX_LINE = re.compile(r"^.*(?:the sandbox refused \S+|is hidden by the sandbox); to allow it.*$", re.M)
+"""What the sandbox refused, as `sandbox.blame` says it: the line a reflection names."""
 PYTEST_FAILED_RE = re.compile(r"^FAILED (?P<test>\S+::[^\s]+)", re.M)
 PYTEST_E_RE = re.compile(r"^E {2,}(?P<text>\S.*)$", re.M)
 
@@ -98,7 +109,10 @@ class HeuristicGenerator:
 
     def generate(self, failure: FailureContext) -> Reflection:
         rule = next((r for r in RULES if r.pattern.search(failure.error_output)), FALLBACK)
-        line = pytest_failure(failure.error_output) or key_line(failure.error_output)
+        refused = SANDBOX_LINE.search(failure.error_output)
+        line = (
+            refused[0] if refused else pytest_failure(failure.error_output) or key_line(failure.error_output)
+        )
         return Reflection(
             id=f"ref-{uuid.uuid4().hex[:12]}",
             task_id=failure.task_id,

@@ -15,6 +15,7 @@ from akira_cli.reflection.heuristic import HeuristicGenerator
 from akira_cli.reflection.memory import Reflection, ReflectionMemory
 from akira_cli.reflection.models import FailureContext
 from akira_cli.state.models import Attempt, LoopState, PostActionReflection, StepRecord
+from akira_cli.words import clipped
 from akira_cli.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -42,9 +43,9 @@ class HeuristicLessons:
         lesson = f"{attempt.approach} worked after {failed[-1].approach} failed" if failed else ""
         return PostActionReflection(
             outcome="success",
-            what_worked=f"{attempt.approach} passed all checks"[:100],
-            what_to_improve=improve[:100],
-            lesson_learned=lesson[:150],
+            what_worked=clipped(f"{attempt.approach} passed all checks", 100),
+            what_to_improve=clipped(improve, 100),
+            lesson_learned=clipped(lesson, 150),
         )
 
 

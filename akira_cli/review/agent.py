@@ -4,7 +4,8 @@ answer (`verdict.read_verdict`).
 
 Every reviewer command runs through `run_read_only`: the one seam where the sandbox (SPEC 15)
 confines it to a read-only work tree, on top of the presets' own read-only modes (claude's plan
-mode, codex's read-only sandbox, aider's dry run).
+mode, codex's read-only sandbox, gemini's plan mode, aider's dry run), which hold where the
+sandbox falls back.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from akira_cli.agents.presets import PRESETS, Preset
-from akira_cli.fileio import name_path
+from akira_cli.agents.presets import PRESETS, Preset, ProviderFault, UsageLimit
+from akira_cli.fileio import atomic_write, name_path
 from akira_cli.git.steps import safe
-from akira_cli.redaction import redact_bytes
 from akira_cli.runner import CommandResult, CommandRunner, tail
 from akira_cli.sections import AgentSettings, ReviewSettings
 from akira_cli.usage import Usage
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 READ_ONLY: dict[str, dict[str, object]] = {
     "claude": {"permission_mode": "plan"},
     "codex": {"command": "codex exec --json --sandbox read-only --skip-git-repo-check -"},
+    "gemini": {"extra_args": ["--approval-mode", "plan"]},
     "aider": {"extra_args": ["--dry-run"]},
 }
 """Each preset's own way of not writing files, as AgentSettings fields."""
@@ -42,6 +43,10 @@ class Answer:
     """Why the reviewer gave no usable answer ('' when it answered)."""
     usage: Usage = field(default_factory=Usage)
     """What the review used (an agent CLI's report, or the `llm` reviewer's calls)."""
+    limit: UsageLimit | None = None
+    """The reviewer's plan limit is reached: waited out as the agent's is."""
+    fault: ProviderFault | None = None
+    """The reviewer's model provider failed (429, 5xx, 529): waited out as the agent's is."""
 
 
 class ReviewerAgent(Protocol):
@@ -90,9 +95,8 @@ class CommandReviewer:
 
     def ask(self, prompt: str, runner: CommandRunner, step_id: str, attempt: int) -> Answer:
         prompt_file = self.prompts / f"review_{self.task_id}_{safe(step_id)}_{attempt}.md"
-        try:
-            prompt_file.parent.mkdir(parents=True, exist_ok=True)
-            prompt_file.write_bytes(redact_bytes(prompt.encode()))
+        try:  # secrets masked; no link a step put in .state/ is followed (`nofollow`)
+            atomic_write(prompt_file, prompt.encode(), durable=False, root=self.prompts.parent)
         except OSError as exc:
             name_path(exc, prompt_file)
             return Answer(failure=f"the review prompt could not be written: {exc}")
@@ -108,20 +112,19 @@ class CommandReviewer:
         split = bool(self.preset is not None and self.preset.split_stderr)  # as the agent reads it
         timeout = self.settings.timeout_seconds
         result = run_read_only(runner, command, timeout, stdin=prompt, env=env, preset=preset, split=split)
-        report = (
-            self.preset.read(result.output, result.exit_code, result.stderr)
-            if self.preset is not None
-            else None
-        )
-        if not result.ok:  # what it used before failing still counts
-            failure = f"{result.describe()}: {tail(result.output, 300).strip()}".strip()
-            return Answer(failure=failure, usage=report.usage if report is not None else Usage())
-        if report is None:
+        if self.preset is None:
+            if not result.ok:
+                return Answer(failure=f"{result.describe()}: {tail(result.output, 300).strip()}".strip())
             return Answer(text=result.output)
-        if report.failed or report.limit is not None:
-            why = report.limit.message if report.limit is not None else report.error
-            return Answer(failure=f"{self.name} reported a failure: {tail(why, 300)}", usage=report.usage)
-        return Answer(text=report.answer or result.output, usage=report.usage)
+        report = self.preset.read(result.output, result.exit_code, result.stderr)
+        if result.ok and report.limit is None and (not report.failed or report.refused):
+            # a read-only run that refused a tool the model asked for still answered
+            return Answer(text=report.answer or result.output, usage=report.usage)
+        said = report.limit.message if report.limit is not None else report.error
+        said = " ".join(said.split())[:300]
+        how = result.describe() if not result.ok else f"{self.name} reported a failure"
+        failure = f"{how}: {said}" if said else how
+        return Answer(failure=failure, usage=report.usage, limit=report.limit, fault=report.fault)
 
 
 class LLMReviewer:

@@ -10,9 +10,12 @@ from akira_cli.errors import AkiraError
 from akira_cli.events import EventBus, EventType
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from akira_cli.config import Config
     from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
+    from akira_cli.loop.usage_limits import LimitWaiter
     from akira_cli.review.gate import RequirementTexts, StepReview
     from akira_cli.state.models import LoopState
     from akira_cli.tasks.model import Step, TaskFile
@@ -28,37 +31,69 @@ def preflight(config: Config) -> None:
         )
 
 
+def reviewer_program(config: Config) -> str:
+    """The program `review.agent` runs ('' for `llm` or no reviewer)."""
+    from akira_cli.agents.presets import PRESETS
+
+    name = (config.review.agent or "").strip()
+    if not name or name == "llm":
+        return ""
+    preset = PRESETS.get(name)
+    return preset.executable if preset is not None else shlex.split(name)[0]
+
+
+def missing_reviewer(config: Config) -> str | None:
+    """Why every review would be `none`: the reviewer's program is not installed (said at
+    `loop start` and by `akira doctor`); None when it is found, or there is no reviewer."""
+    program = reviewer_program(config) if config.review.enabled else ""
+    if not program or shutil.which(program) is not None:
+        return None
+    from akira_cli.agents.executable import install_command
+    from akira_cli.agents.presets.versions import PINS
+
+    where = "is not on PATH" if "/" not in program else "is not an executable file"
+    pin = PINS.get(program)
+    install = "install it" + (f" ({install_command(pin.installer, pin.package, pin.version)})" if pin else "")
+    return (
+        f"the reviewer's program {program} {where}: every step it should review will be left not "
+        f"reviewed (Akira-Review: none); {install} or fix review.agent"
+    )
+
+
 def step_reviewer(
     config: Config,
     workspace: Workspace,
     state: LoopState,
     bus: EventBus,
     commits: StepCommits | None,
+    limits: LimitWaiter | None = None,
+    pause: Callable[[float], bool] | None = None,
     requirement_texts: RequirementTexts | None = None,
 ) -> StepReview | None:
+    """`limits` and `pause`: the run's usage-limit wait and its pause, to wait out the
+    reviewer's limits and provider faults as the agent's are."""
     settings = config.review
     if not settings.enabled:
         return None
     from akira_cli.review.agent import CommandReviewer, LLMReviewer, ReviewerAgent
     from akira_cli.review.diff import StepDiffs
     from akira_cli.review.gate import StepReview
+    from akira_cli.review.waits import ReviewerWaits
 
-    name = (settings.agent or "").strip()
     agent: ReviewerAgent
-    if name == "llm":
+    if (settings.agent or "").strip() == "llm":
         preflight(config)
         agent = LLMReviewer(lambda: review_client(config, bus))
     else:
-        reviewer = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
-        program = shlex.split(reviewer.line)[0] if reviewer.line.strip() else ""
-        if program and shutil.which(program) is None and "/" not in program:
-            bus.emit(
-                EventType.WARNING,
-                message=f"the reviewer's program {program} is not on PATH: every step it should "
-                "review will be left not reviewed (Akira-Review: none); install it or fix review.agent",
-            )
-        agent = reviewer
+        if (missing := missing_reviewer(config)) is not None:
+            bus.emit(EventType.WARNING, message=missing)
+        agent = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
     retry = config.reflection.enabled and config.autonomous_loop.retry_failed_steps
+    waits = (
+        ReviewerWaits(bus, limits, config.agent.max_transient_wait_seconds, pause)
+        if limits is not None and pause is not None
+        else None
+    )
     return StepReview(
         settings,
         state,
@@ -68,6 +103,7 @@ def step_reviewer(
         config.reflection.max_iterations if retry else 1,
         requirement_texts or criteria_or_ids,
         config.llm.prices,
+        waits,
     )
 
 

@@ -1,6 +1,7 @@
-"""What the reviewer reads of a step's work (SPEC 16): its diff against the tree the attempt
-started from (section 12) on a git-native run, in the main work tree or in a parallel step's
-worktree; the whole branch for `review.when: last`; the files the witness saw change otherwise."""
+"""What the reviewer reads of a step's work: on a git-native run, the step's whole diff against
+the commit it started from (every attempt's files, as its commit will hold them), in the main
+work tree or in a parallel step's worktree; the whole branch for `review.when: last`; the files
+the witness saw change otherwise."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.git.cli import Git, GitError
+from akira_cli.git.nested import outside_nested
+from akira_cli.git.worktrees import slot_git
 
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
-    from akira_cli.loop.lanes import Pending
+    from akira_cli.loop.partners import Where
+    from akira_cli.state.models import Attempt, StepRecord
 
 MAX_DIFF_CHARS = 60_000
 """The most of a diff a reviewer is sent; the rest is named by its `--stat`."""
@@ -22,28 +26,28 @@ MAX_FILE_CHARS = 4_000
 
 
 class StepDiffs:
-    """The diff of an attempt, wherever it ran. `commits`: the main work tree's step commits
-    on a git-native run (None without git)."""
+    """The diff of a step, wherever it ran. `commits`: the main work tree's step commits on a
+    git-native run (None without git)."""
 
     def __init__(self, commits: StepCommits | None, base: str | None = None) -> None:
         self.commits = commits
         self.base = base
         """The commit the task branch started from, for the whole branch's diff."""
 
-    def text(self, pending: Pending, whole_branch: bool = False) -> str:
-        attempt = pending.attempt
-        names = list(attempt.files_changed) if attempt is not None else []
+    def text(self, changed: list[str], where: Where, whole_branch: bool = False) -> str:
+        names = list(changed)
         try:
-            if pending.lane.path is not None:
-                return bounded(*slot_diff(pending.lane.path, pending.lane.workdir, names))
+            if where.path is not None and self.commits is not None:
+                git = slot_git(self.commits.run.git, where.path)
+                return bounded(*slot_diff(git, where.workdir, names))
             if self.commits is not None:
                 paths = [self.commits.workdir / name for name in names]
-                patch, stat = self.commits.diff(paths)
+                patch, stat = self.commits.step_diff(paths)
                 branch = self.branch_diff() if whole_branch else ""
                 return branch + bounded(patch.decode("utf-8", "replace"), stat)
         except (GitError, OSError) as exc:
             return f"(the diff could not be taken: {exc}; files changed: {', '.join(names) or 'none'})"
-        return files_view(pending.lane.workdir, names)
+        return files_view(where.workdir, names)
 
     def branch_diff(self) -> str:
         """The steps already committed on the task branch, for a review of the whole branch."""
@@ -58,13 +62,21 @@ class StepDiffs:
         return f"{head}\n{bounded(patch, stat)}\n\n### This step\n"
 
 
-def slot_diff(top: Path, workdir: Path, names: list[str]) -> tuple[str, str]:
-    """A parallel step's changes in its worktree against the worktree's HEAD (the wave's base,
-    where the attempt started), through a temporary index: the slot's own index is untouched."""
-    wanted = [Path(os.path.relpath(workdir / name, top)).as_posix() for name in names]
+def step_files(record: StepRecord, attempt: Attempt) -> list[str]:
+    """What every attempt of the step changed, this one's included: what its commit will hold
+    (a retry after `git.failed_attempt: keep` builds on the files the first attempt left)."""
+    return list(dict.fromkeys(name for done in [*record.attempts, attempt] for name in done.files_changed))
+
+
+def slot_diff(git: Git, workdir: Path, names: list[str]) -> tuple[str, str]:
+    """A parallel step's changes in its worktree (`git`'s) against the worktree's HEAD (the
+    wave's base, where the attempt started), through a temporary index: the slot's own index is
+    untouched. A repository the step made inside is not looked into."""
+    wanted = outside_nested(
+        git.root, [Path(os.path.relpath(workdir / name, git.root)).as_posix() for name in names]
+    )
     if not wanted:
         return "", ""
-    git = Git(top)
     with tempfile.TemporaryDirectory(prefix="akira-review-") as folder:
         env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
         git.run("read-tree", "HEAD", env=env)

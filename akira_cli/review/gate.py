@@ -1,10 +1,10 @@
 """The reviewer per step (SPEC 16), as the engine sees it: after a step's checks pass and before
-its commit, `review(pending)` asks the reviewer and turns its verdict into the attempt's fate.
+its commit, `review(...)` asks the reviewer and returns its verdict; the engine decides what it
+does to the attempt (`loop.outcomes.Outcomes.reviewed`).
 
-- approve: the attempt stays a success, its review `approved`;
-- changes: the attempt fails with the reasons (the reflection and the next prompt see them),
-  unless this is the step's `review.max_rounds`-th rejection (or its last allowed attempt): then
-  it completes `disputed`, for a person to look at;
+- approve: `approved`;
+- changes: `changes`, with the reasons, unless this is the step's `review.max_rounds`-th
+  rejection (or its last allowed attempt): then `disputed`, for a person to look at;
 - no verdict (the reviewer failed, timed out, or said nothing readable): `none`, a warning.
 """
 
@@ -14,14 +14,14 @@ import threading
 from collections.abc import Callable
 
 from akira_cli.events import EventBus, EventType
-from akira_cli.failures import signature
-from akira_cli.loop.lanes import Pending
-from akira_cli.review.agent import ReviewerAgent
-from akira_cli.review.diff import StepDiffs
+from akira_cli.loop.partners import Where
+from akira_cli.review.agent import Answer, ReviewerAgent
+from akira_cli.review.diff import StepDiffs, step_files
 from akira_cli.review.prompt import review_prompt
 from akira_cli.review.verdict import read_verdict
+from akira_cli.review.waits import ReviewerWaits
 from akira_cli.sections import ModelPrice, ReviewSettings
-from akira_cli.state.models import LoopState
+from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.state.records import ReviewResult
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
@@ -46,6 +46,7 @@ class StepReview:
         attempts_allowed: int,
         requirement_texts: RequirementTexts = requirement_ids,
         prices: dict[str, ModelPrice] | None = None,
+        waits: ReviewerWaits | None = None,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -55,6 +56,7 @@ class StepReview:
         self.attempts_allowed = attempts_allowed
         self.requirement_texts = requirement_texts
         self.prices = prices or {}
+        self.waits = waits
         self._lock = threading.Lock()  # wave steps are reviewed on their own threads
 
     def wanted(self, step: Step, task: TaskFile) -> bool:
@@ -76,21 +78,22 @@ class StepReview:
                 return False
         return True
 
-    def review(self, pending: Pending) -> None:
-        attempt, step = pending.attempt, pending.step
-        if attempt is None or attempt.outcome != "success" or not self.wanted(step, pending.task):
-            return
+    def review(
+        self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, agent: str, where: Where
+    ) -> ReviewResult | None:
+        if attempt.outcome != "success" or not self.wanted(step, task):
+            return None
         whole = self.settings.when == "last"
-        if pending.agent.name == "checkpoint" and not whole:
-            return  # it ran the project checks and changed nothing (a last one shows the whole branch)
-        reviews = [a.review for a in pending.record.window() if a.review is not None]
+        if agent == "checkpoint" and not whole:
+            return None  # it ran the project checks and changed nothing (a last one shows the whole branch)
+        reviews = [a.review for a in record.window() if a.review is not None]
         earlier = [review for review in reviews if review.verdict == "changes"]
         number = len(earlier) + 1
-        requirements = self.requirement_texts(step, pending.task)
-        diff = self.diffs.text(pending, whole)
+        requirements = self.requirement_texts(step, task)
+        diff = self.diffs.text(step_files(record, attempt), where, whole)
         prompt = review_prompt(step, requirements, attempt, diff, earlier, whole)
-        answer = self.agent.ask(prompt, pending.lane.runner, step.id, attempt.number)
-        usage = self.count(answer.usage)
+        answers = self.ask(prompt, step.id, attempt.number, where)
+        answer, usage = answers[-1], self.count(answers)
         verdict = read_verdict(answer.text) if not answer.failure else None
         result = ReviewResult(verdict="none", reviewer=self.agent.name, round=number, usage=usage)
         if verdict is None:
@@ -108,16 +111,6 @@ class StepReview:
             result.verdict, result.reasons = "disputed", verdict.reasons
         else:
             result.verdict, result.reasons = "changes", verdict.reasons
-            reasons = verdict.reasons or "(the reviewer gave no reasons)"
-            first = reasons.strip().splitlines()[0].lstrip("- ").strip()
-            attempt.outcome = "failure"
-            attempt.error = (
-                f"the reviewer asked for changes (round {number} of {self.settings.max_rounds}; "
-                f"the checks passed): {first}\n{reasons}"
-            )[:4000]
-            attempt.error_signature = f"{signature(attempt.error)} [review {number}]"
-            attempt.output_tail = f"The reviewer ({self.agent.name}) asked for changes:\n{reasons}"[-4000:]
-        attempt.review = result
         self.bus.emit(
             EventType.REVIEW,
             step.id,
@@ -129,9 +122,21 @@ class StepReview:
             tokens=usage.total_tokens,
             cost_usd=round(usage.cost_usd, 6),
         )
+        return result
 
-    def count(self, reported: Usage) -> Usage:
-        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own)."""
+    def ask(self, prompt: str, step_id: str, number: int, where: Where) -> list[Answer]:
+        """The reviewer's answers: its usage limit and provider faults waited out first."""
+        if self.waits is None:
+            return [self.agent.ask(prompt, where.runner, step_id, number)]
+        return self.waits.ask(self.agent, prompt, where.runner, step_id, number, main=where.path is None)
+
+    def count(self, answers: list[Answer]) -> Usage:
+        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own);
+        its calls are its runs (a CLI's own turns are not reviews)."""
+        reported = Usage()
+        for answer in answers:
+            reported.add(answer.usage)
+        reported.calls = len(answers)
         usage = self.priced(reported)
         with self._lock:  # wave steps are reviewed on their own threads
             self.state.usage.add(usage)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.words import counted
 
 SHOWN = {
     "approved": "review: approved",
@@ -43,6 +44,20 @@ def needs_a_look(done: list[CompletedStep]) -> str:
     return "\n## Needs a person's look\n" + "\n".join(lines) + "\n" if lines else ""
 
 
+def disputed_note(state: LoopState) -> str:
+    """What the last line adds when the reviewer still disputes steps ('' when none)."""
+    count = state.reviews.get("disputed", 0)
+    if not count:
+        return ""
+    ids = [step.step_id for step in state.completed_steps if step.review == "disputed"]
+    which = f"step {ids[0]} is" if count == 1 and ids else f"{count} steps are"
+    named = f" ({', '.join(ids)})" if count > 1 and ids else ""
+    return (
+        f", but {which} DISPUTED{named}: the reviewer still asks for changes "
+        '(see "Needs a person\'s look" in the report)'
+    )
+
+
 def usage_lines(state: LoopState) -> str:
     """The reviewer's tokens and dollars apart from the implementing agent's ('' without reviews)."""
     review = state.review_usage
@@ -50,9 +65,10 @@ def usage_lines(state: LoopState) -> str:
         return ""
     agent_tokens = state.usage.total_tokens - review.total_tokens
     agent_cost = state.usage.cost_usd - review.cost_usd
+    reviews = counted(review.calls, "review")
     return (
         f"- **Agent**: {agent_tokens} tokens, ${agent_cost:.4f}\n"
-        f"- **Reviewer**: {review.total_tokens} tokens, ${review.cost_usd:.4f}, {review.calls} call(s)\n"
+        f"- **Reviewer**: {review.total_tokens} tokens, ${review.cost_usd:.4f}, {reviews}\n"
     )
 
 

@@ -1,4 +1,5 @@
-"""Runs inside the sandbox, before the step's command (`python -I -S forward.py SOCKET PORT --
+"""The fallback where a work tree's room cannot be made (`netns.py`: no `nsenter`, ...). Runs
+inside the sandbox, before the step's command (`python -I -S forward.py SOCKET PORT --
 COMMAND...`): listens on the sandbox's own 127.0.0.1:PORT, forks, and becomes COMMAND; the fork
 hands each connection to akira's proxy through SOCKET. Only C modules are imported (`_socket`,
 `select`, `os`): this start is on every sandboxed command's path, and `socket` or `threading`

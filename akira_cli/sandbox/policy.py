@@ -4,6 +4,7 @@ hosts and variables, the environment passed in, and the proxy's host rules."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -24,25 +25,33 @@ SECRET_PATHS = (
     "~/.kube",
     "~/.npmrc",
     "~/.pypirc",
+    "~/.cargo/credentials*",
+    "~/.gem/credentials",
+    "~/.m2/settings*.xml",
+    "~/.gradle/gradle.properties",
+    "~/.terraform.d/credentials*",
+    "~/.vault-token",
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.s3cfg",
+    "~/.boto",
+    "~/.config/hub",
+    "~/.config/op",
+    "~/.config/rclone",
+    "~/.local/share/keyrings",
+    "~/.password-store",
+    "~/.cache/huggingface/token",
+    "~/.huggingface",
+    "~/.*_history",
+    "~/.mozilla",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
 )
-"""Never visible inside, even under an allowed path (a folder reads as empty, a file as empty)."""
+"""Never visible inside, even under an allowed path or a tool's folder (a folder reads as empty,
+a file as empty); a `*` in the last part matches as a shell glob."""
 
 SOCKET_PATHS = ("/run/user", "/run/docker.sock", "/var/run/docker.sock", "/run/podman")
 """Sockets a read-only mount still lets a process connect to: hidden like the secrets."""
-
-PRESET_STATE: dict[str, tuple[str, ...]] = {
-    "claude": ("~/.claude", "~/.claude.json"),
-    "codex": ("~/.codex",),
-    "gemini": ("~/.gemini",),
-    "aider": ("~/.aider*",),
-}
-"""Each agent CLI's own state, bound in writable from the real home."""
-
-PRESET_STATE_ENV: dict[str, tuple[str, ...]] = {
-    "claude": ("CLAUDE_CONFIG_DIR",),
-    "codex": ("CODEX_HOME",),
-}
-"""Where a person moves an agent CLI's state folder: bound in writable as its home folder is."""
 
 PRESET_EXECUTABLES: dict[str, tuple[str, ...]] = {
     "claude": ("claude",),
@@ -78,13 +87,19 @@ PROXY_NAMES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 
 
 def sandbox_env(
-    environ: Mapping[str, str], preset: str | None, extra: Iterable[str], home: str, proxy: str | None
+    environ: Mapping[str, str],
+    preset: str | None,
+    extra: Iterable[str],
+    home: str,
+    proxy: str | None,
+    exact: Iterable[str] = (),
 ) -> dict[str, str]:
-    """Only what SPEC 15 lists: every other variable (`*_TOKEN`, `*_SECRET`, `*_KEY`) is left out."""
-    patterns = (*BASE_ENV, *PRESET_ENV.get(preset or "", ()), *gateway_keys(preset, environ), *extra)
-    env = {
-        name: value for name, value in environ.items() if any(fnmatch.fnmatchcase(name, p) for p in patterns)
-    }
+    """Only the listed variables: every other variable (`*_TOKEN`, `*_SECRET`, `*_KEY`) is left out.
+    `exact`: names taken from the agent CLI's own configuration (codex's `env_key`), each passed
+    by its exact name, never as a pattern."""
+    passed = _passed((*BASE_ENV, *PRESET_ENV.get(preset or "", ()), *extra))
+    names = set(exact)
+    env = {name: value for name, value in environ.items() if name in names or passed.match(name)}
     env["HOME"], env["TMPDIR"] = home, "/tmp"
     if proxy is not None:
         for name in PROXY_NAMES:
@@ -93,51 +108,42 @@ def sandbox_env(
     return env
 
 
-def gateway_keys(preset: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The variable a preset's gateway reads its key from: codex's model provider's `env_key`."""
-    if preset != "codex":
-        return ()
-    from akira_cli.agents.presets.codex_config import codex_home, codex_provider
-
-    provider = codex_provider(codex_home(environ, Path.home()) / "config.toml")
-    return (provider.env_key,) if provider is not None and provider.env_key else ()
+@functools.lru_cache(maxsize=16)
+def _passed(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """The variable-name patterns as one expression: asked for every variable of every command."""
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns))
 
 
-def gateway_urls(preset: str | None, environ: Mapping[str, str]) -> list[str]:
-    """Where a person pointed the preset's CLI: its base-URL variables, codex's model provider."""
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """Where a person pointed the preset's CLI, read once at the run's start from the real home
+    (the step sees a private copy of the CLI's configuration, never the file read here)."""
+
+    urls: tuple[str, ...] = ()
+    """Its base-URL variables, and codex's model provider's `base_url`."""
+    keys: tuple[str, ...] = ()
+    """The variable the provider reads its key from (codex's `env_key`): a name, never a glob."""
+
+
+def gateway(preset: str | None, environ: Mapping[str, str], home: Path) -> Gateway:
     urls = [url for name in PRESET_BASE_URLS.get(preset or "", ()) if (url := environ.get(name))]
+    keys: list[str] = []
     if preset == "codex":
         from akira_cli.agents.presets.codex_config import codex_home, codex_provider
 
-        provider = codex_provider(codex_home(environ, Path.home()) / "config.toml")
+        provider = codex_provider(codex_home(environ, home) / "config.toml")
         if provider is not None and provider.base_url:
             urls.append(provider.base_url)
-    return urls
+        if provider is not None and _VARIABLE.fullmatch(provider.env_key):
+            keys.append(provider.env_key)
+    return Gateway(tuple(urls), tuple(keys))
 
 
 def expand(path: str, home: Path) -> Path:
     return home / path[2:] if path.startswith("~/") else (home if path == "~" else Path(path))
-
-
-def state_paths(preset: str | None, home: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:
-    """The preset's state folders and files that exist in the real home (globs expanded), and
-    the folders its variables move them to (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`)."""
-    found: list[Path] = []
-    moved = [environ.get(name, "") for name in PRESET_STATE_ENV.get(preset or "", ())]
-    moved = [m for m in moved if os.path.isabs(m) and not home.is_relative_to(m)]  # never / or ~
-    for entry in (*PRESET_STATE.get(preset or "", ()), *moved):
-        path = expand(entry, home)
-        if "*" in path.name:
-            found += sorted(p for p in path.parent.glob(path.name) if p.exists())
-        elif path.exists():
-            found.append(path)
-        elif not path.suffix:  # a folder the agent CLI has not made yet: made, so what it writes is kept
-            try:
-                path.mkdir(parents=True, exist_ok=True)
-                found.append(path)
-            except OSError:
-                pass
-    return found
 
 
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?"
@@ -189,11 +195,13 @@ def host_rules(
     base_url: str | None,
     allow: Iterable[str],
     environ: Mapping[str, str] = os.environ,
+    pointed: Gateway | None = None,
 ) -> tuple[HostRule, ...]:
-    """The proxy's rules: the preset's API hosts, the gateway a person pointed it at (its base-URL
-    variable, codex's model provider), the host of `llm.base_url`, and `sandbox.allow_hosts`."""
+    """The proxy's rules: the preset's API hosts, the gateway a person pointed it at (`pointed`,
+    read at the run's start; else read now), the host of `llm.base_url`, and `sandbox.allow_hosts`."""
     rules = [HostRule(host, 443) for host in PRESET_HOSTS.get(preset or "", ())]
-    urls = [base_url, *gateway_urls(preset, environ)]
+    pointed = pointed or gateway(preset, environ, Path.home())
+    urls = [base_url, *pointed.urls]
     rules += [rule for url in urls if (rule := url_rule(url)) is not None]
     rules += [HostRule.parse(entry) for entry in allow]
     return tuple(rules)
@@ -202,43 +210,6 @@ def host_rules(
 def allowed(rules: Iterable[HostRule], host: str, port: int) -> bool:
     host = host.lower()
     return any(rule.matches(host, port) for rule in rules)
-
-
-def tool_paths(environ_path: str, home: Path, executables: Iterable[str]) -> list[Path]:
-    """What must stay readable under the hidden home and the private /tmp for a step's tools to
-    run: PATH folders there (a `<prefix>/bin` brings its prefix: `~/.pyenv/versions/3.12`,
-    `~/.nvm/versions/node/v22`), this Python's own prefix (a venv in /tmp, as `mktemp -d` makes
-    it), akira's forwarder, where the agent CLI's executable really lies, and git's settings."""
-    import shutil
-    import sys
-
-    found: list[Path] = []
-    for entry in environ_path.split(os.pathsep):
-        folder = Path(entry)
-        if not entry or not folder.is_absolute() or not hidden(folder, home) or not folder.is_dir():
-            continue
-        found.append(folder)
-        prefix = folder.parent
-        if folder.name == "bin" and prefix not in (home, home / ".local"):
-            found.append(prefix)
-        elif prefix == home / ".local":
-            found.append(prefix / "lib")
-    for name in executables:
-        where = shutil.which(name, path=environ_path)
-        if where is not None:
-            found.append(Path(os.path.realpath(where)).parent)
-    found += [home / ".gitconfig", home / ".config" / "git"]  # who commits (credentials stay hidden)
-    found += [Path(sys.base_prefix), Path(sys.prefix), Path(os.path.realpath(sys.executable)).parent]
-    found.append(Path(__file__).resolve().parent)  # forward.py, from an editable install in the home too
-    kept = sorted(
-        {path for path in found if hidden(path, home) and path not in (home, TMP) and path.exists()},
-        key=lambda p: len(p.parts),
-    )
-    outer: list[Path] = []
-    for path in kept:  # a folder inside one already bound needs no mount of its own
-        if not any(path.is_relative_to(done) for done in outer):
-            outer.append(path)
-    return outer
 
 
 TMP = Path("/tmp")

@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
+from akira_cli.sandbox.bwrap import isolation
 from akira_cli.sections import SandboxSettings
 
-PROBE_FLAGS = (
-    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-    "--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session",
-)  # fmt: skip
+PROBE_FLAGS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net")
 USERNS_FIX = (
-    "allow unprivileged user namespaces (Ubuntu 24.04: "
+    "allow user namespaces (Ubuntu 24.04: "
     "'sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0' or an AppArmor profile for {bwrap}; "
-    "in a container: run it with user namespaces allowed)"
+    "in a container, root included: run it with user namespaces allowed, e.g. docker's "
+    "--security-opt seccomp=unconfined)"
 )
 OFF = "or run with --no-sandbox (sandbox.mode: off)"
 
@@ -77,7 +76,7 @@ def probe(settings: SandboxSettings, platform: str = sys.platform) -> Probe:
 def _try(bwrap: str) -> Probe:
     try:
         done = subprocess.run(
-            [bwrap, *PROBE_FLAGS, "true"],
+            [bwrap, *PROBE_FLAGS, *isolation(), "true"],  # a step's own: root too makes a user namespace
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=60,

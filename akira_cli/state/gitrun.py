@@ -28,6 +28,9 @@ class GitRun(BaseModel):
     """The pull request opened for the task branch (SPEC 16), once opened."""
     pr_draft: bool = False
     """It was opened as a draft (a completed run with `git.pr: ready` marks it ready)."""
+    root: str | None = None
+    """The repository's top folder, found at the start: a resume runs git there, and never
+    looks for a repository again (a step could have made a `.git` on the way)."""
 
     @field_validator("branch", "started_on")
     @classmethod

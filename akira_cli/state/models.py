@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from akira_cli.events import utcnow
+from akira_cli.state.follow import PullRequestWatch
 from akira_cli.state.gitrun import GitRun
 from akira_cli.state.records import KEEP_ATTEMPTS as KEEP_ATTEMPTS
 from akira_cli.state.records import KEEP_ENTRIES as KEEP_ENTRIES
@@ -29,7 +30,7 @@ SCHEMA_VERSION = 2
 history lives in the journal (`state/journal.py`). Version 1 files are read and trimmed."""
 KEEP_FINISHED = 3
 """Records of completed steps kept (their lessons feed the next prompts), trimmed at twice."""
-Status = Literal["running", "paused", "needs_action", "completed", "failed", "cancelled"]
+Status = Literal["running", "following", "paused", "needs_action", "completed", "failed", "cancelled"]
 
 
 class CurrentStep(Model):
@@ -212,6 +213,13 @@ class LoopState(Model):
     """Whether the last run's steps ran in the sandbox (SPEC 15); None before a run."""
     sandbox_flag: bool | None = None
     """`--sandbox` (True) or `--no-sandbox` (False) as given at start, kept for resumes."""
+    sandbox_refused: list[str] = Field(default_factory=list)
+    """What the sandbox refused steps that failed, each with the line that allows it (the last
+    `KEEP_ENTRIES`), for `akira doctor`."""
+    follow: bool = False
+    """`--follow` given at start (or `akira pr follow`): follow the pull request, kept for resumes."""
+    pull_request: PullRequestWatch | None = None
+    """The pull request followed after the push, once following began."""
     _sealed: set[str] = PrivateAttr(default_factory=set)
     """Ids of the completed steps sealed into the journal (read back by the store on load)."""
     _done: tuple[int, set[str]] = PrivateAttr(default=(-1, set()))

@@ -96,6 +96,9 @@ class Attempt(Model):
     """A failed attempt's changes on a git-native run: `.state/attempts/<task>/<step>-<n>.patch`."""
     review: ReviewResult | None = None
     """The reviewer's verdict (SPEC 16), when a reviewer looked at this attempt."""
+    refused: list[str] = Field(default_factory=list)
+    """What the sandbox refused a failed attempt, each with the line that allows it: in `error`
+    too, what stopped it first, the rest after."""
 
     @property
     def verified(self) -> bool:
@@ -105,7 +108,10 @@ class Attempt(Model):
         return bool(deterministic) and all(c.passed for c in checks)
 
     def summary(self) -> str:
-        """The error's most telling line: what a retry prompt lists per failure."""
+        """The error's most telling line: what a retry prompt lists per failure. What the sandbox
+        refused, when that stopped the attempt, comes first in the error and is that line."""
+        if self.refused and self.error.startswith(self.refused[0]):
+            return self.refused[0]
         return key_line(self.error) if self.error.strip() else "failed"
 
     def render(self, full: bool = True) -> str:

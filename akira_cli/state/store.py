@@ -142,6 +142,15 @@ class StateStore:
     def exists(self, task_id: str) -> bool:
         return self.path(task_id).exists() or self.archived_path(task_id).exists()
 
+    def refuse_older(self, state: LoopState, resume: str) -> None:
+        """Raises when the task's saved state is a later save than `state`: another process ran
+        the task after `state` was read, and running from it or saving it would drop what that
+        process recorded (the state is the ledger). `resume`: the command that reads it anew."""
+        if self.exists(state.task_id) and self.load(state.task_id).saves > state.saves:
+            raise AkiraError(
+                f"another process ran {state.task_id} after this one read its state; run {resume}"
+            )
+
     def journal_path(self, task_id: str) -> Path:
         return self.history_dir / f"{task_id}.jsonl"
 
@@ -308,6 +317,14 @@ class StateStore:
         log = self._logs.pop(state.task_id, None) or savelog.SaveLog(self.log_path(state.task_id))
         log.remove()  # the archived state file is durable on its own
         return target
+
+    def unarchive(self, task_id: str) -> None:
+        """An archived state goes back among the active ones (a finished run's pull request is
+        followed again), so that no loop has two state files."""
+        archived = self.archived_path(task_id)
+        if archived.exists() and not self.path(task_id).exists():
+            os.replace(archived, self.path(task_id))
+            fsync_dir(self.dir)
 
     def task_ids(self) -> list[str]:
         ids = {p.stem[len(PREFIX) :] for p in self._files()}

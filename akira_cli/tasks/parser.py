@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from shlex import quote
 
-from akira_cli.tasks import directives
+from akira_cli.tasks import boxes, directives
 from akira_cli.tasks.directives import DIRECTIVES, STEP_ID
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.reading import BOM
@@ -27,12 +27,6 @@ LINE_RE = re.compile(
     r"(?:\[(?P<box>[ xX~-])\](?!\()(?P<optional>\\?\*)?[ \t]*)?)?(?P<rest>.*)"
 )
 """Every line: its indentation, list marker, checkbox and the text after them."""
-BAD_BOX_RE = re.compile(r"\[(?P<inner>[ \t]*[^\]\s]{0,2}[ \t]*)\](?=[ \t]|$)")
-"""What a list item opens with when its checkbox is mistyped: `[]`, `[ x ]`, `[y]`, `[xx]`, `[✓]`.
-A link (`[a](b)`), spec-kit's `[P]` and a number (`[1]`) are not boxes."""
-GLUED_BOX_RE = re.compile(r"(?P<marker>[-*+])\[(?P<box>[ xX~-])\]")
-"""A checkbox glued to its list marker (`-[ ] 4. Title`, `*[x]`): Markdown reads no list item,
-so it would be folded into the step above as text."""
 STEP_ID_RE = re.compile(
     rf"(?P<bold>\*\*)?(?i:task[ \t]+)?(?P<id>{STEP_ID})"
     r"(?:[.:)]|[ \t]+[-–—:])?(?(bold)\*\*)[.:]?(?=[ \t]|$)[ \t]*"
@@ -91,6 +85,7 @@ class _Parser:
         """The last step with each written number (a repeated number's later step wins)."""
         self.heading: str | None = None
         self.warnings: list[str] = []
+        self.bad_boxes: list[boxes.BadBox] = []
 
     def warn(self, line: int, message: str) -> None:
         self.warnings.append(f"{quote(str(self.path))}:{line}: {message}")
@@ -132,12 +127,8 @@ class _Parser:
             self._add_step(number, box_offset, width, box, optional is not None, rest)
         elif line[0] == "#":
             self._heading(line)
-        elif marker is None and (glued := GLUED_BOX_RE.match(rest)):
-            raise self.error(
-                number,
-                f"'{glued[0]}' has no space after its list marker, so it is no checkbox",
-                f"write '{glued['marker']} [{glued['box']}]'",
-            )
+        elif marker is None and (glued := boxes.GLUED_BOX_RE.match(rest)):
+            self.bad_boxes.append(boxes.BadBox(number, glued[0], f"{glued['marker']} [{glued['box']}]"))
         else:
             self._body_line(number, width, marker is not None, rest.strip())
 
@@ -261,15 +252,12 @@ class _Parser:
     # --- lines under a step ------------------------------------------------------------------
 
     def _body_line(self, number: int, indent: int, bulleted: bool, content: str) -> None:
-        if bulleted and content[:1] == "[" and (bad := BAD_BOX_RE.match(content)):
+        if bulleted and content[:1] == "[" and (bad := boxes.BAD_BOX_RE.match(content)):
             inner = bad["inner"].strip()
             if inner != "P" and not inner.isdigit():
                 # Read as a note, the step would silently never run, and the task end "done".
-                raise self.error(
-                    number,
-                    f"'{bad[0]}' is not a checkbox",
-                    "write '[ ]' for a step to do or '[x]' for a done one",
-                )
+                self.bad_boxes.append(boxes.BadBox(number, bad[0]))
+                return
         owner = self._owner(indent)
         if owner is None or not content:
             self.continued = None
@@ -344,6 +332,8 @@ class _Parser:
     # --- end of file -------------------------------------------------------------------------
 
     def finish(self) -> TaskFile:
+        if self.bad_boxes:
+            raise boxes.refusal(self.path, self.bad_boxes)
         self._note_unclosed_block()
         if not self.steps:
             raise TaskFileError(f"{self.path}: no checkbox items ('- [ ] 1. ...'); add at least one task")

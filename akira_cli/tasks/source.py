@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from akira_cli.fileio import RACY_NS, read_bounded
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import parse_task_text, read_task_bytes
-from akira_cli.tasks.writeback import set_box
+from akira_cli.tasks.writeback import write_box
 
 
 class TaskSource:
@@ -24,10 +23,9 @@ class TaskSource:
     def __init__(self) -> None:
         self._key: tuple[int, int, int] | None = None
         self._task: TaskFile | None = None
-        self._data: bytearray | None = None
+        self._data: bytes | None = None
+        """The bytes `_task` was parsed from, as akira last read or wrote them."""
         self._seen = 0
-        self.stat: os.stat_result | None = None
-        """The file's stat right after akira's last checkbox write."""
 
     @classmethod
     def seeded(cls, path: Path, data: bytes, task: TaskFile) -> TaskSource:
@@ -38,42 +36,34 @@ class TaskSource:
         seen = time.time_ns()
         stat = path.stat()
         if _same_size(path, stat.st_size) == data:  # after the stat: a later edit moves its time
-            source._task, source._data = task, bytearray(data)
+            source._task, source._data = task, data
             source._key, source._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), seen
         return source
 
     def load(self, path: Path) -> TaskFile:
+        seen = time.time_ns()  # before the look: an edit in the same tick is after it
         stat = path.stat()
         key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         if key == self._key and self._task is not None:
             if stat.st_mtime_ns < self._seen - RACY_NS:
                 return self._task
-            data = _same_size(path, stat.st_size) or read_task_bytes(path)
-            if self._data is not None and self._data == data:
-                self._seen = time.time_ns()
+            if self._data is not None and self._data == (_same_size(path, stat.st_size) or b""):
+                self._seen = seen
                 return self._task
-        else:
-            data = read_task_bytes(path)
-        self._task, self._data = parse_task_text(data, path), bytearray(data)
-        self._key, self._seen = key, time.time_ns()
+        data = read_task_bytes(path)
+        self._task, self._data = parse_task_text(data, path), data
+        self._key, self._seen = key, seen
         return self._task
 
     def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
+        """Writes one checkbox by the step's id (see `write_box`), patching the last parse
+        while the file still holds the bytes it was parsed from."""
+        seen = time.time_ns()
+        known = (self._task, self._data) if self._task is not None and self._data is not None else None
+        task, data = write_box(path, step_id, box, known)
         stat = path.stat()
-        fresh = self._task is not None and self._key == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        known = self._task if fresh else None
-        task = set_box(path, step_id, box, known=known)
-        step = task.get(step_id)
-        if task is known and self._data is not None and step is not None:
-            self._data[step.box_offset : step.box_offset + 1] = box.encode()  # what akira wrote
-        else:
-            self._data = None  # parsed anew by set_box: the next load reads the bytes again
-        self.stat = stat = path.stat()
-        self._task, self._key, self._seen = (
-            task,
-            (stat.st_ino, stat.st_mtime_ns, stat.st_size),
-            time.time_ns(),
-        )
+        self._task, self._data = task, data
+        self._key, self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), seen
         return task
 
 

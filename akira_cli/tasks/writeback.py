@@ -1,19 +1,27 @@
 """Write a step's checkbox back into tasks.md, and read the feature's requirements.md.
 
-Write-back changes exactly one byte; everything else in the file stays as the person wrote it.
+Write-back changes exactly one byte, the step's own; everything else in the file stays as the
+person wrote it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from akira_cli.fileio import name_path
+from akira_cli.tasks import lease
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+from akira_cli.tasks.parser import SETTLE_SECONDS, TaskFileError, parse_task_text, read_task_bytes
 
 WRITABLE_BOXES = (" ", "x", "X", "-", "~")
+READER_WAIT = 0.05
+"""How long a box waits for a write lease while other processes have the file open, before it
+is written without one when they only read it (a pager kept open on tasks.md)."""
 
 REQUIREMENT_HEADING_RE = re.compile(
     r"#{2,4}[ \t]+Requirement[ \t]+(?P<id>\d+(?:\.\d+)*)\.?[ \t]*"
@@ -25,32 +33,93 @@ CRITERION_RE = re.compile(r"[ \t]*(?:(?P<number>\d+)[.)]|[-*+])[ \t]+(?P<text>.+
 MARKUP_RE = re.compile(r"\*\*|__")
 
 
-def set_box(path: Path, step_id: str, char: str, known: TaskFile | None = None) -> TaskFile:
-    """Set one step's checkbox to `char` and return the file as it now is on disk.
+def set_box(path: Path, step_id: str, char: str) -> TaskFile:
+    """Set one step's checkbox to `char` and return the file as it now is on disk."""
+    return write_box(path, step_id, char)[0]
 
-    `known` is a parse of the file's current content: when its box offset still points at a
-    checkbox, the file is patched without reading or parsing it again (the loop does this every
-    step, so the cost does not grow with the file).
+
+def write_box(
+    path: Path, step_id: str, char: str, known: tuple[TaskFile, bytes] | None = None
+) -> tuple[TaskFile, bytes]:
+    """Set one step's checkbox to `char`: the file as it now is on disk, parsed, and its bytes.
+
+    The box is written by the step's identity, never by a line number or an offset alone: only
+    while the file holds exactly the bytes the step's offset was parsed from, checked and written
+    under a write lease (`tasks.lease`) that keeps every other process from opening the file
+    meanwhile (see `_patch` for a file a pager keeps open). A person's edit that moved the step's
+    line (a swap, a rewrite in place) makes the file be read and parsed again, and the step found
+    again by its id.
+
+    `known` is a parse of the file and the bytes it was parsed from (the loop's last look): while
+    the file still holds them, it is patched without being parsed again (the loop does this
+    every step, so the cost does not grow with the number of steps).
     """
     if char not in WRITABLE_BOXES:
         raise ValueError(f"checkbox character must be one of {WRITABLE_BOXES}, got {char!r}")
-    step = known.get(step_id) if known is not None else None
-    if known is not None and step is not None and _patch(path, step, char):
-        return known
-    task_file = parse_task_text(read_task_bytes(path), path)
-    step = task_file.get(step_id)
-    if step is None:
-        raise TaskFileError(f"{path}: no step with id '{step_id}'; check the id against the task file")
-    if step.box != char and not _patch(path, step, char):
-        raise TaskFileError(f"{path}: changed while its checkbox was being written; it is read again")
-    return task_file
+    for _ in range(3):
+        task_file, data = known or _parsed(path)
+        step = task_file.get(step_id)
+        if step is None:
+            raise TaskFileError(f"{path}: no step with id '{step_id}'; check the id against the task file")
+        if step.box == char and known is None:
+            return task_file, data
+        written = _patch(path, step, char, data)
+        if written is not None:
+            return task_file, written
+        known = None  # the file changed since it was parsed: read it again
+    raise TaskFileError(f"{path}: changed while its checkbox was being written; it is read again")
 
 
-def _patch(path: Path, step: Step, char: str) -> bool:
-    """Writes one byte in place when the three bytes around it are still `[box]`: it cannot
-    tear, the inode and the rest of the file stay as they are. Not fsynced on purpose: the
-    state file is the truth, and the loop re-ticks completed steps from it after a crash."""
-    at = step.box_offset
+def _parsed(path: Path) -> tuple[TaskFile, bytes]:
+    data = read_task_bytes(path)
+    return parse_task_text(data, path), data
+
+
+def _patch(path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
+    """Writes one byte in place while the file holds exactly `seen` (the bytes `step` was
+    parsed from): the bytes now, or None when the file holds other bytes. The inode and the rest
+    of the file stay as they are. Not fsynced on purpose: the state file is the truth, and the
+    loop re-ticks completed steps from it after a crash.
+
+    Compared and written under a write lease, granted only while no other process has the file
+    open: one that opens it for a moment (a person's read before a save) is waited for. A file
+    that another process keeps open only to read it (a pager) is compared and written without a
+    lease after `READER_WAIT`, once a read lease shows that no process has it open for writing;
+    a writer is waited for, up to `SETTLE_SECONDS`."""
+    started = time.monotonic()
+    while True:
+        with _opened(path) as fd:
+            try:
+                lease.hold(fd, write=True)  # False (no leases here): written as before, unleased
+            except lease.Busy:
+                pass
+            else:
+                return _write(fd, path, step, char, seen)
+        waited = time.monotonic() - started
+        if waited >= READER_WAIT and not lease.written_to(path):
+            with _opened(path) as fd:
+                return _write(fd, path, step, char, seen)
+        if waited >= SETTLE_SECONDS:
+            raise TaskFileError(f"{path}: another process keeps it open for writing")
+        time.sleep(0.002)
+
+
+def _write(fd: int, path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
+    try:
+        if os.pread(fd, len(seen) + 1, 0) != seen:
+            return None
+        if step.box != char:
+            os.pwrite(fd, char.encode("ascii"), step.box_offset)
+            step.box = char
+    except OSError as exc:
+        name_path(exc, path)
+        raise
+    return seen[: step.box_offset] + char.encode("ascii") + seen[step.box_offset + 1 :]
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[int]:
+    """The task file open for writing; closing it lets go of a lease taken on it."""
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
@@ -60,15 +129,7 @@ def _patch(path: Path, step: Step, char: str) -> bool:
             f"{path}: cannot write the task file ({exc.strerror}); check its permissions"
         ) from None
     try:
-        if os.pread(fd, 3, at - 1) != f"[{step.box}]".encode():
-            return False
-        if step.box != char:
-            os.pwrite(fd, char.encode("ascii"), at)
-            step.box = char
-        return True
-    except OSError as exc:
-        name_path(exc, path)
-        raise
+        yield fd
     finally:
         os.close(fd)
 

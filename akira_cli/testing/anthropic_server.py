@@ -52,12 +52,11 @@ class Anthropic:
         )
 
     def tool_call(self, body: dict[str, Any], path: str, script: Script) -> Reply:
-        block = {
-            "type": "tool_use",
-            "id": f"toolu_{next(_ids):04d}",
-            "name": "Write",
-            "input": {"file_path": str(script.workdir / script.file), "content": script.content},
-        }
+        name, given = script.call or (
+            "Write",
+            {"file_path": str(script.workdir / script.file), "content": script.content},
+        )
+        block = {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": name, "input": given}
         return self._message(body, block, "tool_use")
 
     def text(self, body: dict[str, Any], path: str, text: str) -> Reply:

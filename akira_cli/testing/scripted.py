@@ -8,6 +8,9 @@ Completions, Gemini generateContent), the server plays the same script:
   that writes `Script.file` (the CLI's own write tool), and once the result of that call is in
   the conversation, with the final text `Script.answer`;
 - a side request (no tools: titles, topic checks) is answered with a short text;
+- with `Script.plan`, a main request is answered with the tool call the plan picks from the
+  conversation so far (in the Anthropic dialect), or the final text when it picks none: how a
+  model drives an agent's MCP tools;
 - `Script.faults` come first, in order, one per main request: an HTTP error (429, 500, 529, 401),
   a plan limit or a usage limit in the provider's own shape, each `times` in a row;
 - `Script.bad_key` answers every request with the provider's 401.
@@ -21,8 +24,8 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -62,6 +65,14 @@ class Script:
     answer: str = "Done: wrote hello.txt."
     faults: list[Fault] = field(default_factory=list)
     bad_key: bool = False
+    plan: Callable[[dict[str, Any]], ToolCall | None] | None = None
+    """Picks the next tool call from a main request's body, or None for the final text."""
+    call: ToolCall | None = None
+    """The tool call to answer with now (the plan's pick); None: the write of `file`."""
+
+
+ToolCall = tuple[str, dict[str, Any]]
+"""A tool's name and its input."""
 
 
 @dataclass
@@ -163,6 +174,11 @@ class ScriptedServer:
                     self._faults.pop(0)
         if fault is not None:
             return dialect.fault(fault), True
+        if script.plan is not None:
+            call = script.plan(body)
+            if call is None:
+                return dialect.text(body, path, script.answer), True
+            return dialect.tool_call(body, path, replace(script, call=call)), True
         if dialect.has_tool_result(body):
             return dialect.text(body, path, script.answer), True
         return dialect.tool_call(body, path, script), True

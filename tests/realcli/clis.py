@@ -153,7 +153,7 @@ CLIS: dict[str, RealCli] = {
     "aider": RealCli(
         "aider",
         ChatCompletions,
-        ["aider", "--yes-always", "--no-pretty", "--message-file", "{prompt_file}"],
+        ["aider", "--yes-always", "--no-pretty", "--message-file", "{prompt_file}", "--no-git"],
         "shim/aider",
     ),
 }

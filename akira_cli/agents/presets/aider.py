@@ -1,4 +1,6 @@
-"""aider: `aider --yes-always --no-pretty --message-file {prompt_file}`.
+"""aider: `aider --yes-always --no-pretty --message-file {prompt_file} --no-git` (akira owns the
+repository and commits each step itself; in the sandbox `.git/` is read-only, where aider's own
+`git add` of a file it creates, and so the file's content, would fail).
 
 Follows aider-chat 0.86.2, which prints plain text: after each model reply a summary line
 `Tokens: 2.3k sent, 1.2k cache hit, 512 received. Cost: $0.01 message, $0.05 session.` (`k` and
@@ -51,7 +53,7 @@ class Aider:
     key_hint = "set the provider's key aider uses (OPENAI_API_KEY, ANTHROPIC_API_KEY, or --api-key)"
 
     def command(self, settings: AgentSettings, session_id: str | None) -> str:
-        base = settings.command or "aider --yes-always --no-pretty --message-file {prompt_file}"
+        base = settings.command or "aider --yes-always --no-pretty --message-file {prompt_file} --no-git"
         return " ".join([base, *settings.extra_args])
 
     def read(self, output: str, exit_code: int | None, stderr: str = "") -> CliReport:

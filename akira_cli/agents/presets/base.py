@@ -45,6 +45,10 @@ class CliReport:
     fault: ProviderFault | None = None
     running_total: bool = False
     """`usage` is the conversation's total so far (codex's `exec resume`), not this run's."""
+    refused: list[str] = field(default_factory=list)
+    """Tools the CLI's permission mode refused in a run that otherwise answered (claude's
+    `permission_denials`): a failed attempt for an agent, which had to write; a reviewer's
+    answer still counts, since it was asked to read only."""
 
 
 class Preset(Protocol):

@@ -79,6 +79,8 @@ class Claude:
                 f"error: claude's permission mode refused {'; '.join(denials)}, which changed nothing "
                 "(agent.permission_mode sets --permission-mode)"
             )
+            if not report.failed:
+                report.refused = denials
             report.error = f"{report.error}\n{said}".strip() if report.failed else said
             report.failed = True
         return report

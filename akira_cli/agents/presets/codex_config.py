@@ -1,12 +1,12 @@
 """The model provider codex's `config.toml` selects (`$CODEX_HOME`, else `~/.codex`): where a
 person points codex at a gateway, and the variable its key is read from. `akira doctor` checks
-that variable; the sandbox passes it in and lets the gateway's host through its proxy."""
+that variable; the sandbox, reading it once at the run's start from the real file, passes that
+one variable in by its exact name and lets the gateway's host through its proxy."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 
@@ -24,17 +24,7 @@ def codex_home(environ: Mapping[str, str], home: Path) -> Path:
 
 def codex_provider(config: Path) -> Provider | None:
     """The custom provider `config.toml` selects; None for OpenAI's own, or a file that cannot
-    be read (codex itself says what is wrong with it). The sandbox asks before every command it
-    wraps: the file is parsed again only when its stat changes."""
-    try:
-        stat = config.stat()
-    except OSError:
-        return None
-    return _parsed(config, stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=8)
-def _parsed(config: Path, mtime_ns: int, size: int) -> Provider | None:
+    be read (codex itself says what is wrong with it)."""
     import tomllib
 
     try:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def at_start(workspace: Workspace, cfg: Config, pending: list[Step]) -> None:
-    from akira_cli.loop.session import agent_workdir
+    from akira_cli.api.run import agent_workdir
 
     require_agent_executable(cfg.agent.kind, pending, cfg, agent_workdir(workspace, cfg))
 
@@ -25,9 +25,9 @@ def at_start(workspace: Workspace, cfg: Config, pending: list[Step]) -> None:
 def at_resume(workspace: Workspace, cfg: Config, state: LoopState) -> None:
     """The steps left are read from the task file wherever a person moved it; a task file that
     cannot be read is left to the run, which says what is wrong with it."""
+    from akira_cli.api.run import agent_workdir
     from akira_cli.errors import AkiraError
     from akira_cli.loop.conditions import TaskLocator
-    from akira_cli.loop.session import agent_workdir
     from akira_cli.tasks.parser import parse_task_text, read_task_bytes
 
     path = TaskLocator.of(workspace, state).locate(Path(state.task_path))

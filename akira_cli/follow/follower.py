@@ -1,0 +1,346 @@
+"""Following the pull request after the push (the loop's `Follower`): look at it every
+`poll_seconds`, let `watch.decide` say what comes next, and carry that out.
+
+A round turns each failed check into a step `ci-N` and each person's review comment into a step
+`review-N`, worked by the loop's own engine (the agent, the sandbox, the task's checks, the
+reviewer) and committed once each (`git.steps.Message`: no tick, the fix's own trailers). The
+round is pushed only once all its steps passed their checks, then the threads are answered and
+the watching starts again from the new head. The state records every round before its work
+starts, so a resume finishes the round it was in; a stop hook pauses the watching as a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from akira_cli.errors import AkiraError, LoopStop, NeedsPerson, PullRequestGreen, PullRequestNeedsPerson
+from akira_cli.events import EventBus, EventType, utcnow
+from akira_cli.follow.forge import Comment, Forge, ForgeError, Seen
+from akira_cli.follow.prompts import FollowPrompts, summary_of
+from akira_cli.follow.signature import first_failing_line, log_tail
+from akira_cli.follow.watch import Fix, GiveUp, Green, ReadLogs, Wait, decide
+from akira_cli.git.steps import Message
+from akira_cli.redaction import redact
+from akira_cli.sections import FollowSettings
+from akira_cli.state.follow import KEEP_ROUNDS, FixItem, PullRequestWatch, Round
+from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.records import passed_checks
+from akira_cli.tasks.model import Step, TaskFile
+
+if TYPE_CHECKING:
+    from akira_cli.git.steps import StepCommits
+    from akira_cli.loop.conditions import Guard
+    from akira_cli.loop.engine import StepEngine
+
+FORGE_TRIES = 3
+"""The forge's tool failing this many looks in a row needs a person."""
+STARTS = ("completed", "task_in_done")
+"""The stops after which following begins (a completed run whose pull request is open)."""
+
+
+class Host(Protocol):
+    """What the follower works with of the loop (`loop.core.AutonomousLoop`)."""
+
+    state: LoopState
+    bus: EventBus
+    engine: StepEngine
+    guard: Guard
+
+    def checkpoint(self, *, defer_sync: bool = False) -> None: ...
+
+    def account(self) -> None: ...
+
+    def pause(self, seconds: float) -> bool: ...
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Follower:
+    settings: FollowSettings
+    commits: StepCommits
+    forge: Callable[[str], Forge]
+    """The forge of the pull request at a URL."""
+    host: Host | None = None
+    clock: Callable[[], datetime] = now
+    failures: int = field(default=0, init=False)
+
+    def attach(self, host: Host) -> None:
+        """Plugs into the loop: its engine's prompts learn the fix steps."""
+        self.host = host
+        host.engine.prompts = FollowPrompts(host.engine.prompts, self.item_for, lambda: self.record.url)  # type: ignore[arg-type]
+
+    @property
+    def loop(self) -> Host:
+        assert self.host is not None
+        return self.host
+
+    @property
+    def record(self) -> PullRequestWatch:
+        record = self.loop.state.pull_request
+        assert record is not None
+        return record
+
+    def active(self) -> bool:
+        record = self.loop.state.pull_request
+        return record is not None and record.phase != "green"
+
+    def after(self, stop: LoopStop) -> None:
+        """A completed run whose pull request is open begins to follow it."""
+        state = self.loop.state
+        if stop.condition not in STARTS or state.git is None or not state.git.pr_url:
+            return
+        state.pull_request = start_watch(state, self.settings.max_rounds, self.commits.run.plumb.head()[0])
+        state.status = "following"
+        self.loop.bus.emit(EventType.FOLLOW, action="started", url=state.git.pr_url)
+
+    def follow(self) -> None:
+        """Follows the pull request until it is green or needs a person; raises that stop."""
+        record, state = self.record, self.loop.state
+        if record.phase == "needs_action":  # a person resumed it: a new budget of rounds
+            record.phase, record.round, record.seen, record.gave_up = "following", 0, {}, ""
+        record.max_rounds, state.status = self.settings.max_rounds, "following"
+        forge = self.forge(record.url)
+        if not record.account:
+            record.account = self.ask(forge.account)
+        self.loop.checkpoint()
+        if (open_round := record.open_round()) is not None:
+            self.finish(open_round, forge)
+        while True:
+            self.loop.guard.check_hook(state)
+            decision = self.look(forge)
+            if isinstance(decision, Green):
+                record.phase, record.checks, record.waiting_for = "green", "green", 0
+                self.loop.bus.emit(EventType.FOLLOW, action="green", url=record.url, rounds=record.round)
+                rounds = f"{record.round} fix round{'' if record.round == 1 else 's'}"
+                raise PullRequestGreen(f"the pull request is green after {rounds}")
+            if isinstance(decision, GiveUp):
+                record.phase, record.gave_up, record.last_log = "needs_action", decision.why, decision.log
+                raise PullRequestNeedsPerson(decision.why)
+            if isinstance(decision, Fix):
+                self.finish(self.begin_round(decision), forge)
+                continue
+            if self.loop.pause(self.settings.poll_seconds):
+                self.loop.guard.check_hook(state)
+
+    def look(self, forge: Forge) -> Wait | Fix | Green | GiveUp:
+        """One look at the pull request and the decision it leads to; a failing forge tool is
+        waited out for a few looks, then needs a person."""
+        record = self.record
+        try:
+            seen = Seen(forge.head(), forge.checks() if self.settings.checks else [])
+            seen.comments = forge.comments(record.account) if self.settings.reviews else []
+            decision = decide(seen, record, self.settings, self.clock())
+            if isinstance(decision, ReadLogs):
+                seen.logs = {check.name: log_tail(forge.log(check)) for check in decision.checks}
+                decision = decide(seen, record, self.settings, self.clock())
+        except ForgeError as exc:
+            self.failures += 1
+            if self.failures >= FORGE_TRIES:
+                raise NeedsPerson(
+                    f"{forge.name} failed {self.failures} times in a row following {record.url}: {exc}"
+                ) from None
+            self.loop.bus.emit(EventType.WARNING, message=f"{forge.name} failed (tried again): {exc}")
+            return Wait(record.waiting_for, str(exc))
+        self.failures = 0
+        assert not isinstance(decision, ReadLogs)
+        before = (record.checks, record.waiting_for)
+        waiting = (
+            isinstance(decision, Wait) or bool(seen.pending()) or (self.settings.checks and not seen.checks)
+        )
+        record.checks = "red" if seen.failed() else "pending" if waiting else "green"
+        record.waiting_for = decision.waiting_for if isinstance(decision, Wait) else len(seen.pending())
+        if (record.checks, record.waiting_for) != before:
+            self.loop.bus.emit(
+                EventType.FOLLOW, action="checks", checks=record.checks, waiting_for=record.waiting_for
+            )
+            self.loop.checkpoint()
+        return decision
+
+    def ask(self, question: Callable[[], str]) -> str:
+        try:
+            return question()
+        except ForgeError as exc:
+            raise NeedsPerson(f"cannot follow {self.record.url}: {exc}") from None
+
+    def begin_round(self, fix: Fix) -> Round:
+        """The round's items, recorded before any of its work starts."""
+        record = self.record
+        record.round += 1
+        record.seen = dict(fix.signatures)
+        items = [self.check_item(record, check.name, fix) for check in fix.checks]
+        items += [review_item(record, comment) for comment in fix.comments]
+        record.rounds = [*record.rounds, Round(number=len(record.rounds) + 1, items=items)][-KEEP_ROUNDS:]
+        self.loop.bus.emit(
+            EventType.FOLLOW, action="round", round=record.round, steps=[i.step_id for i in items]
+        )
+        self.loop.checkpoint()
+        return record.rounds[-1]
+
+    @staticmethod
+    def check_item(record: PullRequestWatch, name: str, fix: Fix) -> FixItem:
+        log = fix.logs.get(name, "")
+        return FixItem(
+            step_id=record.next_id("ci"),
+            kind="ci",
+            name=name,
+            what=first_failing_line(log),
+            signature=fix.signatures.get(name, ""),
+            context=log,
+        )
+
+    def finish(self, round_: Round, forge: Forge) -> None:
+        """Works the round's open steps, pushes once they all passed, answers the comments."""
+        task = self.task()
+        for item in round_.items:
+            if item.step_id not in self.loop.state.completed_ids():
+                self.work(item, task)
+        self.pushed()
+        record = self.record
+        record.head, record.pushed_at, round_.pushed = self.commits.run.plumb.head()[0], utcnow(), True
+        self.loop.bus.emit(EventType.FOLLOW, action="pushed", round=round_.number, head=record.head[:12])
+        for item in round_.items:
+            if item.kind == "review" and not item.answered:
+                self.answer(item, forge)
+            item.context = ""  # the log or comment was the work's; the report keeps one line
+        record.checks, record.waiting_for = "pending", 0
+        self.loop.checkpoint()
+
+    def work(self, item: FixItem, task: TaskFile) -> None:
+        """One fix step, attempt after attempt as the loop works a step, until it completes (a
+        persistent failure or an exhausted step stops the loop as any step's would)."""
+        loop, state = self.loop, self.loop.state
+        step = fix_step(item)
+        self.commits.messages[step.id] = message(item)
+        while True:
+            loop.guard.check_hook(state)
+            loop.guard.check_limits(state)
+            state.iteration += 1
+            loop.bus.iteration = state.iteration
+            record = state.record(step.id, step.title)
+            number = record.window_count + 1
+            state.current_step = CurrentStep(step_id=step.id, description=step.title, attempt=number)
+            loop.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
+            if number == 1:
+                loop.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
+            loop.checkpoint()
+            try:
+                attempt = loop.engine.attempt(step, task)
+                loop.account()
+            except AkiraError as exc:
+                raise NeedsPerson(str(exc)) from None
+            if attempt.outcome == "success":
+                break
+        item.commit = attempt.commit
+        item.summary = summary_of(state.context.last_response, step.title)
+        state.completed_steps.append(
+            CompletedStep(
+                step_id=step.id,
+                description=step.title,
+                duration_seconds=attempt.duration_seconds,
+                attempts=attempt.number,
+                verified=attempt.verified,
+                commit=attempt.commit,
+                review=attempt.review.verdict if attempt.review is not None else None,
+                checks=passed_checks(attempt),
+            )
+        )
+        state.current_step = None
+        loop.bus.emit(EventType.STEP_COMPLETED, step.id, attempts=attempt.number, commit=attempt.commit)
+        loop.checkpoint()
+
+    def pushed(self) -> None:
+        """The branch is on the remote as it is here (pushed after each commit; once more now)."""
+        run, record = self.commits.run, self.loop.state.git
+        remote = run.settings.push
+        if record is None or not remote:
+            raise NeedsPerson("following a pull request needs git.push: the remote its branch is pushed to")
+        local = run.plumb.head()[0]
+        for _ in range(2):
+            said = run.git.out("ls-remote", remote, f"refs/heads/{record.branch}", check=False)
+            if said.split()[:1] == [local]:
+                return
+            self.commits.push()
+        push = run.shown("push", remote, f"{record.branch}:{record.branch}")
+        raise NeedsPerson(f"the fixes were not pushed to {remote}; push them with '{push}', then resume")
+
+    def answer(self, item: FixItem, forge: Forge) -> None:
+        said = (
+            f"Addressed in {item.commit[:7]}: {item.summary}"
+            if item.commit
+            else f"No change needed: {item.summary}"
+        )
+        comment = Comment(item.name, item.reply_to, item.on, item.author, "")
+        try:
+            forge.reply(comment, redact(said))
+        except ForgeError as exc:
+            self.loop.bus.emit(EventType.WARNING, message=f"the reply to {item.author} was not posted: {exc}")
+            return
+        item.answered = True
+        self.record.answered = [*self.record.answered, item.name][-200:]
+        self.loop.bus.emit(EventType.FOLLOW, item.step_id, action="replied", thread=item.reply_to)
+
+    def task(self) -> TaskFile:
+        from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+
+        path = Path(self.loop.state.task_path)
+        try:
+            return parse_task_text(read_task_bytes(path), path)
+        except (OSError, TaskFileError):
+            return TaskFile(path=path, steps=[])
+
+    def item_for(self, step_id: str) -> FixItem | None:
+        record = self.loop.state.pull_request
+        for round_ in reversed(record.rounds if record else []):
+            for item in round_.items:
+                if item.step_id == step_id:
+                    return item
+        return None
+
+
+def start_watch(state: LoopState, max_rounds: int, head: str) -> PullRequestWatch:
+    """The record of a pull request followed from now on (what an earlier follow answered and
+    fixed is kept: no comment is answered twice, no step id given twice)."""
+    assert state.git is not None and state.git.pr_url
+    earlier = state.pull_request
+    kept = earlier.model_dump(include={"answered", "rounds", "numbers", "account"}) if earlier else {}
+    return PullRequestWatch(
+        url=state.git.pr_url, max_rounds=max_rounds, head=head, pushed_at=utcnow(), **kept
+    )
+
+
+def review_item(record: PullRequestWatch, comment: Comment) -> FixItem:
+    body = redact(comment.body)
+    return FixItem(
+        step_id=record.next_id("review"),
+        kind="review",
+        name=comment.id,
+        what=(body.strip().splitlines() or [""])[0][:160],
+        context=body[:8000],
+        author=comment.author,
+        where=comment.where,
+        reply_to=comment.reply_to,
+        on=comment.kind,
+    )
+
+
+def fix_step(item: FixItem) -> Step:
+    """The step the engine works: the check's name or the comment's place as its text, no
+    directive (a comment's `Run:` or `Verify:` is quoted data in the prompt, never parsed)."""
+    if item.kind == "ci":
+        title = f"Make the check `{item.name}` pass"
+    else:
+        title = f"Address {item.author}'s review comment" + (f" on {item.where}" if item.where else "")
+    return Step(id=item.step_id, title=title, box=" ", line=0, box_offset=0)
+
+
+def message(item: FixItem) -> Message:
+    if item.kind == "ci":
+        return Message(f"fix(ci): {item.name}"[:72], {"Akira-Check": item.name[:200]})
+    return Message(f"fix(review): {item.where or 'the review'}"[:72], {"Akira-Review-Thread": item.reply_to})

@@ -1,0 +1,109 @@
+"""The loop's partners, as the loop sees them: the commits of a git-native run, the reviewer,
+the reports and the follower of the pull request. The run's assembly (`akira_cli.api.run`) plugs
+in git's, the review's, the report writers and the follower; the loop's core imports none of
+them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from akira_cli.changes import Snapshot
+    from akira_cli.errors import LoopStop
+    from akira_cli.runner import CommandRunner
+    from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
+    from akira_cli.state.records import ReviewResult
+    from akira_cli.tasks.model import Step, TaskFile
+
+
+class Commits(Protocol):
+    """One commit per completed step on the task branch (`akira_cli.git.steps.StepCommits`)."""
+
+    marks: dict[str, str]
+    """Running steps' `[-]` boxes and what they were before: a commit never carries one."""
+    prompt_note: str
+    """What the agent's prompt says about commits."""
+    look: Callable[[], bytes | None] | None
+    """git's view of the work folder (`git status`) when it is the repository's top, through
+    the run's pinned repository; None: the witness walks the files."""
+
+    def before(self, files: Snapshot | None) -> None: ...
+
+    def watch_branches(self) -> None:
+        """Before an attempt: the branches as they are (kept while attempts run at once)."""
+        ...
+
+    def moved_branches(self, step: Step) -> LoopStop | None:
+        """After an attempt: the stop that pauses the run when a branch but the task's moved."""
+        ...
+
+    def commit(
+        self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, files: Snapshot | None
+    ) -> None: ...
+
+    def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None: ...
+
+    def adopt(self) -> list[str]: ...
+
+    def commit_done(self, moved_from: Path, moved_to: Path, feature: str) -> None: ...
+
+    def commit_ticks(self, feature: str) -> None: ...
+
+    def hint(self, slot: Path, workdir: Path, said: str) -> str:
+        """A line for a parallel step that failed in its worktree for want of something the main
+        work tree has; "" when there is none."""
+        ...
+
+
+class Where(Protocol):
+    """Where an attempt ran (a `loop.lanes.Lane`): its runner, its worktree slot if any, its
+    work folder."""
+
+    runner: CommandRunner
+    path: Path | None
+    workdir: Path
+
+
+class Reviewer(Protocol):
+    """A second agent's verdict on an attempt whose checks passed, before its commit,
+    or None when it is not asked; the engine decides what the verdict does to the attempt."""
+
+    def review(
+        self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, agent: str, where: Where
+    ) -> ReviewResult | None: ...
+
+
+class Reports(Protocol):
+    """The files a person reads (`akira_cli.reports`), and the pull request a run hands off."""
+
+    def progress(self, state: LoopState) -> None: ...
+
+    def completion(self, state: LoopState, open_steps: list[str], completed: list[CompletedStep]) -> None: ...
+
+    def intervention(self, state: LoopState, stop: LoopStop) -> None: ...
+
+    def escalation(self, state: LoopState, stop: LoopStop, kept: list[str], others: list[str]) -> None: ...
+
+    def hand_off(self, state: LoopState, stop: LoopStop) -> None:
+        """The pull request, when the run completes or needs a person."""
+        ...
+
+
+class Follower(Protocol):
+    """After the pull request (`follow:`): its checks and review comments followed until it is
+    green or a person is needed (`akira_cli.follow.follower.Follower`)."""
+
+    def after(self, stop: LoopStop) -> None:
+        """Told of every stop the loop settled: a completed run's open pull request is followed."""
+        ...
+
+    def active(self) -> bool:
+        """Following the pull request is under way (a resume goes on with it)."""
+        ...
+
+    def follow(self) -> None:
+        """Follows it to its end; raises the stop it ends with."""
+        ...
