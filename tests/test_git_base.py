@@ -122,3 +122,33 @@ def test_a_git_base_that_names_no_branch_is_one_line_before_anything_is_written(
         "branches: main; fix git.base in config/autonomous_loop.yaml"
     ]
     assert not (repo / ".state").exists() and git(repo, "branch", "--show-current") == "main"
+
+
+def test_a_spec_committed_only_on_the_current_branch_is_refused_before_the_switch_would_take_it(
+    tmp_path: Path,
+) -> None:
+    repo = repository(tmp_path, "git:\n  base: main\n")
+    assert start(repo, "tools").returncode == 0
+    folder = repo / ".kiro" / "specs" / "calc"
+    folder.mkdir()
+    (folder / "tasks.md").write_text(spec("calc"))
+    git(repo, "add", ".kiro/specs/calc")
+    git(repo, "commit", "-qm", "the calc spec, on akira/tools only")
+    head = git(repo, "rev-parse", "HEAD")
+    night = start(repo, "calc")
+    assert night.returncode == 1
+    assert night.stderr.splitlines() == [
+        "akira: error: .kiro/specs/calc/tasks.md is committed on akira/tools, and git.base main does "
+        "not have it: a task branch from main would start without it; merge akira/tools into main "
+        'first, or set git.base: "" in config/autonomous_loop.yaml to start from akira/tools'
+    ]
+    assert git(repo, "rev-parse", "HEAD") == head and git(repo, "branch", "--show-current") == "akira/tools"
+    assert (folder / "tasks.md").read_text() == spec("calc")
+    assert git(repo, "branch", "--list", "akira/calc") == ""
+    assert len(list((repo / ".state").glob("autonomous_loop_*.json"))) == 0  # the tools run is archived
+    # a spec not committed yet goes along to the new branch
+    git(repo, "rm", "-q", "--cached", "-r", ".kiro/specs/calc")
+    git(repo, "commit", "-qm", "calc not committed after all")
+    night = start(repo, "calc")
+    assert night.returncode == 0, night.stderr
+    assert git(repo, "log", "--format=%s", "main..akira/calc").splitlines() == ["1 Write calc"]

@@ -12,6 +12,9 @@ from test_git_runs import git
 from test_pull_requests import GH, Forge, start, workspace
 from test_spec_moves import TASKS, ended, repository, running
 
+from akira_cli import api
+from akira_cli.mcp_server.tools import answer
+
 pytestmark = pytest.mark.timeout(900)
 """Each test runs several real akira processes: on a loaded machine they take minutes."""
 
@@ -47,6 +50,13 @@ def test_starting_a_completed_spec_again_says_nothing_to_do_and_makes_no_branch(
     assert git(repo, "branch", "--list") == branches and git(repo, "rev-parse", "HEAD") == head
     assert state_files(repo) == states  # no new loop, no report of no work
     assert len(list((repo / "Logs" / "completion_reports").glob("*.md"))) == 1
+    # the run API (and the MCP tool on it) says the same, and starts nothing either
+    said = api.start(repo, ".kiro/specs/calc/tasks.md")
+    assert said.line().startswith("nothing to do: every step of ")  # the path as shown from here
+    assert said.line().endswith("/.kiro/specs/calc/tasks.md is ticked")
+    tool = answer(lambda: api.start(repo, ".kiro/specs/calc/tasks.md"))
+    assert not tool.is_error and tool.structured_content == said.data()
+    assert git(repo, "branch", "--list") == branches and state_files(repo) == states
 
 
 def test_undo_of_a_step_a_person_ticked_is_refused_and_names_the_run_that_has_its_commit(
@@ -70,6 +80,12 @@ def test_undo_of_a_step_a_person_ticked_is_refused_and_names_the_run_that_has_it
         f"its commit is in {first_id} on akira/calc: run 'akira loop undo --task-id {first_id} --step 2'"
         in line
     )
+    assert (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain")) == before
+    # through the run API, as the MCP tool undo_step calls it: a tool error with the CLI's line
+    tool = answer(lambda: api.undo(repo, "calc", "2"))
+    [said] = [content.text for content in tool.content]  # type: ignore[union-attr]
+    assert tool.is_error and "\n" not in said  # the same line, with --root as it is run from here
+    assert said.startswith(line.removesuffix("'")) and said.endswith(f" --root {repo}'")
     assert (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain")) == before
     first.unlink()  # no run remembers the step's commit: this run's own first commit is named
     [second] = [path.stem.removeprefix("autonomous_loop_") for path in state_files(repo)]

@@ -137,7 +137,7 @@ def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -
 
     git = GitRun.detect(workspace.root, path, cfg.git, no_git)
     if git is not None:
-        git.preflight()
+        git.preflight(path)
     return git
 
 

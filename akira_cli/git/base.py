@@ -30,6 +30,25 @@ def base_commit(git: Git, settings: GitSettings, shown_root: str) -> str | None:
     )
 
 
+def refuse_elsewhere(git: Git, settings: GitSettings, base: str | None, task: str, current: str) -> None:
+    """A task file committed on HEAD that `git.base`'s commit `base` lacks, or holds otherwise:
+    the task branch made from there would not have the task file the person pointed akira at
+    (the switch takes it away, or changes it). A task file not committed yet goes along."""
+    ours = git.out("rev-parse", "--verify", "-q", f"HEAD:{task}", check=False)
+    if base is None or not ours:
+        return
+    theirs = git.out("rev-parse", "--verify", "-q", f"{base}:{task}", check=False)
+    if theirs == ours:
+        return
+    where = current or "HEAD"
+    raise AkiraError(
+        f"{task} is committed on {where}, and git.base {settings.base} "
+        f"{'holds another version of it' if theirs else 'does not have it'}: a task branch from "
+        f"{settings.base} would start without it; merge {where} into {settings.base} first, or set "
+        f'git.base: "" in config/autonomous_loop.yaml to start from {where}'
+    )
+
+
 def stacked(current: str, settings: GitSettings, earlier: Iterable[GitRecord]) -> str | None:
     """A warning when the new task branch would start from `current`, an earlier run's task
     branch, because `git.base` is empty: it would carry that run's commits. `earlier`: the runs

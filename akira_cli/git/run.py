@@ -24,7 +24,7 @@ from pathlib import Path
 
 from akira_cli.config import GitSettings
 from akira_cli.errors import AkiraError
-from akira_cli.git.base import base_commit
+from akira_cli.git.base import base_commit, refuse_elsewhere
 from akira_cli.git.cli import Git, GitError, Repository, find, output_of
 from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
 from akira_cli.git.plumbing import Plumbing
@@ -110,8 +110,9 @@ class GitRun:
 
     # -- start and resume -----------------------------------------------------------------------
 
-    def preflight(self) -> str:
-        """HEAD's commit; refuses, before anything is written, what `start` could not do."""
+    def preflight(self, task: Path | None = None) -> str:
+        """HEAD's commit; refuses, before anything is written, what `start` could not do with
+        the task file `task`."""
         head = self.git.out("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
         if not head:
             first = self.shown("commit", "--allow-empty", "-m", "First commit")
@@ -133,7 +134,9 @@ class GitRun:
                 f"(its remotes: {remotes}); "
                 f"add it with {in_quotes(self.shown('remote', 'add', push, '<url>'))}, or fix git.push"
             )
-        base_commit(self.git, self.settings, self.shown_root)
+        base = base_commit(self.git, self.settings, self.shown_root)
+        if task is not None:
+            refuse_elsewhere(self.git, self.settings, base, self.relative(task), self.current_branch())
         return head
 
     def start(self, state: LoopState, feature: str) -> GitRecord:
