@@ -338,15 +338,17 @@ def test_on_stdio_nothing_but_the_protocol_reaches_stdout(repo: Akira, tmp_path:
 
 def test_a_start_racing_the_cli_runs_the_task_once(repo: Akira, tmp_path: Path) -> None:
     """`start_loop` and `akira loop start` on the same task at the same moment: one of them
-    starts it, the other is refused with one line, and each step runs once."""
-    ledger = tmp_path / "ledger"
+    starts it, the other is refused with one line, and each step runs once. The step waits at a
+    gate until both have answered: a run that completed first would have moved the spec to
+    Done/, and the other would be refused for a task file it no longer finds."""
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
     repo.write_task(
         "race",
         f"""
         # Implementation Plan
 
         - [ ] 1. Count
-          - Run: `echo run >> {ledger}; echo one > race1.txt`
+          - Run: `echo run >> {ledger}; while [ ! -e {gate} ]; do sleep 0.05; done; echo one > race1.txt`
           - Exists: `race1.txt`
         """,
     )
@@ -366,7 +368,12 @@ def test_a_start_racing_the_cli_runs_the_task_once(repo: Akira, tmp_path: Path) 
                 )
             )
             tool = await call(client, "start_loop", task="Specs/race/tasks.md")
-            return tool, await cli
+            if tool[0]:  # refused: the CLI's run waits at the gate
+                gate.touch()
+                return tool, await cli
+            answered = await cli  # started: the CLI is refused while the run waits at the gate
+            gate.touch()
+            return tool, answered
 
     (error, text, data), cli = asyncio.run(race())
     states = [

@@ -223,8 +223,11 @@ def test_undo_and_resume_update_the_same_pull_request(
     assert undone.code == 0, undone.err
     resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=120)
     assert resumed.code == 0, resumed.err
-    assert forge.verbs() == ["gh pr view", "gh pr create", "gh pr view", "gh pr edit"]
-    edit = forge.calls()[3]
+    opened = ["gh pr view", "gh pr create"]
+    undo = ["gh pr view", "gh pr edit", "gh pr ready"]  # `ready --undo`: a paused run's is a draft
+    resume = ["gh pr view", "gh pr edit", "gh pr ready"]  # completed again: ready again
+    assert forge.verbs() == [*opened, *undo, *resume]
+    edit = forge.calls()[6]
     assert edit["argv"][:5] == ["pr", "edit", "akira/feat", "--title", "feat: 2/2 steps"]  # type: ignore[index]
     assert "## Acceptance criteria" in str(edit["body"])
     assert akira.state().git.pr_url == "https://github.com/acme/app/pull/1"  # type: ignore[union-attr]
