@@ -13,7 +13,6 @@ from test_llm_client import USER, Harness
 
 from akira_cli.events import EventType
 from akira_cli.llm.types import LLMTruncated
-from akira_cli.reasoning.models import Plan, PlanStep
 from akira_cli.testing import FakeOpenAI, Reply, error, json_reply, malformed
 
 
@@ -61,19 +60,6 @@ def test_a_reply_cut_at_max_tokens_is_a_failure_of_its_own_never_retried(fake_op
     with pytest.raises(LLMTruncated, match="cut at max_tokens"):
         harness.client.structured(USER, Verdict, purpose="judge")
     assert len(fake_openai.chat_requests) == 1
-
-
-def test_plan_dependencies_that_name_no_step_do_not_block_the_plan() -> None:
-    plan = Plan(
-        goal="g",
-        steps=[
-            PlanStep(id="s1", description="first", dependencies=["none"]),
-            PlanStep(id="s2", description="second", dependencies=["s1", "the first step"]),
-        ],
-    )
-    assert [step.id for step in plan.ready()] == ["s1"]
-    plan.steps[0].status = "complete"
-    assert [step.id for step in plan.ready()] == ["s2"]
 
 
 def reason_config(akira: Akira, server: FakeOpenAI, extra: str = "") -> None:
