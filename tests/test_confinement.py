@@ -45,6 +45,7 @@ def call(box: Toolbox, name: str, **args: object) -> tuple[bool, str]:
     return result.error, result.output
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_racing_symlink_swap_never_lets_a_write_or_read_out(layout: tuple[Path, Path]) -> None:
     """Another process flips `d` between a real folder and a symlink to the outside while the

@@ -219,6 +219,7 @@ HELLO_STEP = """
 """
 
 
+@pytest.mark.slow
 def test_a_sloppy_plan_with_an_unknown_parent_still_runs_the_step(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -297,6 +298,7 @@ def test_direct_mode_never_runs_the_engine(akira: Akira, fake_openai: FakeOpenAI
     assert {kind for kind, _ in model.requests} == {"tools"}
 
 
+@pytest.mark.slow
 def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -321,6 +323,7 @@ def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
     assert phases(akira.events()) == ["A", "B", "C", "end", "A", "B", "C", "end"]
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_is_one_line_and_needs_a_person(
     akira: Akira, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -397,6 +400,7 @@ def test_a_stop_hook_stops_between_tool_calls_never_inside_one(akira: Akira, fak
     ("failing", "status", "transient"),
     [("tools", 500, True), ("tools", 400, False), ("plan", 503, True), ("plan", 400, False)],
 )
+@pytest.mark.slow
 def test_api_failures_fail_the_attempt_transient_or_not(
     akira: Akira, fake_openai: FakeOpenAI, failing: str, status: int, transient: bool
 ) -> None:
@@ -413,6 +417,7 @@ def test_api_failures_fail_the_attempt_transient_or_not(
 # -- tools through the model ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_escaping_paths_are_tool_errors_the_model_sees(
     akira: Akira, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -443,6 +448,7 @@ def test_escaping_paths_are_tool_errors_the_model_sees(
     assert errors == [True] * 6 + [False, False]
 
 
+@pytest.mark.slow
 def test_run_command_can_be_switched_off(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model(
         [
@@ -461,6 +467,7 @@ def test_run_command_can_be_switched_off(akira: Akira, fake_openai: FakeOpenAI) 
     assert "run_command" not in listed and "write_file" in listed
 
 
+@pytest.mark.slow
 def test_run_command_output_is_truncated_and_runs_in_the_workspace(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:

@@ -66,6 +66,7 @@ def reason_config(akira: Akira, server: FakeOpenAI, extra: str = "") -> None:
     akira.write_config(f"llm:\n  base_url: {server.base_url}\n  model: fake-model\n  max_retries: 0\n{extra}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--json", "text"])
 def test_reason_on_garbage_says_why_on_stderr(akira: Akira, fake_openai: FakeOpenAI, flag: str) -> None:
     reason_config(akira, fake_openai)
@@ -77,6 +78,7 @@ def test_reason_on_garbage_says_why_on_stderr(akira: Akira, fake_openai: FakeOpe
     assert line.startswith("akira: error:") and "garbage" in line
 
 
+@pytest.mark.slow
 def test_reason_over_its_token_budget_exits_4_with_one_line(akira: Akira, fake_openai: FakeOpenAI) -> None:
     reason_config(akira, fake_openai, "budget:\n  max_tokens_total: 20\n")
     profile = {
@@ -94,6 +96,7 @@ def test_reason_over_its_token_budget_exits_4_with_one_line(akira: Akira, fake_o
     assert "token budget of 20" in line
 
 
+@pytest.mark.slow
 def test_an_unreachable_judge_makes_the_step_incomplete_not_failed(akira: Akira) -> None:
     akira.write_config(
         "llm:\n  base_url: http://127.0.0.1:9/v1\n  model: m\n  max_retries: 0\n"

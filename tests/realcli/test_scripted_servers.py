@@ -101,6 +101,7 @@ def test_gemini_side_calls_get_json_that_fits_their_schema(tmp_path: Path) -> No
     assert json.loads(text) == {"score": 1, "why": "x"}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("report", ["-ra", "-rN"])
 def test_no_npm_skips_with_one_line_that_says_what_to_install(tmp_path: Path, report: str) -> None:
@@ -161,6 +162,7 @@ def pytest_run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_collecting_the_real_cli_tests_installs_nothing(tmp_path: Path) -> None:
     env = with_fake_npm(tmp_path)
@@ -171,6 +173,7 @@ def test_collecting_the_real_cli_tests_installs_nothing(tmp_path: Path) -> None:
     assert "tests/realcli/test_real_clis.py::TestNpmClis::test_ok[claude]" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_real_cli_is_installed_when_its_first_test_is_about_to_run(tmp_path: Path) -> None:
     """In that test's setup (where `timeout(func_only=True)` leaves it out of the test's time), once,
