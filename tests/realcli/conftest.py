@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def real_clis(request: pytest.FixtureRequest) -> None:
     capture = request.config.pluginmanager.get_plugin("capturemanager")
 
     def say(line: str) -> None:
-        with capture.global_and_fixture_disabled():
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
             (reporter.write_line if reporter is not None else print)(line)
 
     install_before_the_tests(names, say)
