@@ -23,6 +23,7 @@ from conftest import share_with_steps
 
 from akira_cli.cli import main
 
+pytestmark = pytest.mark.slow
 FLEET_KEYS = [
     "run_id", "task", "repo", "ref", "branch", "status", "worker", "step",
     "steps_done", "steps_total", "cost_usd", "updated_at", "message",
@@ -164,7 +165,6 @@ def test_a_run_is_worked_by_a_worker_and_lands_a_commit_per_step_on_its_branch(
     assert worker.wait(timeout=30) == 0
 
 
-@pytest.mark.slow
 def test_bad_inputs_are_one_line_each(fleet: Fleet, origin: Path, tmp_path: Path) -> None:
     task = commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `true`\n")
     loose = tmp_path / "loose" / "tasks.md"
@@ -212,7 +212,6 @@ def fleet_args(*args: str) -> list[str]:
     return [sys.executable, "-m", "akira_cli", "fleet", *args]
 
 
-@pytest.mark.slow
 def test_a_worker_killed_mid_step_is_recovered_by_another_and_each_step_lands_once(
     fleet: Fleet, origin: Path, tmp_path: Path
 ) -> None:
@@ -245,7 +244,6 @@ def assert_no_step_ran_twice_at_once(ledger: Path) -> None:
     assert overlaps == [], f"steps ran twice at once: {overlaps}"
 
 
-@pytest.mark.slow
 def test_two_workers_never_run_one_run_twice(fleet: Fleet, origin: Path, tmp_path: Path) -> None:
     ledger = tmp_path / "ledger"
     runs = [fleet.add(commit_task(origin, f"f{n}", steps(ledger, 2, prefix=f"r{n}-"))) for n in range(4)]
@@ -259,7 +257,6 @@ def test_two_workers_never_run_one_run_twice(fleet: Fleet, origin: Path, tmp_pat
     assert ends == Counter({f"r{n}-{s}": 1 for n in range(4) for s in (1, 2)})
 
 
-@pytest.mark.slow
 def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     fleet: Fleet, origin: Path, tmp_path: Path
 ) -> None:
@@ -284,7 +281,6 @@ def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     assert branch_steps(origin, "akira/feat") == Counter({"1": 1, "2": 1, "3": 1})
 
 
-@pytest.mark.slow
 def test_a_failing_setup_marks_the_run_needs_action_with_its_output(fleet: Fleet, origin: Path) -> None:
     config = origin / "config" / "autonomous_loop.yaml"
     config.write_text(config.read_text().replace('setup: ""', 'setup: "echo the-setup-broke >&2; exit 3"'))
@@ -294,7 +290,6 @@ def test_a_failing_setup_marks_the_run_needs_action_with_its_output(fleet: Fleet
     assert "the-setup-broke" in str(rows[0]["message"]) and "exited 3" in str(rows[0]["message"])
 
 
-@pytest.mark.slow
 def test_cancel_drops_a_queued_run(fleet: Fleet, origin: Path) -> None:
     run_id = fleet.add(commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `true`\n"))
     done = fleet.cli("cancel", run_id)
@@ -304,7 +299,6 @@ def test_cancel_drops_a_queued_run(fleet: Fleet, origin: Path) -> None:
     assert again.returncode == 1 and "has ended" in again.stderr
 
 
-@pytest.mark.slow
 def test_the_fleet_without_dbos_names_the_extra_and_nothing_else_imports_it(tmp_path: Path) -> None:
     blocked = (
         "import sys; sys.modules['dbos'] = None; from akira_cli.cli import main; "
@@ -356,7 +350,6 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.mark.slow
 def test_the_fleet_on_postgres_recovers_a_killed_worker_and_never_shows_the_password(
     postgres: str, origin: Path, tmp_path: Path
 ) -> None:
@@ -393,7 +386,6 @@ def test_the_fleet_on_postgres_recovers_a_killed_worker_and_never_shows_the_pass
         fleet.stop()
 
 
-@pytest.mark.slow
 def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     worker = fleet.worker("idle")
     assert worker.stderr is not None
@@ -408,7 +400,6 @@ def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     ]  # nothing between: it waited quietly, and it had no runs to hand back
 
 
-@pytest.mark.slow
 def test_a_run_recovered_after_its_loop_finished_is_completed_not_run_again(
     fleet: Fleet, origin: Path
 ) -> None:

@@ -25,7 +25,7 @@ from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 
 __all__ = ["repo"]
-pytestmark = pytest.mark.timeout(300)  # above `start`'s own bound, which kills a hung akira
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # above `start`'s own bound: it kills a hung akira
 
 SANDBOXED = pytest.param(
     (),
@@ -79,7 +79,6 @@ def untouched(folder: Path) -> bool:
 # --- reads: the spec's design.md -------------------------------------------------------------
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flags", MODES)
 @pytest.mark.parametrize("how", ["run", "agent"])
 def test_a_design_linked_to_a_key_outside_never_reaches_the_prompt(
@@ -128,7 +127,6 @@ def events_of(root: Path) -> list[Event]:
     return list(read_events(log))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flags", MODES)
 @pytest.mark.parametrize("trap", ["Done", "Done/feat_<id>"])
 def test_done_linked_out_of_the_tree_moves_nothing_out(
@@ -166,7 +164,6 @@ def wave_after(plant_step: str) -> str:
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flags", MODES)
 def test_slots_linked_out_before_the_first_wave_are_never_made_there(
     repo: Akira, tmp_path: Path, flags: tuple[str, ...]
@@ -184,7 +181,6 @@ def test_slots_linked_out_before_the_first_wave_are_never_made_there(
     assert "is a symbolic link" in repo.state().stop_reason and "delete the link" in repo.state().stop_reason
 
 
-@pytest.mark.slow
 def test_slots_linked_out_at_the_completion_delete_nothing_there(repo: Akira, tmp_path: Path) -> None:
     out = outside(tmp_path)
     repo.write_task(
@@ -201,7 +197,6 @@ def test_slots_linked_out_at_the_completion_delete_nothing_there(repo: Akira, tm
     assert any("the task's worktrees were not removed" in line for line in warnings(repo))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flags", MODES)
 def test_a_worktreeinclude_linked_out_of_the_tree_is_not_read(
     repo: Akira, tmp_path: Path, flags: tuple[str, ...]
@@ -242,7 +237,6 @@ FORGE = {
         pytest.param("agent", "parent", (), marks=SANDBOXED.marks, id="agent-parent-sandboxed"),
     ],
 )
-@pytest.mark.slow
 def test_a_forged_tick_in_a_task_file_put_in_its_place_is_never_taken(
     akira: Akira, tmp_path: Path, how: str, trap: str, flags: tuple[str, ...]
 ) -> None:
@@ -271,7 +265,6 @@ def test_a_forged_tick_in_a_task_file_put_in_its_place_is_never_taken(
         pytest.param("link", UNSANDBOXED, id="link-no-sandbox"),
     ],
 )
-@pytest.mark.slow
 def test_contains_reads_a_regular_file_in_the_tree_only_and_never_hangs(
     akira: Akira, tmp_path: Path, trap: str, flags: tuple[str, ...]
 ) -> None:

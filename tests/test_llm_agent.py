@@ -262,6 +262,7 @@ def test_adaptive_a_first_attempt_with_checks_is_one_tool_conversation(
     assert "they decide whether it is done" in user
 
 
+@pytest.mark.slow
 def test_adaptive_the_engine_runs_only_on_the_retry_with_the_failure_in_its_context(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -281,6 +282,7 @@ def test_adaptive_the_engine_runs_only_on_the_retry_with_the_failure_in_its_cont
     assert "grep -qx hi hello.txt" in plan and "Take a different approach" in plan
 
 
+@pytest.mark.slow
 def test_adaptive_a_step_without_checks_runs_the_engine_at_once(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -292,6 +294,7 @@ def test_adaptive_a_step_without_checks_runs_the_engine_at_once(
     assert akira.state().steps["1"].attempts[0].approach == "llm (reasoning)"
 
 
+@pytest.mark.slow
 def test_direct_mode_never_runs_the_engine(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model([call("write_file", path="notes.md", content="# Notes\n"), call("finish", summary="done")])
     assert run_step(akira, fake_openai, model, "- [ ] 1. Write some notes in notes.md\n", mode="direct") == 0
@@ -364,6 +367,7 @@ def test_llm_kind_without_an_endpoint_says_how_to_set_one(
     assert result.code == 1 and "set llm.base_url or OPENAI_BASE_URL" in result.err
 
 
+@pytest.mark.slow
 def test_the_token_budget_stops_the_loop_mid_run(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model([call("finish", summary="done")])
     code = run_step(akira, fake_openai, model, HEALTH_STEP, "budget:\n  max_tokens_total: 20\n")
@@ -589,6 +593,7 @@ def test_finish_ends_the_step_and_is_logged(box: tuple[Toolbox, list[Event]]) ->
     assert events[-1].data == {"name": "finish", "arguments": '{"summary": "all done"}', "error": False}
 
 
+@pytest.mark.slow
 def test_a_model_that_only_talks_is_nudged_once(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model(
         [lambda messages: text("I would write health.py."), lambda messages: text("Done, I think.")]

@@ -19,6 +19,8 @@ from test_git_runs import git
 from akira_cli.cli import main
 from tests.conftest import Akira
 
+pytestmark = pytest.mark.slow
+
 
 def akira_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb"}
@@ -67,7 +69,6 @@ def option_help(text: str, option: str) -> str:
     return re.split(r" --[a-z-]+ <", after, maxsplit=1)[0]
 
 
-@pytest.mark.slow
 def test_help_texts_say_what_each_command_takes(tmp_path: Path) -> None:
     for command in (
         ("loop", "status"),
@@ -95,7 +96,6 @@ def test_help_texts_say_what_each_command_takes(tmp_path: Path) -> None:
     assert "(default: fleet.worker_timeout_seconds, 60)" in timeout, timeout
 
 
-@pytest.mark.slow
 def test_an_unverified_steps_commit_says_what_its_evidence_was(akira: Akira) -> None:
     root = akira.root
     agent = root / "agent.sh"
@@ -116,7 +116,6 @@ def test_an_unverified_steps_commit_says_what_its_evidence_was(akira: Akira) -> 
     assert trailers["Akira-Checks"] == "evidence: 2 files changed"
 
 
-@pytest.mark.slow
 def test_the_panel_and_progress_say_the_rate_counts_attempts(akira: Akira) -> None:
     from akira_cli.display import LiveDisplay
 
@@ -131,7 +130,6 @@ def test_the_panel_and_progress_say_the_rate_counts_attempts(akira: Akira) -> No
     assert progress.code == 0 and "attempt success rate 100%" in progress.out, progress.out
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("where", ["top", "nested"])
 def test_a_key_given_twice_in_the_config_is_refused_with_both_lines(akira: Akira, where: str) -> None:
     text = (

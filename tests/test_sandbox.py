@@ -203,7 +203,7 @@ def leftover_sleep() -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", ["agent", "run"])
+@pytest.mark.parametrize("how", [pytest.param("agent", marks=pytest.mark.slow), "run"])
 def test_a_hostile_step_escapes_nothing(
     akira: Akira, tmp_path: Path, servers: tuple[Server, Server], how: str
 ) -> None:
