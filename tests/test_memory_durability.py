@@ -17,7 +17,7 @@ STEPS = "".join(
     for n in range(1, 41)
 )
 KILL_AT = (1, 4, 9, 15, 22, 30)
-"""Reflections written when each kill comes: one step's, then a few, then many at a time."""
+"""How many reflections the file holds when each kill comes: at the first one, then ever further on."""
 
 
 @pytest.mark.slow
