@@ -158,3 +158,25 @@ def test_help_and_status_import_only_what_they_use(tmp_path: Any) -> None:
     assert loaded_by("--help") == []
     assert loaded_by("loop", "status", "--root", str(tmp_path)) == []
     assert "akira_cli.loop.session" in loaded_by("loop", "start", "--root", str(tmp_path), "--task", "x")
+
+
+def test_loop_tasks_lists_every_layout_as_the_api_and_mcp_list_them(tmp_path: Path) -> None:
+    import json
+
+    from akira_cli import api
+
+    (tmp_path / "Specs" / "calc").mkdir(parents=True)
+    (tmp_path / "Specs" / "calc" / "tasks.md").write_text("- [x] 1. one\n- [ ] 2. two\n")
+    (tmp_path / ".kiro" / "specs" / "auth").mkdir(parents=True)
+    (tmp_path / ".kiro" / "specs" / "auth" / "tasks.md").write_text("- [ ] 1. login\n")
+    argv = [sys.executable, "-m", "akira_cli", "loop", "tasks", "--root", str(tmp_path)]
+    shown = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    listed = json.loads(shown.stdout)["tasks"]
+    assert {(t["path"], t["layout"], t["steps_done"], t["steps_total"]) for t in listed} == {
+        ("Specs/calc/tasks.md", "akira", 1, 2),
+        (".kiro/specs/auth/tasks.md", "kiro", 0, 1),
+    }
+    assert listed == api.tasks(tmp_path).data()["tasks"]
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and "Specs/calc/tasks.md  1/2 (akira)" in plain.stdout.splitlines()
