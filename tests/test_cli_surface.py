@@ -16,6 +16,7 @@ from typer.main import get_command
 from akira_cli.cli import app
 
 
+@pytest.mark.slow
 def test_version_prints_the_package_version() -> None:
     result = subprocess.run([sys.executable, "-m", "akira_cli", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("akira 0.")
@@ -46,6 +47,7 @@ def option_help(command: list[str], option: str) -> str:
     return " ".join(next(p.help for p in found.params if option in p.opts).split())
 
 
+@pytest.mark.slow
 def test_the_root_option_says_how_the_workspace_is_found_and_it_is_found_so(tmp_path: Path) -> None:
     """--root's help names $AKIRA_ROOT and the upward search, and the commands search so."""
     text = option_help(["loop", "status"], "--root")
@@ -79,6 +81,7 @@ def test_the_root_option_says_how_the_workspace_is_found_and_it_is_found_so(tmp_
     assert (other / "Done" / "example" / "tasks.md").is_file() and not (deep / ".state").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["elsewhere", "root", "inside"])
 def test_the_exit_line_names_files_that_open_from_where_the_command_ran(tmp_path: Path, where: str) -> None:
     workspace = tmp_path / "ws"
@@ -148,6 +151,7 @@ def loaded_by(*args: str) -> list[str]:
     return list(ast.literal_eval(line.removeprefix("HEAVY ")))
 
 
+@pytest.mark.slow
 def test_help_and_status_import_only_what_they_use(tmp_path: Any) -> None:
     """`akira --help` and `loop status` start fast because the loop, the LLM client, watchdog
     and Rich's live display are imported only by the commands that run them (issue 11)."""
