@@ -49,22 +49,10 @@ def ticked_bytes(
     done, as the loop will tick them after its save; the `[-]` of the other running steps
     (`marks`) as their boxes were before (a commit carries ticks only). None when the file
     cannot be read, or is not the task file akira knows (another put at its path, `TaskLocator`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    known = task_bytes(path, state)
+    if known is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or state.task_file_identity not in (
-            None,
-            (info.st_dev, info.st_ino),
-        ):
-            return None
-        data = bytearray(read_all(fd))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    data = bytearray(known)
     done = state.completed_ids() | {step.id}
     for other_id, box in (marks or {}).items():
         other = task.get(other_id)
@@ -84,6 +72,27 @@ def ticked_bytes(
             parent if parent is not None and is_done(task, parent, state.include_optional, done) else None
         )
     return bytes(data)
+
+
+def task_bytes(path: Path, state: LoopState) -> bytes | None:
+    """The task file's bytes; None when it cannot be read, or is not the task file akira knows
+    (another put at its path, `TaskLocator`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or state.task_file_identity not in (
+            None,
+            (info.st_dev, info.st_ino),
+        ):
+            return None
+        return read_all(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def checked(name: str, files_changed: list[str]) -> str:

@@ -15,17 +15,17 @@ from akira_cli.errors import BranchMoved, NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.fileio import atomic_write
-from akira_cli.git import attempts
+from akira_cli.git import attempts, moves
 from akira_cli.git.branches import BranchWatch
 from akira_cli.git.cli import GitError
 from akira_cli.git.nested import left_out
 from akira_cli.git.run import GitRun, subject
-from akira_cli.git.step_message import Message, ticked_bytes, trailers
+from akira_cli.git.step_message import Message, task_bytes, ticked_bytes, trailers
 from akira_cli.git.verify import CommitRefused
 from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.templates import render
-from akira_cli.workspace import in_quotes
+from akira_cli.workspace import Workspace, in_quotes
 
 IN_HEAD = "HEAD"
 """A file akira committed and nobody changed since: the same as in HEAD, nothing to hash."""
@@ -97,7 +97,8 @@ class StepCommits:
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
         self.note_nested(step, paths)
-        task_path = Path(self.state.task_path)
+        task_path, folders = self.moved(files)
+        paths = moves.outside(paths, folders)
         message = self.messages.get(step.id)
         ticked = ticked_bytes(task_path, task, step, self.state, self.marks) if message is None else None
         title = message.subject if message is not None else subject(step.id, step.title)
@@ -107,7 +108,7 @@ class StepCommits:
                 title,
                 trailers(self.state.task_id, step, attempt, message),
                 paths,
-                {task_path: ticked} if ticked else None,
+                {self.home: ticked} if ticked else None,  # where the branch keeps it
                 seen_by_git=self.seen_by_git,
                 changed_now=changed_now,
             )
@@ -134,10 +135,19 @@ class StepCommits:
             attempt.agent_commits = made.splitlines()[:20]
             self.bus.emit(EventType.WARNING, step.id, message=f"the agent committed itself: {made[:300]}")
 
+    @property
+    def home(self) -> Path:
+        """Where the task file lies on the task branch: its place at `loop start`."""
+        return moves.home(self.run.workspace, self.state)
+
+    def moved(self, files: Snapshot | None = None) -> tuple[Path, list[Path]]:
+        """Where the task file is now, and the folders a person moved the spec between."""
+        return moves.placed(self.run.workspace, self.state, self.workdir, files)
+
     def step_diff(self, changed: list[Path]) -> tuple[bytes, str]:
         """The patch and `--stat` of what `changed` became since HEAD, the commit the step
         started from: what its commit will hold (the reviewer's diff)."""
-        return attempts.attempt_diff(self.run, {}, changed)
+        return attempts.attempt_diff(self.run, {}, moves.outside(changed, self.moved()[1]))
 
     def hint(self, slot: Path, workdir: Path, said: str) -> str:
         """The worktree hint for a parallel step that failed in `slot` (`git.hints`)."""
@@ -148,7 +158,7 @@ class StepCommits:
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
         """A failed attempt's changes: saved as a patch, summed up for the reflection and the
         next prompt, and with `git.failed_attempt: reset` undone (the patch keeps them)."""
-        changed = [self.workdir / name for name in attempt.files_changed]
+        changed = moves.outside([self.workdir / name for name in attempt.files_changed], self.moved()[1])
         try:
             patch, stat = attempts.attempt_diff(self.run, self._dirty, changed)
         except GitError as exc:
@@ -234,7 +244,10 @@ class StepCommits:
         record = self.state.git
         if record is None or record.done_commit is not None:
             return
-        gone = self.run.git.out("ls-files", "-z", "--", self.run.relative(moved_from), check=False)
+        home = Workspace(self.run.workspace).spec_folder(self.home)  # where a person moved it from
+        gone = self.run.git.out(
+            "ls-files", "-z", "--", self.run.relative(moved_from), self.run.relative(home), check=False
+        )
         paths = [self.run.root / name for name in gone.split("\0") if name]
         paths += [path for path in moved_to.rglob("*") if path.is_file()]
         try:
@@ -253,9 +266,12 @@ class StepCommits:
         record = self.state.git
         if record is None:
             return
+        data = task_bytes(Path(self.state.task_path), self.state)  # wherever a person put it
+        if data is None:
+            return
         try:
             sha = self.run.commit(
-                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [Path(self.state.task_path)]
+                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [], {self.home: data}
             )
         except (CommitRefused, GitError) as exc:
             self.bus.emit(EventType.WARNING, message=f"the last ticks were not committed: {exc}")
@@ -270,15 +286,20 @@ class StepCommits:
         remote, record = self.run.settings.push, self.state.git
         if not remote or record is None:
             return
-        done = self.run.git.run(
-            "push", "-q", remote, f"{record.branch}:{record.branch}", check=False, timeout=300
-        )
-        if done.returncode != 0:
-            said = " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
+        said = push(self.run, record.branch, remote)
+        if said is not None:
             self.bus.emit(
                 EventType.WARNING,
                 message=f"git push to {remote} failed (tried again at the next commit): {said}",
             )
+
+
+def push(run: GitRun, branch: str, remote: str) -> str | None:
+    """The task branch to `remote`, never forced; what git said when it failed, else None."""
+    done = run.git.run("push", "-q", remote, f"{branch}:{branch}", check=False, timeout=300)
+    if done.returncode == 0:
+        return None
+    return " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
 
 
 def safe(step_id: str) -> str:
