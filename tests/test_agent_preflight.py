@@ -13,6 +13,8 @@ from akira_cli.cli import main
 from tests.support.git import git
 from tests.support.workspace import Akira
 
+pytestmark = pytest.mark.slow
+
 TOOLS = ("sh", "bash", "cat", "git", "mkdir", "echo", "true")
 FAILING_CLAUDE = """#!/bin/sh
 cat > /dev/null

@@ -19,6 +19,8 @@ from akira_cli.doctor import CHECKS, DoctorContext, Finding, register_check
 from tests.support.doctor import Machine, doctor, rows
 from tests.support.workspace import Akira
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:

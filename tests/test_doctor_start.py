@@ -14,6 +14,8 @@ import pytest
 from tests.support.doctor import Machine, doctor, rows
 from tests.support.workspace import Akira
 
+pytestmark = pytest.mark.slow
+
 GH = """#!/bin/sh
 if [ "$1 $2" = "auth status" ]; then
   if [ -f "{logged_in}" ]; then echo "github.com: Logged in to github.com account person (keyring)"; exit 0; fi

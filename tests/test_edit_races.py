@@ -24,6 +24,7 @@ from akira_cli.sections import SandboxSettings
 from tests.support.workspace import Akira
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, inotify and file leases are Linux's"),
     pytest.mark.timeout(180),
 ]
@@ -226,7 +227,7 @@ import sys
 from pathlib import Path
 
 from akira_cli.cli import main
-from akira_cli.state.store import TaskLock
+from akira_cli.state.lock import TaskLock
 
 method, signal_file, fifo, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4:]
 real = getattr(TaskLock, method)

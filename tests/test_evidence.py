@@ -12,6 +12,8 @@ from akira_cli.cli import main
 from akira_cli.config import load_config
 from tests.support.workspace import Akira
 
+pytestmark = pytest.mark.slow
+
 
 def agent(akira: Akira, script: str, extra: str = "") -> None:
     path = akira.root / "agent.sh"

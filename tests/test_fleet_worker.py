@@ -19,8 +19,6 @@ from tests.support.fleet import Fleet, branch_steps, commit_task, ledger_lines, 
 from tests.support.git import git
 from tests.support.workspace import share_with_steps
 
-pytestmark = pytest.mark.slow
-
 
 class LoggedFleet(Fleet):
     """Workers whose stderr goes to a file the test reads while they run."""
@@ -109,6 +107,7 @@ def gated(ledger: Path, gate: Path, count: int) -> str:
     return first + rest[rest.index("- [ ] 2.") :]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cancelling_a_running_run_pauses_its_loop_at_the_next_step_boundary(
     fleet: LoggedFleet, origin: Path, tmp_path: Path
@@ -140,6 +139,7 @@ def test_cancelling_a_running_run_pauses_its_loop_at_the_next_step_boundary(
     assert "Traceback" not in fleet.log("w"), fleet.log("w")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_runs_branch_follows_git_branch_takes_the_next_free_name_and_survives_recovery(
     fleet: LoggedFleet, origin: Path, tmp_path: Path
@@ -190,6 +190,7 @@ def test_a_runs_branch_follows_git_branch_takes_the_next_free_name_and_survives_
     ), rescued
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_worker_logs_its_runs_counts_queued_steps_and_keeps_only_a_failed_runs_clone(
     fleet: LoggedFleet, origin: Path, tmp_path: Path
@@ -235,6 +236,7 @@ def test_a_worker_logs_its_runs_counts_queued_steps_and_keeps_only_a_failed_runs
     )  # no runs of its own to hand back
 
 
+@pytest.mark.slow
 def test_fleet_add_of_an_uncommitted_task_names_git_commands_that_paste(
     fleet: LoggedFleet, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ from tests.support.sandbox import SSH_KEY, plant
 from tests.support.workspace import Akira, Result
 from tests.support.workspace import akira as akira_in
 
-pytestmark = pytest.mark.timeout(300)  # above `start`'s own bound, which kills a hung akira
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # above `start`'s own bound: it kills a hung akira
 
 SANDBOXED = pytest.param(
     (),

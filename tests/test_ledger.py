@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
+
 from akira_cli.events import EventType
 from tests.support.workspace import Akira
+
+pytestmark = pytest.mark.slow
 
 TICK_ALL = r"sed -i 's/- \[ \]/- [x]/' Specs/f/tasks.md"
 

@@ -17,6 +17,8 @@ from tests.support.git import git
 from tests.support.review_night import Night
 from tests.support.workspace import Akira
 
+pytestmark = pytest.mark.slow
+
 TASKS = """
 # Implementation Plan
 

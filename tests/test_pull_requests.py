@@ -14,48 +14,9 @@ from pathlib import Path
 import pytest
 
 from akira_cli.cli import main
-from tests.support.fake_forge import REQUIREMENTS, Forge
+from tests.support.fake_forge import GH, TASKS, Forge, start, workspace
 from tests.support.git import git
 from tests.support.workspace import Akira
-
-TASKS = """
-# Implementation Plan
-
-- [ ] 1. Write a
-  - Run: `echo a > a.txt`
-  - Exists: `a.txt`
-  - _Requirements: 1.1_
-- [ ] 2. Write b
-  - Run: `echo b > b.txt`
-  - Contains: `b.txt` `b`
-  - _Requirements: 1.2_
-"""
-
-
-def workspace(tmp_path: Path, config: str, tasks: str = TASKS) -> Akira:
-    root = tmp_path / "repo"
-    assert main(["init", str(root)]) == 0
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    akira = Akira(root)
-    path = akira.write_task("feat", tasks)
-    (path.parent / "requirements.md").write_text(textwrap.dedent(REQUIREMENTS).lstrip())
-    akira.write_config(config)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
-    remote = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(root, "remote", "add", "origin", str(remote))
-    return akira
-
-
-def start(akira: Akira) -> tuple[int, str, str]:
-    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", timeout=120)
-    return done.code, done.out, done.err
-
-
-GH = "git:\n  push: origin\n  pr: ready\n  pr_tool: gh\n"
 
 
 def test_completion_opens_one_pull_request_with_the_report_as_its_body(
@@ -103,6 +64,7 @@ def test_completion_opens_one_pull_request_with_the_report_as_its_body(
     assert progress["pull_request"] == url and progress["not_covered"] == ["1.3"]
 
 
+@pytest.mark.slow
 def test_undo_and_resume_update_the_same_pull_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,14 +76,18 @@ def test_undo_and_resume_update_the_same_pull_request(
     assert undone.code == 0, undone.err
     resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=120)
     assert resumed.code == 0, resumed.err
-    assert forge.verbs() == ["gh pr view", "gh pr create", "gh pr view", "gh pr edit"]
-    edit = forge.calls()[3]
+    opened = ["gh pr view", "gh pr create"]
+    undo = ["gh pr view", "gh pr edit", "gh pr ready"]  # `ready --undo`: a paused run's is a draft
+    resume = ["gh pr view", "gh pr edit", "gh pr ready"]  # completed again: ready again
+    assert forge.verbs() == [*opened, *undo, *resume]
+    edit = forge.calls()[6]
     assert edit["argv"][:5] == ["pr", "edit", "akira/feat", "--title", "feat: 2/2 steps"]  # type: ignore[index]
     assert "## Acceptance criteria" in str(edit["body"])
     assert akira.state().git.pr_url == "https://github.com/acme/app/pull/1"  # type: ignore[union-attr]
     assert resumed.err.strip().splitlines()[-1].endswith("; pull request: https://github.com/acme/app/pull/1")
 
 
+@pytest.mark.slow
 def test_a_run_that_needs_a_person_opens_a_draft_that_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,6 +122,7 @@ def test_a_run_that_needs_a_person_opens_a_draft_that_says_why(
     assert akira.state().git.pr_draft is False  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,6 +147,7 @@ def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
     assert akira.state().git.pr_url is None  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_a_gitlab_remote_goes_through_glab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forge = Forge(tmp_path, monkeypatch, ("gh", "glab"))
     akira = workspace(tmp_path, "git:\n  push: origin\n  pr: draft\n")
@@ -200,6 +168,7 @@ def test_a_gitlab_remote_goes_through_glab(tmp_path: Path, monkeypatch: pytest.M
     assert git(remote, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_a_pull_request_without_push_is_refused_with_one_line(tmp_path: Path) -> None:
     akira = workspace(tmp_path, "git:\n  pr: draft\n")
     code, _out, err = start(akira)
@@ -244,6 +213,7 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     assert argv[:6] == ["pr", "create", "--base", "main", "--head", "akira/feat"] and "--draft" in argv
 
 
+@pytest.mark.slow
 def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forge = Forge(tmp_path, monkeypatch, ("gh",))
     secret = "sk-pull-request-secret-0123456789"
@@ -255,6 +225,7 @@ def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytes
     assert secret not in json.dumps(create) and "Write b with the key ***" in str(create["body"])
 
 
+@pytest.mark.slow
 def test_a_body_longer_than_github_takes_is_cut_with_where_the_report_is(tmp_path: Path) -> None:
     from akira_cli.loop.handoff import MAX_BODY, fit
     from akira_cli.state.models import LoopState
@@ -271,6 +242,7 @@ def test_a_body_longer_than_github_takes_is_cut_with_where_the_report_is(tmp_pat
     )
 
 
+@pytest.mark.slow
 def test_a_failing_gh_is_one_warning_and_never_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forge = Forge(tmp_path, monkeypatch, ("gh",))
     monkeypatch.setenv("FAKE_FAIL", "pr create")
@@ -287,6 +259,7 @@ def test_a_failing_gh_is_one_warning_and_never_fatal(tmp_path: Path, monkeypatch
     assert git(tmp_path / "origin.git", "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_a_body_that_cannot_be_saved_is_one_warning_never_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

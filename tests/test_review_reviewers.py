@@ -20,6 +20,7 @@ def night(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Night:
     return Night(tmp_path, monkeypatch)
 
 
+@pytest.mark.slow
 def test_a_command_reviewer_answering_with_a_verdict_line(night: Night) -> None:
     script = night.tmp / "review.sh"
     script.write_text(
@@ -38,6 +39,7 @@ def test_a_command_reviewer_answering_with_a_verdict_line(night: Night) -> None:
     assert state.review_usage.total_tokens == 0  # a plain command reports no usage
 
 
+@pytest.mark.slow
 def test_a_codex_reviewer_reads_its_agent_message(night: Night) -> None:
     codex = night.tmp / "bin" / "codex"
     codex.write_text(
@@ -66,6 +68,7 @@ def test_a_codex_reviewer_reads_its_agent_message(night: Night) -> None:
     assert argv[:4] == ["exec", "--json", "--sandbox", "read-only"]
 
 
+@pytest.mark.slow
 def test_an_llm_reviewer_through_the_configured_endpoint(night: Night) -> None:
     from tests.support.servers.fake_openai import FakeOpenAI, json_reply
 
@@ -97,6 +100,7 @@ def test_an_llm_reviewer_through_the_configured_endpoint(night: Night) -> None:
     assert state.usage.cost_usd == pytest.approx(0.13)
 
 
+@pytest.mark.slow
 def test_without_git_the_reviewer_reads_the_files_the_attempt_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -150,16 +154,17 @@ def test_a_verdict_is_read_from_json_or_a_last_verdict_line(
     assert (found.verdict if found else None, found.reasons if found else None) == (verdict, reasons)
 
 
-def test_the_readme_example_config_loads_with_its_reviewer(tmp_path: Path) -> None:
+def test_the_documented_example_config_loads_with_its_reviewer(tmp_path: Path) -> None:
     from akira_cli.config import load_config
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    part = readme.split("## The morning review", 1)[1].split("### A reviewer per step", 1)[1]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "review-and-pull-requests.md").read_text()
+    part = page.split("## A reviewer per step", 1)[1]
     (tmp_path / "config.yaml").write_text(part.split("```yaml\n", 1)[1].split("```", 1)[0])
     config = load_config(tmp_path, tmp_path / "config.yaml", environ={})
     assert config.review.enabled and config.review.agent == "claude" and config.review.max_rounds == 2
 
 
+@pytest.mark.slow
 def test_on_is_refused_with_what_to_write_instead(night: Night) -> None:
     night.setup("  agent: claude\n  when: on\n")
     done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
@@ -168,6 +173,7 @@ def test_on_is_refused_with_what_to_write_instead(night: Night) -> None:
     assert "Traceback" not in done.err
 
 
+@pytest.mark.slow
 def test_a_kill_9_right_after_a_reviewed_commit_keeps_its_review_on_resume(night: Night) -> None:
     night.setup("  agent: claude\n")
     night.verdicts("approve")
@@ -185,6 +191,7 @@ def test_a_kill_9_right_after_a_reviewed_commit_keeps_its_review_on_resume(night
     assert len(night.reviews()) == 2  # step 1 was not reviewed (nor run) again
 
 
+@pytest.mark.slow
 def test_undo_takes_the_steps_reviews_with_them_and_resume_reviews_them_again(night: Night) -> None:
     night.setup("  agent: claude\n")
     night.verdicts("approve")
@@ -201,6 +208,7 @@ def test_undo_takes_the_steps_reviews_with_them_and_resume_reviews_them_again(ni
     assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "approved"
 
 
+@pytest.mark.slow
 def test_an_llm_reviewer_without_an_endpoint_is_one_line_before_any_step(night: Night) -> None:
     night.setup("  agent: llm\n")
     done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
@@ -210,6 +218,7 @@ def test_an_llm_reviewer_without_an_endpoint_is_one_line_before_any_step(night: 
     assert not (night.tmp / "agent.jsonl").exists()  # no step ran
 
 
+@pytest.mark.slow
 def test_a_reviewer_command_that_does_not_parse_is_one_line(night: Night) -> None:
     night.setup('  agent: "bash -c \'unclosed"\n')
     done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
@@ -217,6 +226,7 @@ def test_a_reviewer_command_that_does_not_parse_is_one_line(night: Night) -> Non
     assert "Traceback" not in done.err and len(done.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_failing_reviewer_cli_still_counts_what_it_used(night: Night) -> None:
     claude = night.tmp / "bin" / "claude"
     claude.write_text(
@@ -238,6 +248,7 @@ def test_a_failing_reviewer_cli_still_counts_what_it_used(night: Night) -> None:
     assert state.usage.cost_usd == pytest.approx(0.02 * runs)
 
 
+@pytest.mark.slow
 def test_a_rejection_on_the_last_allowed_attempt_completes_the_step_disputed(night: Night) -> None:
     night.setup("  agent: claude\n  max_rounds: 3\n", extra="reflection:\n  max_iterations: 2\n")
     night.verdicts("changes")

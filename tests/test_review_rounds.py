@@ -18,6 +18,8 @@ from tests.support.git import git, trailers
 from tests.support.review_night import Night
 from tests.support.workspace import shared_section
 
+pytestmark = pytest.mark.slow
+
 ONCE = """\
 #!{python}
 import os, pathlib, sys

@@ -24,7 +24,10 @@ from tests.support.review_night import Night
 from tests.support.sandbox import Server
 from tests.support.workspace import Akira
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)"),
+]
 
 WRITING_REVIEWER = """\
 #!{python}

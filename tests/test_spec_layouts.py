@@ -7,8 +7,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from akira_cli.state.models import LoopState
 from tests.support.workspace import akira, shared_section
+
+pytestmark = pytest.mark.slow
 
 REQUIREMENTS = """\
 # Requirements Document

@@ -10,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from akira_cli.orphans import marked
 from tests.support.parallel import start, tasks
 from tests.support.workspace import Akira
+
+pytestmark = pytest.mark.slow
 
 AGENT = """#!/bin/sh
 cat > "{logs}/prompt_${{AKIRA_STEP_ID}}_${{AKIRA_ATTEMPT}}.md"

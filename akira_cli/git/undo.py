@@ -10,17 +10,32 @@ from pathlib import Path
 from akira_cli.errors import AkiraError
 from akira_cli.git.cli import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
+from akira_cli.state import gitrun
 from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.state.store import StateStore
 from akira_cli.tasks.parser import TaskFileError
 from akira_cli.tasks.writeback import set_box
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 
-def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
-    """Reverts SID and every later step; returns the steps undone. The caller saves."""
+def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list[CompletedStep]:
+    """Reverts SID and every later step; returns the steps undone. The caller saves. `store`:
+    where the run that has the commit of a step this one has none of is looked for."""
     record = state.git
     if record is None:
         raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
     run.check_resume(record)
+    undone = undoable(run, record, state, step_id, store)
+    revert_all(run, record, undone)
+    forget(state, record, undone)
+    return undone
+
+
+def undoable(
+    run: GitRun, record: gitrun.GitRun, state: LoopState, step_id: str, store: StateStore
+) -> list[CompletedStep]:
+    """SID's completion and every later one; why not, when SID is not completed here or has no
+    commit of its own."""
     ids = [done.step_id for done in state.completed_steps]
     if step_id not in ids:
         if step_id in state.completed_ids():
@@ -32,6 +47,14 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
             )
         raise AkiraError(f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo")
     undone = state.completed_steps[ids.index(step_id) :]
+    if undone[0].commit is None:
+        raise AkiraError(no_commit(run, state, undone, store))
+    return undone
+
+
+def revert_all(run: GitRun, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
+    """The commits of `undone` and the move to Done/ reverted, newest first, with the folders
+    git removed on the way put back."""
     commits = [done.commit for done in undone if done.commit]
     commits += [record.done_commit] if record.done_commit else []
     refuse_dirty(run, commits)
@@ -42,8 +65,13 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
         folder.mkdir(parents=True, exist_ok=True)  # git removed it with the last file it held
     if commits:
         record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
-    del state.completed_steps[ids.index(step_id) :]
-    for done in undone:  # their reviews go with them (SPEC 16)
+
+
+def forget(state: LoopState, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
+    """The undone steps no longer completed, their boxes unticked, each to be done again from
+    scratch; the loop paused, and the task file back where the move to Done/ took it from."""
+    del state.completed_steps[len(state.completed_steps) - len(undone) :]
+    for done in undone:  # their reviews go with them
         if done.review is not None and state.reviews.get(done.review, 0) > 0:
             state.reviews[done.review] -= 1
     record.done_commit = None
@@ -60,7 +88,29 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
             step.undone_by = "person"
             step.new_window()
             step.approaches.clear()
-    return undone
+
+
+def no_commit(run: GitRun, state: LoopState, undone: list[CompletedStep], store: StateStore) -> str:
+    """Why a step with no commit of its own (a person ticked it) cannot be undone, and what can:
+    the latest run of the same spec that has its commit, else this run's next commit."""
+    done, workspace = undone[0], Workspace(run.workspace)
+    branch = state.git.branch if state.git is not None else ""
+    said = f"step {done.step_id} has no commit on {branch} to revert ({done.how} in {state.task_id})"
+    others = [
+        (other.started_at, other.task_id, other.git.branch, other)
+        for _, other in store.scan()
+        if other is not None and other.task_id != state.task_id and other.git is not None
+        if other.feature == state.feature
+    ]
+    for _, task_id, other_branch, other in sorted(others, reverse=True):
+        if any(step.step_id == done.step_id and step.commit for step in store.all_completed(other)):
+            again = command_line(workspace, "loop", "undo", "--task-id", task_id, "--step", done.step_id)
+            return f"{said}; its commit is in {task_id} on {other_branch}: run {in_quotes(again)}"
+    later = next((step.step_id for step in undone if step.commit), None)
+    if later is not None:
+        again = command_line(workspace, "loop", "undo", "--task-id", state.task_id, "--step", later)
+        return f"{said}; this run's commits start at step {later}: run {in_quotes(again)}"
+    return f"{said}; akira did no work for it, so there is nothing to revert"
 
 
 def refuse_dirty(run: GitRun, commits: list[str]) -> None:

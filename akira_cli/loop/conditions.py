@@ -10,7 +10,6 @@ from pathlib import Path
 
 from akira_cli.config import Config
 from akira_cli.errors import (
-    BudgetExceeded,
     FailureThresholdExceeded,
     ManualIntervention,
     MaxIterationsReached,
@@ -22,6 +21,7 @@ from akira_cli.errors import (
 )
 from akira_cli.hooks import active_hook, write_hook
 from akira_cli.state.models import LoopState
+from akira_cli.usage import check_budget
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
@@ -31,21 +31,28 @@ HOLD = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK) | os.O_CLOEXEC
 
 @dataclass
 class TaskLocator:
-    """Finds the task file wherever a person moved it: path, recorded moves, then inode. Its
-    identity (device and inode) decides what is at its path, and akira holds it open: while the
-    file akira knows lives on elsewhere (a step renamed it, or its folder), another file at its
-    path is not the task file; `replaced` names it, and akira never reads or writes it. A new
-    file at its path once the old one is gone is the same file saved anew (an editor, `sed -i`),
-    and is taken as such."""
+    """Finds the task file wherever a person moved it: path, recorded moves, its home (where a
+    person moves it back to), then inode. Its identity (device and inode) decides what is at its
+    path, and akira holds it open: while the file akira knows lives on elsewhere (a step renamed
+    it, or its folder), another file at its path is not the task file; `replaced` names it, and
+    akira never reads or writes it. A new file at its path once the old one is gone is the same
+    file saved anew (an editor, `sed -i`), and is taken as such."""
 
     workspace: Workspace
     watcher: WorkspaceWatcher | None
     identity: tuple[int, int] | None = None
+    home: Path | None = None
     replaced: Path | None = None
     """Set by `locate`: where another file stands in for the task file (None when none does)."""
     _inside: Path | None = None
     _held: int | None = None
     """The task file held open (never read) since `remember`: whether it lives on is an fstat."""
+
+    @classmethod
+    def of(
+        cls, workspace: Workspace, state: LoopState, watcher: WorkspaceWatcher | None = None
+    ) -> TaskLocator:
+        return cls(workspace, watcher, state.task_file_identity, workspace.home(state))
 
     def remember(self, path: Path, stat: os.stat_result | None = None) -> tuple[int, int]:
         """The file's identity, from `stat` when the caller has just taken it."""
@@ -81,7 +88,12 @@ class TaskLocator:
             self.remember(path, info)
             return path
         moved = self.watcher.follow(path) if self.watcher else None
-        found = moved if moved is not None and self._ours(moved) else self._scan()
+        if moved is not None and self._ours(moved):
+            found: Path | None = moved
+        elif self.home is not None and self.home != path and self._ours(self.home):
+            found = self.home
+        else:
+            found = self._scan()
         if info is not None:  # another file stands at its path while akira's lives on, elsewhere
             self.replaced = path
         return found
@@ -154,9 +166,10 @@ class Guard:
             raise replaced_stop(self.workspace, state, self.locator.replaced, "between two steps")
         if path is None:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", state.task_id)
+            home = self.workspace.shown(self.workspace.spec_folder(self.workspace.home(state)))
             raise TaskFileDeleted(
-                f"task file {state.task_path} was deleted; restore it (or move it back under "
-                f"Specs/) and run {in_quotes(resume)}"
+                f"task file {state.task_path} was deleted; restore it (or move it back to "
+                f"{home}) and run {in_quotes(resume)}"
             )
         if path is not self._task[1]:
             state.task_path = str(path)
@@ -169,8 +182,9 @@ class Guard:
         if area == "Done" and loop.check_done_folder:
             raise TaskMovedToDone(f"task moved to {self.workspace.shown(path)} by a person")
         if area == "Needs_Action" and loop.check_needs_action_folder:
+            home = self.workspace.shown(self.workspace.spec_folder(self.workspace.home(state)))
             raise ManualIntervention(
-                f"task moved to {self.workspace.shown(path)}; move it back under Specs/ to continue"
+                f"task moved to {self.workspace.shown(path)}; move it back to {home} to continue"
             )
         return path
 
@@ -200,24 +214,10 @@ class Guard:
                 f"{state.consecutive_failures} failures in a row reached the failure threshold "
                 f"({state.failure_threshold})"
             )
-        self.check_budget(state)
+        check_budget(self.config.budget, state.usage)
         timeout = self.config.autonomous_loop.timeout_seconds
         if state.elapsed_seconds >= timeout:
             raise TimeoutReached(
                 f"timeout of {timeout:.0f}s reached after {state.elapsed_seconds:.0f}s of work; "
                 "raise autonomous_loop.timeout_seconds to continue"
-            )
-
-    def check_budget(self, state: LoopState) -> None:
-        budget = self.config.budget
-        used = state.usage
-        if budget.max_tokens_total is not None and used.total_tokens >= budget.max_tokens_total:
-            raise BudgetExceeded(
-                f"token budget of {budget.max_tokens_total} used up ({used.total_tokens} tokens); "
-                "raise budget.max_tokens_total to continue"
-            )
-        if budget.max_cost_usd is not None and used.cost_usd >= budget.max_cost_usd:
-            raise BudgetExceeded(
-                f"cost budget of ${budget.max_cost_usd:.2f} used up (${used.cost_usd:.2f}); "
-                "raise budget.max_cost_usd to continue"
             )

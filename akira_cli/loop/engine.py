@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
+from akira_cli.backoff import backoff
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
-from akira_cli.failures import backoff, signature
+from akira_cli.failures import signature
 from akira_cli.loop.conditions import replaced_stop
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
@@ -34,6 +35,11 @@ from akira_cli.state.models import Attempt, LoopState, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
+
+RETRY_BASE = 0.5
+"""A transient failure's first retry waits 0.25-0.5 s, doubling (unless
+`autonomous_loop.exponential_backoff` is off) up to `RETRY_CAP`."""
+RETRY_CAP = 30.0
 
 
 class PromptBuilder(Protocol):
@@ -81,18 +87,15 @@ class StepEngine(Outcomes):
         agent = self.agent_of(step, lane)
         request = self.request(step, task, record, agent, lane.workdir)
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
-        pending = Pending(
-            step,
-            task,
-            record,
-            agent,
-            request,
-            lane,
-            self.state.iteration,
-            time.monotonic(),
-            self.state.usage.model_copy(),
-        )
-        if lane is self.lane:  # a wave step's lane looks on its own thread, after its slot is ready
+        spent, started = self.state.usage.model_copy(), time.monotonic()
+        pending = Pending(step, task, record, agent, request, lane, self.state.iteration, started, spent)
+        self.look_before(lane, agent)
+        return pending
+
+    def look_before(self, lane: Lane, agent: Agent) -> None:
+        """What the attempt starts from: the work tree (a wave step's lane looks on its own
+        thread, once its slot is ready) and the branches; the start's save made durable."""
+        if lane is self.lane:
             lane.witness.before()
         if self.commits is not None:
             self.commits.watch_branches()
@@ -100,7 +103,6 @@ class StepEngine(Outcomes):
                 self.commits.before(lane.witness.looked())
         if not agent.spawns and lane is self.lane:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
-        return pending
 
     def agent_of(self, step: Step, lane: Lane) -> Agent:
         if is_checkpoint(step):
@@ -125,16 +127,21 @@ class StepEngine(Outcomes):
         pending.plane_changed, files_changed = lane.witness.after()
         pending.task_replaced = lane.witness.replaced
         self.account(pending.record, result, pending.agent.name, pending.spent)
+        self.evaluate(pending, result, files_changed)
+        return pending
+
+    def evaluate(self, pending: Pending, result: AgentResult, files_changed: list[str]) -> None:
+        """The attempt (`pending.attempt`): the checks on the agent's claim, then the review of
+        a success; a forced stop during either interrupts it."""
+        step, lane, agent = pending.step, pending.lane, pending.agent.name
         gating = bool(self.config.checks) and not self.state.advisory_checks
-        extra = evidence_check(step, self.config, pending.agent.name, files_changed, gating)
+        extra = evidence_check(step, self.config, agent, files_changed, gating)
         took = time.monotonic() - pending.started
-        attempt = self.conclude(step, request, result, pending.retries, took, extra, pending.agent.name, lane)
+        attempt = self.conclude(step, pending.request, result, pending.retries, took, extra, agent, lane)
         attempt.iteration, attempt.files_changed = pending.iteration, files_changed
         pending.attempt = attempt
         if self.reviewer is not None and attempt.outcome == "success" and not lane.runner.killed:
-            attempt.review = self.reviewer.review(
-                step, pending.task, pending.record, attempt, pending.agent.name, lane
-            )
+            attempt.review = self.reviewer.review(step, pending.task, pending.record, attempt, agent, lane)
             self.reviewed(attempt)
         if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
@@ -142,8 +149,6 @@ class StepEngine(Outcomes):
         if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
             hint = self.commits.hint(lane.path, lane.workdir, f"{attempt.error}\n{attempt.output_tail}")
             attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error
-        pending.attempt = attempt
-        return pending
 
     def finish(self, pending: Pending) -> Attempt:
         """Bookkeeping on the loop's thread: the commit (a wave step's lands later, in file
@@ -294,7 +299,8 @@ class StepEngine(Outcomes):
                         retries=retries,
                     )
                 return result, retries
-            wait = backoff(retries, exponential=self.config.autonomous_loop.exponential_backoff)
+            doubling = self.config.autonomous_loop.exponential_backoff
+            wait = backoff(retries, base=RETRY_BASE, cap=RETRY_CAP, exponential=doubling)
             retries += 1
             self.bus.emit(
                 EventType.TRANSIENT_RETRY,

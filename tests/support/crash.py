@@ -164,16 +164,29 @@ def proc_table() -> dict[int, tuple[int, int, str]]:
     return table
 
 
-def command_groups(pid: int) -> set[int]:
-    """Process groups of the commands `pid` started (the runner gives each its own session)."""
-    table = proc_table()
+def descendants(pid: int, table: dict[int, tuple[int, int, str]]) -> set[int]:
     found, frontier = set(), [pid]
     while frontier:
         parent = frontier.pop()
         kids = [child for child, (ppid, _, _) in table.items() if ppid == parent]
         found.update(kids)
         frontier += kids
-    return {table[child][1] for child in found if table[child][1] == child}
+    return found
+
+
+def command_groups(pid: int) -> set[int]:
+    """Process groups of the commands `pid` started (the runner gives each its own session)."""
+    table = proc_table()
+    return {table[child][1] for child in descendants(pid, table) if table[child][1] == child}
+
+
+def commands_of(pid: int) -> set[str]:
+    """The names (`comm`) of the processes under `pid`."""
+    names = set()
+    for child in descendants(pid, proc_table()):
+        with contextlib.suppress(OSError):
+            names.add(Path(f"/proc/{child}/comm").read_text().strip())
+    return names
 
 
 def alive_in(groups: set[int]) -> list[int]:

@@ -1,14 +1,19 @@
 """Fake `gh` and `glab` on PATH that log every call and keep the pull requests they opened, for
-the pull-request tests that need no server."""
+the pull-request tests that need no server, and the repository with a bare `origin` they work in."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+
+from akira_cli.cli import main
+from tests.support.git import git
+from tests.support.workspace import Akira
 
 FAKE = r'''#!PYTHON
 """A fake gh/glab: logs argv and body to $FAKE_LOG, keeps open pull requests in $FAKE_PRS."""
@@ -119,3 +124,43 @@ class Forge:
 
     def verbs(self) -> list[str]:
         return [f"{call['tool']} {' '.join(call['argv'][:2])}" for call in self.calls()]  # type: ignore[index]
+
+
+TASKS = """
+# Implementation Plan
+
+- [ ] 1. Write a
+  - Run: `echo a > a.txt`
+  - Exists: `a.txt`
+  - _Requirements: 1.1_
+- [ ] 2. Write b
+  - Run: `echo b > b.txt`
+  - Contains: `b.txt` `b`
+  - _Requirements: 1.2_
+"""
+
+
+def workspace(tmp_path: Path, config: str, tasks: str = TASKS) -> Akira:
+    root = tmp_path / "repo"
+    assert main(["init", str(root)]) == 0
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Person")
+    git(root, "config", "user.email", "person@example.com")
+    akira = Akira(root)
+    path = akira.write_task("feat", tasks)
+    (path.parent / "requirements.md").write_text(textwrap.dedent(REQUIREMENTS).lstrip())
+    akira.write_config(config)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(root, "remote", "add", "origin", str(remote))
+    return akira
+
+
+def start(akira: Akira) -> tuple[int, str, str]:
+    done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", timeout=120)
+    return done.code, done.out, done.err
+
+
+GH = "git:\n  push: origin\n  pr: ready\n  pr_tool: gh\n"
