@@ -20,7 +20,7 @@ class LoopSettings(Section):
     max_iterations: int = Field(100, ge=1)
     """Attempts allowed over the whole task."""
     parallel: int = Field(1, ge=1, le=64)
-    """How many `[P]` steps of a wave run at once, each in its own git worktree (SPEC 13)."""
+    """How many `[P]` steps of a wave run at once, each in its own git worktree (parallel steps)."""
     failure_threshold: int = Field(3, ge=1)
     """Failed attempts in a row before escalating."""
     timeout_seconds: float = Field(3600, gt=0)
@@ -137,7 +137,7 @@ class EvaluationSettings(Section):
 
 class ReasoningSettings(Section):
     mode: Literal["adaptive", "full", "direct"] = "adaptive"
-    """How deep the `llm` agent goes (SPEC 9, Cost: depth is earned). adaptive: a step with host
+    """How deep the `llm` agent goes (depth is earned, not spent up front). adaptive: a step with host
     checks is first tried in one tool conversation, and the whole engine runs on a retry (or from
     the start for a step without checks); full: the engine on every attempt; direct: never."""
     max_passes: int = Field(6, ge=1)
@@ -164,7 +164,7 @@ class NotifySettings(Section):
 
 
 class GitSettings(Section):
-    """Git-native runs (SPEC 12): a task branch, one commit per completed step."""
+    """Git-native runs (docs/design.md): a task branch, one commit per completed step."""
 
     enabled: Literal["auto", True, False] = "auto"
     """auto: when the task file lies in a git work tree; true: required (an error elsewhere)."""
@@ -179,7 +179,7 @@ class GitSettings(Section):
     push: str | None = None
     """A remote to push the task branch to after each commit; none by default."""
     worktree_link: list[str] = Field(default_factory=lambda: ["node_modules", ".venv", "venv"])
-    """Folders a parallel step's worktree links to instead of copying (SPEC 13)."""
+    """Folders a parallel step's worktree links to instead of copying (say, node_modules)."""
 
     @field_validator("enabled", mode="before")
     @classmethod
@@ -187,7 +187,7 @@ class GitSettings(Section):
         return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
 
     pr: Literal["off", "draft", "ready"] = "off"
-    """A pull request from the task branch when the task completes or needs action (SPEC 16):
+    """A pull request from the task branch when the task completes or needs action (the morning review):
     off, draft, or ready for review. Needs `push` (checked once the layers are merged: a fleet
     worker sets it through the environment)."""
     pr_tool: Literal["gh", "glab"] | None = None
@@ -200,7 +200,7 @@ class GitSettings(Section):
 
 
 class FleetSettings(Section):
-    """The fleet (SPEC 14): task files on a durable queue, worked by workers on many machines."""
+    """The fleet (docs/design.md): task files on a durable queue, worked by workers on many machines."""
 
     database_url: str | None = None
     """The queue's database: a SQLite file (default `.state/fleet.sqlite`) or postgresql://…"""
@@ -239,7 +239,7 @@ class ProjectCheck(Section):
 
 
 class ReviewSettings(Section):
-    """A second agent's review of each step (SPEC 16), after its checks pass and before its
+    """A second agent's review of each step (the morning review), after its checks pass and before its
     commit. Off while `agent` is unset."""
 
     agent: str | None = None
@@ -281,7 +281,7 @@ class ReviewSettings(Section):
 
 
 class SandboxSettings(Section):
-    """The sandbox (SPEC 15): every process a step starts runs confined by bubblewrap."""
+    """The sandbox (docs/sandbox.md): every process a step starts runs confined by bubblewrap."""
 
     mode: Literal["auto", "on", "off"] = "auto"
     """auto: sandboxed where bubblewrap works, else one warning; on: refuse to start without it."""

@@ -1,4 +1,4 @@
-"""Which agent CLI a run starts, and whether its executable is there (issue 29 #9).
+"""Which agent CLI a run starts, and whether its executable is there.
 
 A run whose agent CLI is missing is refused before anything starts (no branch, no state), the
 way the "no agent configured" refusal is; `akira doctor` reports the same finding.

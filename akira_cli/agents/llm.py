@@ -1,6 +1,6 @@
 """The `llm` agent: a tool-using coding agent that plans and works through the reasoning engine.
 
-Each attempt is one `ReasoningEngine` run (SPEC.md section 9) over the step's title and details,
+Each attempt is one `ReasoningEngine` run (docs/design.md) over the step's title and details,
 with the akira step prompt (progress, checks, the retry context of failed attempts) as context.
 The engine profiles, plans, validates and refines; each plan step is then carried out by
 `ToolStepExecutor`, a chat conversation in which the model uses the workspace tools until it calls
@@ -220,8 +220,8 @@ class LLMAgent:
 
 
 def direct(mode: str, has_checks: bool, attempt: int) -> bool:
-    """Whether an attempt is one tool conversation instead of an engine run (SPEC 9, Cost:
-    depth is earned): always in `direct` mode, never in `full`; in `adaptive`, the first attempt
+    """Whether an attempt is one tool conversation instead of an engine run (depth is
+    earned, not spent up front): always in `direct` mode, never in `full`; in `adaptive`, the first attempt
     of a step whose host checks will decide."""
     return mode == "direct" or (mode == "adaptive" and has_checks and attempt == 1)
 

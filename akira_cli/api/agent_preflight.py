@@ -1,6 +1,6 @@
-"""The agent CLI's executable, checked at `loop start` and `loop resume` before anything starts
-(issue 29 #9): a missing `claude` is one line and exit 1, not a branch, a state and two failed
-attempts with `bash: line 1: claude: command not found`."""
+"""The agent CLI's executable, checked at `loop start` and `loop resume` before anything starts:
+a missing `claude` is one line and exit 1, not a branch, a state and two failed attempts
+with `bash: line 1: claude: command not found`."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def criteria_warnings(task_file: TaskFile) -> list[str]:
-    """The spec's criteria file that does not parse, and ids steps name that it lacks (SPEC 16)."""
+    """The spec's criteria file that does not parse, and ids steps name that it lacks, as warnings."""
     from akira_cli.criteria.refs import unknown_id_warnings
     from akira_cli.criteria.spec import load_spec
 
@@ -108,9 +108,9 @@ def new_loop(
 
 
 def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -> GitRun | None:
-    """The run's git side (SPEC 12) when the task file lies in a git work tree; a repository
-    with no commit yet, or a detached HEAD with `git.branch: ""`, is refused before anything is
-    written."""
+    """The run's git side (a task branch, a commit per step) when the task file lies in a git
+    work tree; a repository with no commit yet, or a detached HEAD with `git.branch: ""`, is
+    refused before anything is written."""
     from akira_cli.git.run import GitRun
 
     git = GitRun.detect(workspace.root, path, cfg.git, no_git)

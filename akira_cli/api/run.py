@@ -61,7 +61,7 @@ def run(
         state.sandboxed = sandbox is not None
         loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks)
         stack.callback(loop.locator.close)
-        loop.engine.runner.wrapper = sandbox  # every command of the run starts inside (SPEC 15)
+        loop.engine.runner.wrapper = sandbox  # every command of the run starts inside the sandbox
         return loop
 
     return finished(
@@ -137,7 +137,7 @@ def step_commits(
     bus: EventBus,
     runner: CommandRunner,
 ) -> StepCommits | None:
-    """A git-native run's commits (SPEC 12), when it started as one; its HEAD must be on the
+    """A git-native run's commits (one per completed step), when it started as one; its HEAD must be on the
     task branch: a resume never switches branches under a person's feet. With `git.verify`, the
     repository's hooks run as the steps' commands do (in the sandbox)."""
     run = git_run(workspace, config, state)
@@ -255,7 +255,7 @@ def forges(config: Config, root: Path) -> Callable[[str], Forge]:
 def sandbox_for(
     workspace: Workspace, config: Config, state: LoopState, bus: EventBus
 ) -> contextlib.AbstractContextManager[Sandbox | None]:
-    """The run's sandbox and its proxy (SPEC 15), or None."""
+    """The run's sandbox and its proxy (docs/sandbox.md), or None."""
     from akira_cli.sandbox.blame import shown_host
     from akira_cli.sandbox.session import open_sandbox
 

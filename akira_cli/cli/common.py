@@ -58,8 +58,8 @@ JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Machine-re
 
 
 class PlainUsage(TyperCommand):
-    """A command whose usage line names a required argument as SPEC 3 does (`RUN_ID`, `TEXT`),
-    not in the braces Typer puts around it (`{RUN_ID}`)."""
+    """A command whose usage line names a required argument as the README writes it (`RUN_ID`,
+    `TEXT`), not in the braces Typer puts around it (`{RUN_ID}`)."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = super().collect_usage_pieces(ctx)

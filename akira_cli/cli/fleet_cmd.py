@@ -1,4 +1,4 @@
-"""`akira fleet add | worker | status | cancel` (SPEC 14). dbos is imported only in here, inside
+"""`akira fleet add | worker | status | cancel`: the fleet's commands. dbos is imported only in here, inside
 the commands, and only when it is installed (the `fleet` extra)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`akira reason "TEXT"`: the multi-pass reasoning engine on free text (SPEC 9)."""
+"""`akira reason "TEXT"`: the multi-pass reasoning engine on free text, without a task file."""
 
 from __future__ import annotations
 

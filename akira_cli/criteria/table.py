@@ -1,4 +1,4 @@
-"""The criteria table (SPEC 16): one row per acceptance criterion, with the steps that name it,
+"""The criteria table (the morning review): one row per acceptance criterion, with the steps that name it,
 whether each was verified, its review and the checks that ran. The completion report ends with
 it, `loop progress --json` carries it, and the pull request's body shows it."""
 

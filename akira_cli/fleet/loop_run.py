@@ -1,4 +1,4 @@
-"""One fleet run on a worker (SPEC 14): clone, setup, a git-native loop that pushes each step's
+"""One fleet run on a worker (the fleet): clone, setup, a git-native loop that pushes each step's
 commit, and progress reported while it runs.
 
 The clone is made fresh each time the run is taken, by this worker or by one recovering it: if
@@ -141,7 +141,7 @@ class LoopRun:
             return None
         self.report("running", message=f"setup: {command}")
         try:
-            with open_sandbox(config, clone, clone, lambda: None, lambda *_: None) as sandbox:  # SPEC 15
+            with open_sandbox(config, clone, clone, lambda: None, lambda *_: None) as sandbox:  # confined
                 argv, env = ["bash", "-c", command], None
                 if sandbox is not None:
                     argv, env = sandbox.wrap(argv, clone, dict(os.environ))
@@ -204,7 +204,7 @@ class LoopRun:
             return {"status": "handed_back"}
         status = EXIT_STATUS.get(process.returncode or 0, "failed")
         pull_request = (read_state(self.state_dir(clone)).get("git") or {}).get("pr_url")
-        done = f"pull request: {pull_request}" if pull_request else ""  # SPEC 16, as a local run
+        done = f"pull request: {pull_request}" if pull_request else ""  # as a local run reports it
         return self.end(status, done if status == "completed" else tail("".join(stderr).strip(), 500))
 
     def was_cancelled(self) -> bool:

@@ -1,4 +1,4 @@
-"""A git-native run (SPEC 12): the task branch, and one commit per completed step.
+"""A git-native run (docs/design.md): the task branch, and one commit per completed step.
 
 A step's commit is made from a temporary index (`GIT_INDEX_FILE`): HEAD's tree, the files the
 step's attempts changed as the work tree has them, and the task file with the step's tick (put
@@ -64,7 +64,7 @@ class Found:
     step_id: str
     verified: bool
     review: str | None = None
-    """The `Akira-Review` trailer (SPEC 16), when a reviewer looked at the step."""
+    """The `Akira-Review` trailer (the reviewer's verdict), when a reviewer looked at the step."""
 
 
 class GitRun:

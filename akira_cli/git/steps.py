@@ -1,4 +1,4 @@
-"""The loop's commits (SPEC 12): one per completed step, one for the move to Done/, and the
+"""The loop's commits (git-native runs): one per completed step, one for the move to Done/, and the
 commits a kill -9 left unrecorded, found again by their trailers.
 
 A step's commit is made when its evaluation passed and before the step is recorded complete, so
@@ -128,7 +128,7 @@ class StepCommits:
             )[:300]
             or "none",
         }
-        if attempt.review is not None:  # approved, disputed or none (SPEC 16)
+        if attempt.review is not None:  # approved, disputed or none (the `Akira-Review` trailer)
             trailers["Akira-Review"] = attempt.review.verdict
         try:
             replaced = {task_path: ticked} if ticked else None

@@ -1,4 +1,4 @@
-"""`akira loop undo --step SID` (SPEC 12): revert the commits akira made for SID and every later
+"""`akira loop undo --step SID`: revert the commits akira made for SID and every later
 step (and the move to Done/), newest first, with `git revert` (one revert commit each: history is
 never rewritten); those steps are no longer completed, their boxes are unticked, and the loop is
 left paused for a resume to run them again."""
@@ -43,7 +43,7 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
     if commits:
         record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
     del state.completed_steps[ids.index(step_id) :]
-    for done in undone:  # their reviews go with them (SPEC 16)
+    for done in undone:  # an undone step's verdict leaves the review counts
         if done.review is not None and state.reviews.get(done.review, 0) > 0:
             state.reviews[done.review] -= 1
     record.done_commit = None

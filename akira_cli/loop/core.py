@@ -1,4 +1,4 @@
-"""The autonomous loop (SPEC 5): check stop conditions, run one attempt, save, repeat.
+"""The autonomous loop (docs/design.md): check stop conditions, run one attempt, save, repeat.
 
 Stopping is done with `LoopStop` exceptions; `settle` turns each into its status, report and
 exit code. An iteration costs one durable write: the save at the next boundary (the next step's
@@ -67,7 +67,7 @@ class AutonomousLoop:
     agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None = None
     """Agents that run their commands through a given runner (a parallel step's lane)."""
     waves: Waves | None = None
-    """Parallel `[P]` waves (SPEC 13), on a git-native run with `parallel` above 1."""
+    """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1."""
     follower: Follower | None = None
     """After the pull request: its checks and reviews followed (`follow:`)."""
 

@@ -1,4 +1,4 @@
-"""Evidence-based completion (SPEC 6): an agent's exit 0 is a claim, not evidence.
+"""Evidence-based completion (docs/guarantees.md): an agent's exit 0 is a claim, not evidence.
 
 A step is verified when at least one deterministic check ran for it (its own or a project
 check) and all passed. A step with no check at all is complete only when the attempt left

@@ -1,4 +1,4 @@
-"""Handing the night's work off as a pull request (SPEC 16), when the run completes or stops
+"""Handing the night's work off as a pull request (the morning review), when the run completes or stops
 with needs_action: the branch pushed once more, then one pull request opened or updated with
 the completion report, written for a reader of the forge, as its body."""
 
@@ -52,7 +52,7 @@ def hand_off(
         return None
     try:
         return _hand_off(workspace, config, state, store, commits, bus, stop, record)
-    except (OSError, subprocess.SubprocessError) as exc:  # never fatal (SPEC 16): one warning
+    except (OSError, subprocess.SubprocessError) as exc:  # never fatal to the run: one warning
         _warn(bus, f"no pull request: {describe_os_error(exc, AGAIN) if isinstance(exc, OSError) else exc}")
         return None
 

@@ -1,7 +1,7 @@
 """Where an attempt runs (a lane), and an attempt between its start and its end (`Pending`).
 
 The main lane is the work folder of the main work tree, where steps run one at a time. A wave
-step (SPEC 13) runs in a lane of its own: a worktree slot with its own runner, witness and
+step (a `[P]` step) runs in a lane of its own: a worktree slot with its own runner, witness and
 agents, so that its commands, its checks and what it changed never mix with another step's.
 """
 

@@ -1,4 +1,4 @@
-"""What an attempt's outcome does (SPEC 6): a success resets the streaks, a failure is
+"""What an attempt's outcome does (docs/design.md, the engine): a success resets the streaks, a failure is
 recorded and reflected on, and ends the step when it repeats or the step is exhausted; no file
 changed and no check passed, several times in a row, stops the loop."""
 

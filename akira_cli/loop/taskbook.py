@@ -1,5 +1,5 @@
 """The task file as the loop sees it: parsed on change, the next step to run, the checkboxes
-akira writes, and the ledger applied to what others wrote (SPEC 2, SPEC 11).
+akira writes, and the ledger applied to what others wrote (the task file is the person's; docs/guarantees.md).
 
 A step's box is ticked only after the state that completes it is on disk (`hold`, then
 `flush` from the loop's save), so a tick on disk always has its completion on disk.

@@ -1,4 +1,4 @@
-"""Parallel steps (SPEC 13): a wave of consecutive sibling `[P]` steps runs up to N at a time,
+"""Parallel steps (docs/design.md, waves): a wave of consecutive sibling `[P]` steps runs up to N at a time,
 each in a worktree slot, and lands on the task branch one at a time in file order.
 
 The scheduler (`wave`) says what is ready. Step runners work on threads of their own, each in
@@ -256,7 +256,7 @@ class Waves:
         return pending
 
     def keep_patch(self, pending: Pending, names: list[str]) -> None:
-        """A failed attempt's work, as in the main work tree (SPEC 12): saved as a patch, its
+        """A failed attempt's work, as in the main work tree (never committed): saved as a patch, its
         `--stat` for the reflection and the next prompt. The slot is reset when it is reused."""
         attempt, lane = pending.attempt, pending.lane
         assert attempt is not None and lane.path is not None

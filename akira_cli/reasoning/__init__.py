@@ -1,4 +1,4 @@
-"""The adaptive multi-pass reasoning engine (SPEC.md section 9, seed 001).
+"""The adaptive multi-pass reasoning engine behind the `llm` agent and `akira reason`.
 
 Phase A infers a TaskProfile and derives a TTL; Phase B plans, validates and refines before
 anything runs; Phase C executes passes (batch, evaluate, decide, refine); Phase D may update

@@ -39,7 +39,7 @@ class Reply(BaseModel):
 
 
 class TaskProfile(Reply):
-    """Phase A's view of the task (seed: Key Entities, TaskProfile)."""
+    """Phase A's view of the task (the TaskProfile: how hard, how open, how risky)."""
 
     reasoning_depth: int = Field(ge=1, le=5)
     """1 (trivial) .. 5 (deep multi-stage reasoning)."""
@@ -92,7 +92,7 @@ class ToolCallRecord(Reply):
 
 
 class PlanStep(Record):
-    """One declarative step (seed: Key Entities, Step; FR-010)."""
+    """One declarative step (a node of the plan; FR-010)."""
 
     id: str
     description: str
@@ -254,7 +254,7 @@ ActionType = Literal["step_add", "subplan_create", "step_modify", "step_remove",
 
 
 class RefinementAction(Record):
-    """One delta as the host handled it (seed: Key Entities, Refinement Action)."""
+    """One delta as the host handled it (a refinement action and its result)."""
 
     type: ActionType
     target: str

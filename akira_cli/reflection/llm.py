@@ -62,7 +62,7 @@ class LLMReflectionGenerator:
 
 
 class LLMLessons:
-    """Seed 002's post-action reflection; the lengths are enforced by the schema."""
+    """The post-action reflection (a lesson from a completed step); the lengths are enforced by the schema."""
 
     def __init__(self, client: LLMClient) -> None:
         self.client = client

@@ -1,4 +1,4 @@
-"""The reviewer per step (SPEC 16), as the engine sees it: after a step's checks pass and before
+"""The reviewer per step (the morning review), as the engine sees it: after a step's checks pass and before
 its commit, `review(...)` asks the reviewer and returns its verdict; the engine decides what it
 does to the attempt (`loop.outcomes.Outcomes.reviewed`).
 

@@ -1,7 +1,7 @@
 """Parse a Kiro-style tasks.md into a `TaskFile`, in one pass over the raw bytes.
 
 The parser keeps the byte offset of every checkbox so that write-back can change exactly one
-byte. Errors name the file, the line and the fix, on one line (SPEC section 2).
+byte. Errors name the file, the line and the fix, on one line.
 """
 
 from __future__ import annotations

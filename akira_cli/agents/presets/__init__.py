@@ -1,4 +1,4 @@
-"""Agent CLI presets (SPEC 7): the agent CLIs people already pay for, first-class.
+"""Agent CLI presets (claude, codex, gemini, aider): the agent CLIs people already pay for, first-class.
 
 A preset knows the CLI's default command line, how it takes the prompt, and how to read its
 machine output: the answer, whether it says it failed, its token usage and cost, its session

@@ -1,4 +1,4 @@
-"""Provider faults in an agent CLI's answer (SPEC 7): the model's API failed, not the agent.
+"""Provider faults in an agent CLI's answer: the model's API failed, not the agent.
 
 - Transient, waited out with backoff: HTTP 429, 500, 502, 503, 504 and 529, "overloaded",
   "rate limit" (Claude Code 2.1.197's `API Error: Repeated 529 Overloaded errors …` and
