@@ -1,4 +1,4 @@
-"""What a step's commit costs on a large repository (SPEC 12, Cost).
+"""What a step's commit costs on a large repository: what git-native runs cost.
 
     .venv/bin/python benchmarks/git_commit_cost.py [--files 10000] [--commits 30]
 

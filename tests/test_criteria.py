@@ -1,4 +1,4 @@
-"""The spec's acceptance criteria (SPEC 16): real Kiro requirements.md and spec-kit spec.md files
+"""The spec's acceptance criteria (the morning review): real Kiro requirements.md and spec-kit spec.md files
 (tests/data/criteria, sources in its SOURCES.tsv), the ids steps name, unknown ids warned about
 at start with their line, and the table the completion report and `loop progress --json` end
 with, from real loops."""

@@ -1,4 +1,4 @@
-"""`akira doctor` (issue 28): git, the sandbox slot and the LLM endpoint, with real git and a
+"""`akira doctor`: git, the sandbox slot and the LLM endpoint, with real git and a
 real HTTP server on 127.0.0.1 (reached, never asked for a model)."""
 
 from __future__ import annotations

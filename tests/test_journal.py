@@ -1,4 +1,4 @@
-"""Bounded state (schema 2) and the journal (issue 11): a long run keeps a small state file, the
+"""Bounded state (schema 2) and the journal (flat cost): a long run keeps a small state file, the
 full history is in `.state/history/<id>.jsonl`, the ledger survives steps leaving the state
 file, and version 1 files are read."""
 

@@ -1,4 +1,4 @@
-"""Parallel `[P]` steps (SPEC 13), in real repositories with real worktrees: a wave runs its steps
+"""Parallel `[P]` steps, in real repositories with real worktrees: a wave runs its steps
 at once, lands them one at a time in file order, re-runs a step that collides after the wave,
 brings the environment a worktree lacks, survives a kill -9 mid-wave, and leaves no worktree
 behind.

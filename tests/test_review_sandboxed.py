@@ -1,4 +1,4 @@
-"""The reviewer and a preset's gateway under the sandbox (SPEC 15, 16), for real: real `bwrap`,
+"""The reviewer and a preset's gateway under the sandbox, for real: real `bwrap`,
 the real proxy, real HTTP servers on 127.0.0.1.
 
 - The reviewer (a fake `claude` first on PATH) runs with the work tree read-only: what it tries
@@ -24,7 +24,7 @@ from test_sandbox import Server, servers  # noqa: F401  (the fixture of the two 
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)")
+pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
 
 WRITING_REVIEWER = """\
 #!{python}
