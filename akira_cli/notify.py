@@ -9,9 +9,9 @@ import os
 import subprocess
 import threading
 
-from akira_cli.config import NotifySettings
 from akira_cli.events import Event, EventBus, EventType
 from akira_cli.redaction import redact
+from akira_cli.sections import NotifySettings
 from akira_cli.workspace import Workspace
 
 

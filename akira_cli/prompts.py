@@ -13,11 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from akira_cli import nofollow
-from akira_cli.config import Config, LoopSettings
+from akira_cli.config import Config
 from akira_cli.criteria.refs import requirement_texts
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.runner import tail
-from akira_cli.state.models import Attempt, LoopState, StepRecord
+from akira_cli.sections import LoopSettings
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace

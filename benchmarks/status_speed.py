@@ -28,15 +28,8 @@ LIVE = 5  # running loops whose lock this script holds, so they show as Active
 
 
 def build_states(root: Path, count: int) -> tuple[int, list[object]]:
-    from akira_cli.state.models import (
-        Attempt,
-        CheckResult,
-        CompletedStep,
-        CurrentStep,
-        Evaluation,
-        FailedStep,
-        LoopState,
-    )
+    from akira_cli.state.models import CompletedStep, CurrentStep, FailedStep, LoopState
+    from akira_cli.state.records import Attempt, CheckResult, Evaluation
     from akira_cli.state.store import StateStore
 
     store = StateStore(root / ".state")

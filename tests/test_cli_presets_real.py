@@ -14,8 +14,8 @@ from cli_replay import install, replay
 from conftest import Akira
 
 from akira_cli.agents.presets import PRESETS, limits
-from akira_cli.config import AgentSettings, ModelPrice
 from akira_cli.events import EventType
+from akira_cli.sections import AgentSettings, ModelPrice
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from conftest import Akira
 from akira_cli.cli import main
 from akira_cli.criteria.refs import requirement_texts, served, unknown_id_warnings
 from akira_cli.criteria.spec import load_spec
-from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+from akira_cli.tasks.parser import parse_task_text
+from akira_cli.tasks.reading import read_task_bytes
 
 DATA = Path(__file__).parent / "data" / "criteria"
 REAL = sorted(path.parent for path in DATA.glob("*/*/tasks.md"))

@@ -13,14 +13,8 @@ from conftest import Akira
 
 from akira_cli.events import EventType
 from akira_cli.state.journal import read_history
-from akira_cli.state.models import (
-    KEEP_ATTEMPTS,
-    KEEP_ENTRIES,
-    KEEP_FINISHED,
-    Attempt,
-    CompletedStep,
-    LoopState,
-)
+from akira_cli.state.models import KEEP_FINISHED, CompletedStep, LoopState
+from akira_cli.state.records import KEEP_ATTEMPTS, KEEP_ENTRIES, Attempt
 from akira_cli.state.store import StateStore
 
 STEPS = 45

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, SecretStr
 
-from akira_cli.config import BudgetSettings, LLMSettings, ModelPrice, ResourceLimits
 from akira_cli.errors import BudgetExceeded
 from akira_cli.events import Event, EventBus, EventType
 from akira_cli.llm import (
@@ -25,6 +24,7 @@ from akira_cli.llm import (
     Usage,
     configured,
 )
+from akira_cli.sections import BudgetSettings, LLMSettings, ModelPrice, ResourceLimits
 from akira_cli.testing import (
     FakeOpenAI,
     Reply,

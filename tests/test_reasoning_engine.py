@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from akira_cli.config import LLMSettings, ReasoningSettings
 from akira_cli.events import Event, EventBus
 from akira_cli.llm.client import LLMClient
 from akira_cli.reasoning import (
@@ -24,6 +23,7 @@ from akira_cli.reasoning import (
     StepOutcome,
     ToolCallRecord,
 )
+from akira_cli.sections import LLMSettings, ReasoningSettings
 from akira_cli.testing.fake_openai import FakeOpenAI, Reply, error, json_reply, text
 
 KINDS = {

@@ -17,7 +17,8 @@ from akira_cli.errors import AkiraError
 
 if TYPE_CHECKING:
     from akira_cli.agents.presets import Preset
-    from akira_cli.config import AgentSettings, Config
+    from akira_cli.config import Config
+    from akira_cli.sections import AgentSettings
     from akira_cli.tasks.model import Step
 
 ASSIGNMENT = "="

@@ -28,7 +28,8 @@ def at_resume(workspace: Workspace, cfg: Config, state: LoopState) -> None:
     from akira_cli.api.run import agent_workdir
     from akira_cli.errors import AkiraError
     from akira_cli.loop.conditions import TaskLocator
-    from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import read_task_bytes
 
     path = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
     if path is None:

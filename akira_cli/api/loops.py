@@ -61,7 +61,8 @@ def start(
     from akira_cli.git.worktrees import require_git
     from akira_cli.review.build import preflight as review_preflight
     from akira_cli.sandbox.session import baseline, resolve
-    from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import read_task_bytes
     from akira_cli.tasks.source import TaskSource
 
     overrides = {

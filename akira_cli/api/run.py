@@ -13,7 +13,7 @@ from akira_cli.agents import REGISTRY, Agent, AgentContext
 from akira_cli.agents.base import choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
-from akira_cli.config import Config, FollowSettings
+from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.loop.conditions import TaskLocator
@@ -26,6 +26,7 @@ from akira_cli.prompts import StepPrompts
 from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner
+from akira_cli.sections import FollowSettings
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore, TaskLock
 from akira_cli.tasks.model import Step

@@ -11,11 +11,6 @@ from typing import Annotated, Any, ParamSpec
 import typer
 from typer.core import TyperCommand
 
-from akira_cli.api.lookup import find_path, load_task, same_file, store_for, workspace_and_config
-
-__all__ = ["find_path", "load_task", "same_file", "store_for", "workspace_and_config"]
-
-
 P = ParamSpec("P")
 
 ROOT_HELP = (

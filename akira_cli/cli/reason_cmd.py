@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from akira_cli.cli.common import ExtraConfigOption, JsonOption, RootOption, workspace_and_config
+from akira_cli.api.lookup import workspace_and_config
+from akira_cli.cli.common import ExtraConfigOption, JsonOption, RootOption
 from akira_cli.errors import LoopStop
 
 

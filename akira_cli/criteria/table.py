@@ -116,7 +116,8 @@ def review_of(record: object) -> str | None:
 def table_for(task_path: Path, state: LoopState, done: list[CompletedStep]) -> tuple[Spec, list[Row]] | None:
     """The feature's criteria and their rows; None when no criteria file lies beside the task
     file or it names no criteria (the warning says why, at start)."""
-    from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import TaskFileError, read_task_bytes
 
     spec = load_spec(task_path)
     if spec is None or not spec.criteria:

@@ -287,7 +287,8 @@ class Follower:
         self.loop.bus.emit(EventType.FOLLOW, item.step_id, action="replied", thread=item.reply_to)
 
     def task(self) -> TaskFile:
-        from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+        from akira_cli.tasks.parser import parse_task_text
+        from akira_cli.tasks.reading import TaskFileError, read_task_bytes
 
         path = Path(self.loop.state.task_path)
         try:

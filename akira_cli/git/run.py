@@ -22,13 +22,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from akira_cli.config import GitSettings
 from akira_cli.errors import AkiraError
 from akira_cli.git.cli import Git, GitError, Repository, find, output_of
 from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
 from akira_cli.git.plumbing import Plumbing
 from akira_cli.git.verify import CommitHooks
 from akira_cli.redaction import redact
+from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.workspace import in_quotes

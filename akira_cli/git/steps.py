@@ -24,7 +24,8 @@ from akira_cli.git.cli import GitError
 from akira_cli.git.nested import left_out
 from akira_cli.git.run import GitRun, subject
 from akira_cli.git.verify import CommitRefused
-from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
+from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 from akira_cli.templates import render

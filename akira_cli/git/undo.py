@@ -11,7 +11,7 @@ from akira_cli.errors import AkiraError
 from akira_cli.git.cli import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 from akira_cli.state.models import CompletedStep, LoopState
-from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.writeback import set_box
 
 

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
-from akira_cli.config import BudgetSettings, LLMSettings, ResourceLimits
 from akira_cli.errors import BudgetExceeded
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm import stream, wire
@@ -38,6 +37,7 @@ from akira_cli.llm.types import (
     LLMTruncated,
     Redactor,
 )
+from akira_cli.sections import BudgetSettings, LLMSettings, ResourceLimits
 from akira_cli.usage import Usage
 
 T = TypeVar("T", bound=BaseModel)

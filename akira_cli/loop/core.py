@@ -35,11 +35,11 @@ from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
-from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
-from akira_cli.state.records import passed_checks
+from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.records import Attempt, passed_checks
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line, in_quotes

@@ -20,7 +20,7 @@ from akira_cli.agents.base import AgentRequest, AgentResult
 from akira_cli.config import Config
 from akira_cli.errors import NeedsPerson
 from akira_cli.runner import CommandRunner
-from akira_cli.state.models import CheckResult
+from akira_cli.state.records import CheckResult
 from akira_cli.tasks.model import Step
 
 CHECKPOINT_RE = re.compile(r"\bcheck[- ]?point\b|\bensure all tests pass", re.I)

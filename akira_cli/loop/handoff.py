@@ -113,7 +113,8 @@ def fit(body: str, workspace: Workspace, state: LoopState) -> str:
 
 def title(state: LoopState, done: set[str]) -> str:
     """`<feature>: <done>/<total> steps`, counted in the task file as it is now."""
-    from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import TaskFileError, read_task_bytes
 
     path = Path(state.task_path)
     feature = state.feature or path.parent.name

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
 from akira_cli.loop.witness import Witness
 from akira_cli.runner import CommandRunner
-from akira_cli.state.models import Attempt, StepRecord
+from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 

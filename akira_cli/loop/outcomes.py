@@ -11,7 +11,8 @@ from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.runner import CommandWrapper
-from akira_cli.state.models import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.state.models import FailedStep, LoopState
+from akira_cli.state.records import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, StepRecord
 from akira_cli.tasks.model import Step
 from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line

@@ -19,7 +19,7 @@ from akira_cli.loop.ledger import Ledger
 from akira_cli.review.summary import disputed_note
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.source import TaskSource, earns_tick, is_done
 from akira_cli.workspace import Workspace, command_line, in_quotes
 

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from akira_cli.loop.engine import StepEngine
     from akira_cli.loop.taskbook import TaskBook
     from akira_cli.runner import CommandRunner
-    from akira_cli.state.models import Attempt, LoopState
+    from akira_cli.state.models import LoopState
+    from akira_cli.state.records import Attempt
     from akira_cli.workspace import Workspace
 
 

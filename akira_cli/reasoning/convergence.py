@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.llm.client import LLMClient
 from akira_cli.reasoning import prompts
 from akira_cli.reasoning.models import ConvergenceAssessment, Plan, Reply, ValidationReport
+from akira_cli.sections import ReasoningSettings
 
 
 class ConvergenceReply(Reply):

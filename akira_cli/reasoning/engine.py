@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm.client import LLMClient
 from akira_cli.llm.types import LLMError, LLMSchemaError
@@ -42,6 +41,7 @@ from akira_cli.reasoning.profile import infer_profile, ttl_for
 from akira_cli.reasoning.refining import Refinement
 from akira_cli.reasoning.run import Run, Stop, dump_issues, last_completed, plan_of
 from akira_cli.reasoning.validation import SemanticValidator
+from akira_cli.sections import ReasoningSettings
 
 
 class ReasoningEngine(Refinement):

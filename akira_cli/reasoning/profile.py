@@ -19,11 +19,11 @@ asks for 9 and is capped to 6.
 
 from __future__ import annotations
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.llm.client import LLMClient
 from akira_cli.llm.types import LLMError
 from akira_cli.reasoning import prompts
 from akira_cli.reasoning.models import TaskProfile, TTLAllocation
+from akira_cli.sections import ReasoningSettings
 
 
 def ttl_for(profile: TaskProfile, settings: ReasoningSettings) -> TTLAllocation:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm.client import LLMClient
 from akira_cli.llm.types import LLMSchemaError
@@ -25,6 +24,7 @@ from akira_cli.reasoning.planner import Planner, RefinementReply, repair_conflic
 from akira_cli.reasoning.profile import reassess_profile, ttl_for
 from akira_cli.reasoning.run import Run, applier_of, as_json, dump_issues, plan_of
 from akira_cli.reasoning.validation import SemanticValidator
+from akira_cli.sections import ReasoningSettings
 
 
 class Refinement:

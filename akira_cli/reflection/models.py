@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from akira_cli.reflection.memory import Category
-from akira_cli.state.models import PostActionReflection
+from akira_cli.state.records import PostActionReflection
 
 
 class FailureContext(BaseModel):

@@ -14,7 +14,8 @@ from akira_cli.failures import key_line
 from akira_cli.reflection.heuristic import HeuristicGenerator
 from akira_cli.reflection.memory import Reflection, ReflectionMemory
 from akira_cli.reflection.models import FailureContext
-from akira_cli.state.models import Attempt, LoopState, PostActionReflection, StepRecord
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt, PostActionReflection, StepRecord
 from akira_cli.words import clipped
 from akira_cli.workspace import Workspace
 

@@ -13,16 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from akira_cli.events import utcnow
 from akira_cli.state.follow import PullRequestWatch
 from akira_cli.state.gitrun import GitRun
-from akira_cli.state.records import KEEP_ATTEMPTS as KEEP_ATTEMPTS
-from akira_cli.state.records import KEEP_ENTRIES as KEEP_ENTRIES
-from akira_cli.state.records import NOT_COUNTED as NOT_COUNTED
-from akira_cli.state.records import NOT_EVIDENCE as NOT_EVIDENCE
-from akira_cli.state.records import Attempt as Attempt
-from akira_cli.state.records import CheckResult as CheckResult
-from akira_cli.state.records import Evaluation as Evaluation
-from akira_cli.state.records import Model
-from akira_cli.state.records import PostActionReflection as PostActionReflection
-from akira_cli.state.records import StepRecord as StepRecord
+from akira_cli.state.records import Model, StepRecord
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 2

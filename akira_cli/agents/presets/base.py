@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
-    from akira_cli.config import AgentSettings
+    from akira_cli.sections import AgentSettings
 
 
 @dataclass

@@ -21,7 +21,7 @@ from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
 from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.jsonout import json_objects, number
-from akira_cli.config import AgentSettings
+from akira_cli.sections import AgentSettings
 from akira_cli.usage import Usage
 
 

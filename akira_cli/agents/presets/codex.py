@@ -27,7 +27,7 @@ from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
 from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.jsonout import json_objects, one_call
-from akira_cli.config import AgentSettings
+from akira_cli.sections import AgentSettings
 
 TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search", "patch_apply"})
 

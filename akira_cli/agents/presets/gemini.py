@@ -23,7 +23,7 @@ from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
 from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.jsonout import last_object, number, one_call
-from akira_cli.config import AgentSettings
+from akira_cli.sections import AgentSettings
 
 AUTH_EXIT = 41
 """FatalAuthenticationError: no usable key or login."""
