@@ -5,14 +5,13 @@ The clone is made fresh each time the run is taken, by this worker or by one rec
 the run's branch is on the remote already, it is cloned and the loop continues on it (its
 committed ticks and `Akira-Step` trailers say which steps are done: git history is the ledger
 across machines); else the ref is cloned and the loop makes the branch. The loop is a child
-process that dies with the worker (PR_SET_PDEATHSIG), so a dead worker's loop never runs on
-beside the one that recovers it.
+process that dies with the worker (`deathsig.py`), so a dead worker's loop never runs on beside
+the one that recovers it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import shlex
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from akira_cli.fleet.database import Tables
+from akira_cli.fleet.deathsig import tethered
 from akira_cli.fleet.runs import RunSpec, git_out
 from akira_cli.redaction import url_without_password
 from akira_cli.runner import tail
@@ -35,13 +35,6 @@ EXIT_STATUS = {0: "completed", 3: "needs_action", 4: "needs_action"}
 """A loop's exit code as the run's status: a pause nobody asked for waits for a person too."""
 PAUSE_WAIT = 25.0
 """How long a worker that is told to stop lets a loop run to its next step boundary."""
-
-
-def die_with_parent() -> None:
-    """In the loop's child: SIGKILL when the worker dies (Linux); akira's reaper then kills the
-    loop's own commands."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -146,9 +139,8 @@ class LoopRun:
                 if sandbox is not None:
                     argv, env = sandbox.wrap(argv, clone, dict(os.environ))
                 done = subprocess.run(
-                    argv, cwd=clone, env=env, capture_output=True, text=True, timeout=3600,
-                    preexec_fn=die_with_parent,
-                )  # fmt: skip
+                    tethered(argv), cwd=clone, env=env, capture_output=True, text=True, timeout=3600
+                )
         except subprocess.TimeoutExpired:
             return f"`{command}` took more than an hour"
         if done.returncode == 0:
@@ -167,8 +159,8 @@ class LoopRun:
         command = [sys.executable, "-m", "akira_cli.fleet.child", "--task", str(clone / self.spec.task)]
         command += ["--push", "origin", "--branch", "" if resumed else self.branch]
         process = subprocess.Popen(
-            command, cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            preexec_fn=die_with_parent,
+            tethered(command), cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         stderr: list[str] = []
         reader = threading.Thread(target=lambda: stderr.extend(process.stderr or []), daemon=True)
