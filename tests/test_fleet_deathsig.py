@@ -91,3 +91,17 @@ def test_a_parent_gone_before_the_request_means_the_command_never_starts(tmp_pat
     assert os.getpid() != 1
     assert subprocess.run(command, timeout=60).returncode == ORPHANED
     assert not marker.exists()
+
+
+def test_a_module_planted_in_the_folder_it_starts_in_is_never_run(tmp_path: Path) -> None:
+    """The worker starts its children in the clone, where the steps write: a planted
+    `akira_cli/fleet/deathsig.py` there must not be what runs."""
+    marker = tmp_path / "outside" / "planted-ran"
+    marker.parent.mkdir()
+    planted = tmp_path / "clone" / "akira_cli" / "fleet"
+    planted.mkdir(parents=True)
+    for folder in (planted.parent, planted):
+        (folder / "__init__.py").write_text("")
+    (planted / "deathsig.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    done = subprocess.run(tethered(["bash", "-c", "exit 0"]), cwd=tmp_path / "clone", timeout=60)
+    assert done.returncode == 0 and not marker.exists()

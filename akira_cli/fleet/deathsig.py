@@ -24,8 +24,9 @@ ORPHANED = 125
 
 
 def tethered(command: list[str]) -> list[str]:
-    """`command`, started through this module: it dies with the calling process."""
-    return [sys.executable, "-m", "akira_cli.fleet.deathsig", str(os.getpid()), *command]
+    """`command`, started through this module: it dies with the calling process. Python runs
+    isolated (`-I`): the clone it starts in is never on its import path."""
+    return [sys.executable, "-I", "-m", "akira_cli.fleet.deathsig", str(os.getpid()), *command]
 
 
 def main(argv: list[str]) -> int:

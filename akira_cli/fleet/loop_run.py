@@ -156,7 +156,8 @@ class LoopRun:
     def loop(self, clone: Path, resumed: bool) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if key != "AKIRA_FLEET_DATABASE_URL"}
         # ^ the loop's agents never see the queue's password. A recovered run is on its branch.
-        command = [sys.executable, "-m", "akira_cli.fleet.child", "--task", str(clone / self.spec.task)]
+        # -I: the clone, where the steps write, is never on the loop's import path
+        command = [sys.executable, "-I", "-m", "akira_cli.fleet.child", "--task", str(clone / self.spec.task)]
         command += ["--push", "origin", "--branch", "" if resumed else self.branch]
         process = subprocess.Popen(
             tethered(command), cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
