@@ -1,6 +1,6 @@
 """Refinement and adaptation (phases B/C refinement, phase D): deltas tried on a copy of the
-plan and validated before the real plan changes (FR-033), and the profile update at a pass
-boundary (FR-023). Mixed into `ReasoningEngine`."""
+plan and validated before the real plan changes, and the profile update at a pass
+boundary. Mixed into `ReasoningEngine`."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ class Refinement:
     # -- Phase D ------------------------------------------------------------------------------
 
     def _adapt(self, run: Run, record: PassRecord) -> None:
-        """Profile update at the pass boundary, only when all three indicators hold (FR-023)."""
+        """Profile update at the pass boundary, only when all three indicators hold."""
         issues = record.validation.issues if record.validation else []
         assessment = record.convergence
         if assessment is None or assessment.converged or not issues:
