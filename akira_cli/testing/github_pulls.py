@@ -188,6 +188,10 @@ class Forge:
     def by_id(self, node: str) -> Pull | None:
         return next((pull for pull in self.pulls if f"PR_{pull.number}" == node), None)
 
+    def op_UserCurrent(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """`gh auth status` (akira's check before a run that opens a pull request) asks who it is."""
+        return {"viewer": {"login": self.login}}
+
     def op_RepositoryInfo(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
         return self.repository({})
 
@@ -312,6 +316,8 @@ class Forge:
             self.calls.append(f"{method} {path}")
             if method == "GET" and path == "/user":
                 return 200, {"login": self.login, "id": 1, "type": "User"}, "application/json"
+            if method == "GET" and path == "/":  # `gh auth status` reads the token's scopes here
+                return 200, {"current_user_url": f"https://{self.host}/api/v3/user"}, "application/json"
             if method == "GET" and path == "/meta":
                 return 200, {"installed_version": "3.17.0"}, "application/json"
             return self.actions.answer(method, path)
