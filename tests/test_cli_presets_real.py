@@ -13,7 +13,8 @@ import pytest
 from cli_replay import install, replay
 from conftest import Akira
 
-from akira_cli.agents.presets import PRESETS, limits
+from akira_cli.agents.presets import limits
+from akira_cli.agents.presets.base import PRESETS
 from akira_cli.events import EventType
 from akira_cli.sections import AgentSettings, ModelPrice
 

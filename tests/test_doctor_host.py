@@ -17,7 +17,7 @@ import pytest
 from conftest import Akira
 from doctor_support import Machine, doctor, rows
 
-from akira_cli.doctor import CHECKS, DoctorContext, Finding, register_check
+from akira_cli.doctor.base import CHECKS, DoctorContext, Finding, register_check
 
 
 @pytest.fixture

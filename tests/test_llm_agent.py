@@ -22,7 +22,7 @@ from akira_cli.agents.llm import ToolStepExecutor
 from akira_cli.agents.tools import Toolbox
 from akira_cli.events import Event, EventBus, EventType
 from akira_cli.llm.client import LLMClient
-from akira_cli.reasoning import PlanStep
+from akira_cli.reasoning.models import PlanStep
 from akira_cli.runner import CommandRunner
 from akira_cli.sections import LLMSettings
 from akira_cli.testing.fake_openai import FakeOpenAI, Reply, error, json_reply, text, tool_call, tool_calls

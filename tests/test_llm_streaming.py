@@ -14,7 +14,7 @@ import pytest
 from test_llm_client import USER, Harness
 
 from akira_cli.events import EventType
-from akira_cli.llm import LLMTransientError
+from akira_cli.llm.types import LLMTransientError
 from akira_cli.reasoning.models import TaskProfile
 from akira_cli.testing import FakeOpenAI, json_reply, text, tool_calls
 from akira_cli.testing.fake_openai import stalling, trickling

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
-from akira_cli.agents.presets import PRESETS, CliReport, Preset
+from akira_cli.agents.presets.base import PRESETS, CliReport, Preset
 from akira_cli.agents.session_totals import SessionTotals
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import atomic_write, name_path

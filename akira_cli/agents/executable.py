@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from akira_cli.errors import AkiraError
 
 if TYPE_CHECKING:
-    from akira_cli.agents.presets import Preset
+    from akira_cli.agents.presets.base import Preset
     from akira_cli.config import Config
     from akira_cli.sections import AgentSettings
     from akira_cli.tasks.model import Step
@@ -51,7 +51,7 @@ class AgentCommand:
 def agent_command(kind: str, config: Config) -> AgentCommand | None:
     """The agent CLI of agent kind `kind` (`command` or a preset's name); None for the agents that
     start no CLI (`script`, `llm`, and `auto` when nothing names one)."""
-    from akira_cli.agents.presets import PRESETS
+    from akira_cli.agents.presets.base import PRESETS
 
     settings = config.agent
     if kind in PRESETS:

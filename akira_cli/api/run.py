@@ -9,8 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from akira_cli.agents import REGISTRY, Agent, AgentContext
-from akira_cli.agents.base import choose_kind
+from akira_cli.agents.base import REGISTRY, Agent, AgentContext, choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
 from akira_cli.config import Config

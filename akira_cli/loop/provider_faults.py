@@ -10,7 +10,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from akira_cli.agents.presets import ProviderFault
+from akira_cli.agents.presets.base import ProviderFault
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType
 

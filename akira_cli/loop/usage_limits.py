@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from akira_cli.agents.presets import UsageLimit
+from akira_cli.agents.presets.base import UsageLimit
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType
 from akira_cli.state.models import LoopState

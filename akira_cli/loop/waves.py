@@ -35,7 +35,7 @@ from akira_cli.tasks.source import is_done
 
 if TYPE_CHECKING:
     from akira_cli.agents.base import Agent
-    from akira_cli.agents.presets import UsageLimit
+    from akira_cli.agents.presets.base import UsageLimit
     from akira_cli.config import Config
     from akira_cli.events import EventBus
     from akira_cli.loop.engine import StepEngine

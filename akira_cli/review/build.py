@@ -33,7 +33,7 @@ def preflight(config: Config) -> None:
 
 def reviewer_program(config: Config) -> str:
     """The program `review.agent` runs ('' for `llm` or no reviewer)."""
-    from akira_cli.agents.presets import PRESETS
+    from akira_cli.agents.presets.base import PRESETS
 
     name = (config.review.agent or "").strip()
     if not name or name == "llm":

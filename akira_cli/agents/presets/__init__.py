@@ -9,24 +9,3 @@ the next CLI is one module. The `command` agent stays generic and uses a preset 
 from __future__ import annotations
 
 from akira_cli.agents.presets import aider, claude, codex, gemini  # noqa: F401  (registration)
-from akira_cli.agents.presets.base import (
-    ORDER,
-    PRESETS,
-    CliReport,
-    Preset,
-    ProviderFault,
-    UsageLimit,
-    found_on_path,
-    register_preset,
-)
-
-__all__ = [
-    "ORDER",
-    "PRESETS",
-    "CliReport",
-    "Preset",
-    "ProviderFault",
-    "UsageLimit",
-    "found_on_path",
-    "register_preset",
-]
