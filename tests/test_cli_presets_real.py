@@ -1,7 +1,7 @@
-"""The agent CLI presets against what the real CLIs print (every
-preset's reader, aider, and provider faults waited out): `akira loop start` end to end with fakes that replay the captures of claude 2.1.197,
-codex 0.169.0, gemini 0.61.0 and aider 0.86.2 (tests/cli_replay.py), and the presets' readers
-on the same captures."""
+"""The agent CLI presets against what the real CLIs print (every preset's reader, aider, and
+provider faults waited out): `akira loop start` end to end with fakes that replay the captures
+of claude 2.1.197, codex 0.169.0, gemini 0.61.0 and aider 0.86.2 (tests/cli_replay.py), and the
+presets' readers on the same captures."""
 
 from __future__ import annotations
 
