@@ -1,20 +1,11 @@
-"""Telling transient failures from strategic ones, error signatures, and backoff."""
+"""Telling transient failures from strategic ones, and error signatures."""
 
 from __future__ import annotations
 
 import hashlib
-import random
 import re
 
-# Infrastructure trouble that a plain retry can fix: a busy lock, a refused or reset
-# connection, rate limiting, a temporary server error.
-TRANSIENT_PATTERNS = re.compile(
-    r"resource temporarily unavailable|database is locked|could not get lock|"
-    r"unable to acquire .*lock|lock(?:file)? .*(?:busy|held)|index\.lock': file exists|"
-    r"text file busy|connection (?:refused|reset|timed out)|temporary failure in name resolution|"
-    r"too many requests|\b429\b|service unavailable|\b50[234]\b (?:bad gateway|service|gateway)",
-    re.IGNORECASE,
-)
+from akira_cli.transient import is_transient
 
 _MASKS: list[tuple[re.Pattern[str], str]] = [
     (
@@ -52,7 +43,7 @@ def key_line(error: str, limit: int = 200) -> str:
 def is_transient_output(output: str, exit_code: int | None, transient_codes: list[int]) -> bool:
     if exit_code is not None and exit_code in transient_codes:
         return True
-    return bool(TRANSIENT_PATTERNS.search(output[-4000:]))
+    return is_transient(output[-4000:])
 
 
 def normalise(error: str) -> str:
@@ -66,9 +57,3 @@ def normalise(error: str) -> str:
 def signature(error: str) -> str:
     normal = normalise(error)
     return hashlib.sha256(normal.encode()).hexdigest()[:12] if normal else ""
-
-
-def backoff(attempt: int, *, base: float = 0.5, cap: float = 30.0, exponential: bool = True) -> float:
-    """Full-jitter exponential backoff: a random wait in [delay/2, delay]."""
-    delay = min(cap, base * (2**attempt if exponential else 1))
-    return delay / 2 + random.random() * delay / 2

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from akira_cli.errors import BudgetExceeded
+from akira_cli.sections import BudgetSettings
+
 
 class Usage(BaseModel):
     prompt_tokens: int = 0
@@ -36,4 +39,18 @@ class Usage(BaseModel):
             calls=self.calls - before.calls,
             estimated_calls=self.estimated_calls - before.estimated_calls,
             cost_usd=self.cost_usd - before.cost_usd,
+        )
+
+
+def check_budget(budget: BudgetSettings, used: Usage) -> None:
+    """Raises `BudgetExceeded` once `used` reaches the token or the cost budget."""
+    if budget.max_tokens_total is not None and used.total_tokens >= budget.max_tokens_total:
+        raise BudgetExceeded(
+            f"token budget of {budget.max_tokens_total} used up ({used.total_tokens} tokens); "
+            "raise budget.max_tokens_total to continue"
+        )
+    if budget.max_cost_usd is not None and used.cost_usd >= budget.max_cost_usd:
+        raise BudgetExceeded(
+            f"cost budget of ${budget.max_cost_usd:g} used up (${used.cost_usd:.4f}); "
+            "raise budget.max_cost_usd to continue"
         )

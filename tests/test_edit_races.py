@@ -226,7 +226,7 @@ import sys
 from pathlib import Path
 
 from akira_cli.cli import main
-from akira_cli.state.store import TaskLock
+from akira_cli.state.lock import TaskLock
 
 method, signal_file, fifo, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4:]
 real = getattr(TaskLock, method)

@@ -15,7 +15,8 @@ import pytest
 from conftest import Akira
 
 from akira_cli.errors import AkiraError
-from akira_cli.state.store import StateStore, TaskLock
+from akira_cli.state.lock import TaskLock
+from akira_cli.state.store import StateStore
 
 
 def alive(pid: int) -> bool:
@@ -128,7 +129,7 @@ def test_readers_never_touch_the_lock_so_a_real_acquire_never_fails(tmp_path: Pa
 HOLD = r"""
 import sys, time
 from pathlib import Path
-from akira_cli.state.store import TaskLock
+from akira_cli.state.lock import TaskLock
 lock = TaskLock(Path(sys.argv[1]))
 lock.acquire("task 1")
 Path(sys.argv[2]).write_text(sys.argv[3])  # the pid file as a lost race can find it: another live pid

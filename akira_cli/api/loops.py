@@ -16,8 +16,9 @@ from akira_cli.workspace import Workspace, command_line
 if TYPE_CHECKING:
     from akira_cli.api.models import Finished, Note, Resumed, Started
     from akira_cli.config import Config
+    from akira_cli.state.lock import TaskLock
     from akira_cli.state.models import LoopState
-    from akira_cli.state.store import StateStore, TaskLock
+    from akira_cli.state.store import StateStore
     from akira_cli.tasks.source import TaskSource
 
 Say = Callable[[str], None]

@@ -25,8 +25,9 @@ DETACH_WAIT = 30.0
 if TYPE_CHECKING:
     from akira_cli.config import Config
     from akira_cli.git.run import GitRun
+    from akira_cli.state.lock import TaskLock
     from akira_cli.state.models import LoopState
-    from akira_cli.state.store import StateStore, TaskLock
+    from akira_cli.state.store import StateStore
     from akira_cli.tasks.model import TaskFile
 
 

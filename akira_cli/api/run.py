@@ -26,8 +26,9 @@ from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner
 from akira_cli.sections import FollowSettings
+from akira_cli.state.lock import TaskLock
 from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore, TaskLock
+from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
-from akira_cli.errors import BudgetExceeded
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm import stream, wire
 from akira_cli.llm.mend import mend
@@ -38,7 +37,7 @@ from akira_cli.llm.types import (
     Redactor,
 )
 from akira_cli.sections import BudgetSettings, LLMSettings, ResourceLimits
-from akira_cli.usage import Usage
+from akira_cli.usage import Usage, check_budget
 
 T = TypeVar("T", bound=BaseModel)
 RATE_WINDOW = 60.0
@@ -207,7 +206,8 @@ class LLMClient(Retrying):
                 )
 
     def _complete(self, messages: list[dict[str, Any]], extra: dict[str, Any], purpose: str) -> ChatResult:
-        self._check_budget()
+        if self.budget is not None:
+            check_budget(self.budget, self.usage)
         model = self.model
         started = time.monotonic()
         bound = PURPOSE_TOKENS.get(".".join(purpose.split(".")[:2]), self.settings.max_tokens)
@@ -278,21 +278,6 @@ class LLMClient(Retrying):
         if price is None:
             return 0.0
         return price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
-
-    def _check_budget(self) -> None:
-        budget, used = self.budget, self.usage
-        if budget is None:
-            return
-        if budget.max_tokens_total is not None and used.total_tokens >= budget.max_tokens_total:
-            raise BudgetExceeded(
-                f"token budget of {budget.max_tokens_total} used up ({used.total_tokens} tokens); "
-                "raise budget.max_tokens_total or resume later"
-            )
-        if budget.max_cost_usd is not None and used.cost_usd >= budget.max_cost_usd:
-            raise BudgetExceeded(
-                f"cost budget of ${budget.max_cost_usd:g} used up (${used.cost_usd:.4f}); "
-                "raise budget.max_cost_usd or resume later"
-            )
 
     def _list_models(self) -> list[str]:
         return wire.model_ids(self._call(lambda: self._sdk.models.list(), "models"))

@@ -11,22 +11,23 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import openai
 
+from akira_cli.backoff import backoff
 from akira_cli.events import EventType
 from akira_cli.llm import stream, wire
 from akira_cli.llm.types import Failure, FormatRejected, LLMError, LLMTransientError, Redactor
 from akira_cli.sections import LLMSettings
+from akira_cli.transient import is_transient_status
 
 R = TypeVar("R")
 
-BACKOFF_BASE = 0.5
+BACKOFF_BASE = 1.0
+"""The first retry waits 0.5-1 s, the next 1-2 s, and so on up to `BACKOFF_CAP`."""
 BACKOFF_CAP = 30.0
-TRANSIENT_STATUSES = frozenset({408, 409, 429})
 
 
 class Retrying:
@@ -93,8 +94,7 @@ class Retrying:
             wait = min(failure.retry_after, self.settings.retry_after_cap_seconds)
             mechanism = "retry_after"
         else:
-            delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
-            wait = min(BACKOFF_CAP, delay * random.uniform(1.0, 1.25))
+            wait = backoff(attempt - 1, base=BACKOFF_BASE, cap=BACKOFF_CAP)
             mechanism = "backoff"
         self._emit(
             EventType.TRANSIENT_RETRY,
@@ -145,7 +145,7 @@ class Retrying:
     def _classify_status(self, exc: openai.APIStatusError) -> Failure:
         status = exc.status_code
         detail = self._redact(wire.server_message(exc), 200)
-        if status in TRANSIENT_STATUSES or status >= 500:
+        if is_transient_status(status):
             return Failure(
                 f"LLM endpoint {self.base_url} answered HTTP {status} ({detail})",
                 status=status,

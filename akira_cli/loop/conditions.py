@@ -10,7 +10,6 @@ from pathlib import Path
 
 from akira_cli.config import Config
 from akira_cli.errors import (
-    BudgetExceeded,
     FailureThresholdExceeded,
     ManualIntervention,
     MaxIterationsReached,
@@ -22,6 +21,7 @@ from akira_cli.errors import (
 )
 from akira_cli.hooks import active_hook, write_hook
 from akira_cli.state.models import LoopState
+from akira_cli.usage import check_budget
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
@@ -200,24 +200,10 @@ class Guard:
                 f"{state.consecutive_failures} failures in a row reached the failure threshold "
                 f"({state.failure_threshold})"
             )
-        self.check_budget(state)
+        check_budget(self.config.budget, state.usage)
         timeout = self.config.autonomous_loop.timeout_seconds
         if state.elapsed_seconds >= timeout:
             raise TimeoutReached(
                 f"timeout of {timeout:.0f}s reached after {state.elapsed_seconds:.0f}s of work; "
                 "raise autonomous_loop.timeout_seconds to continue"
-            )
-
-    def check_budget(self, state: LoopState) -> None:
-        budget = self.config.budget
-        used = state.usage
-        if budget.max_tokens_total is not None and used.total_tokens >= budget.max_tokens_total:
-            raise BudgetExceeded(
-                f"token budget of {budget.max_tokens_total} used up ({used.total_tokens} tokens); "
-                "raise budget.max_tokens_total to continue"
-            )
-        if budget.max_cost_usd is not None and used.cost_usd >= budget.max_cost_usd:
-            raise BudgetExceeded(
-                f"cost budget of ${budget.max_cost_usd:.2f} used up (${used.cost_usd:.2f}); "
-                "raise budget.max_cost_usd to continue"
             )

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
+from akira_cli.backoff import backoff
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane
 from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
-from akira_cli.failures import backoff, signature
+from akira_cli.failures import signature
 from akira_cli.loop.conditions import replaced_stop
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
@@ -35,6 +36,11 @@ from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
+
+RETRY_BASE = 0.5
+"""A transient failure's first retry waits 0.25-0.5 s, doubling (unless
+`autonomous_loop.exponential_backoff` is off) up to `RETRY_CAP`."""
+RETRY_CAP = 30.0
 
 
 class PromptBuilder(Protocol):
@@ -295,7 +301,8 @@ class StepEngine(Outcomes):
                         retries=retries,
                     )
                 return result, retries
-            wait = backoff(retries, exponential=self.config.autonomous_loop.exponential_backoff)
+            doubling = self.config.autonomous_loop.exponential_backoff
+            wait = backoff(retries, base=RETRY_BASE, cap=RETRY_CAP, exponential=doubling)
             retries += 1
             self.bus.emit(
                 EventType.TRANSIENT_RETRY,

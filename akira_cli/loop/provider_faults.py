@@ -6,23 +6,17 @@ refused key (401, 403) is never retried: one line saying so, and `needs_action`.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from akira_cli.agents.presets.base import ProviderFault
+from akira_cli.backoff import backoff
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType
 
 FIRST_WAIT = 1.0
 """The first wait, doubling each time up to `LONGEST_WAIT`."""
 LONGEST_WAIT = 300.0
-
-
-def fault_wait(tries: int) -> float:
-    """Exponential backoff with jitter: a random wait in [delay/2, delay]."""
-    delay: float = min(LONGEST_WAIT, FIRST_WAIT * 2.0**tries)
-    return delay / 2 + random.random() * delay / 2
 
 
 @dataclass
@@ -40,7 +34,7 @@ class FaultWaiter:
         """Waits before the agent runs again; raises to ask a person or to honour a stop hook."""
         if fault.auth:
             raise NeedsPerson(fault.message)
-        wait = fault_wait(self.tries)
+        wait = backoff(self.tries, base=FIRST_WAIT, cap=LONGEST_WAIT)
         if self.waited + wait > self.cap_seconds:
             raise NeedsPerson(
                 f"the agent's model provider kept failing for {self.waited:.0f}s ({fault.message[:160]}); "

@@ -19,8 +19,9 @@ from akira_cli.fileio import describe_os_error
 from akira_cli.notify import Notifier
 from akira_cli.orphans import ChildLedger
 from akira_cli.reaper import Reaper
+from akira_cli.state.lock import TaskLock
 from akira_cli.state.models import LoopState
-from akira_cli.state.store import StateStore, TaskLock
+from akira_cli.state.store import StateStore
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line, in_quotes
 

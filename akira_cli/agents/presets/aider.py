@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 
-from akira_cli.agents.presets import faults as fault_text
 from akira_cli.agents.presets import limits as limit_text
 from akira_cli.agents.presets.base import CliReport, register_preset
+from akira_cli.agents.presets.verdict import failed
 from akira_cli.sections import AgentSettings
 from akira_cli.usage import Usage
 
@@ -77,9 +77,7 @@ class Aider:
             # aider wraps its messages at the terminal's width: the last error, on one line
             raised = [m for m in api_errors if "Error:" in m.group(0)] or api_errors  # not the hint
             said = " ".join(text[raised[-1].start() :].split())[:1500]
-            report.failed, report.error = True, said
-            report.limit = limit_text.detect(said)
-            report.fault = None if report.limit else fault_text.classify(said)
+            failed(report, said, limit_in=said)
         elif edit_failed:
             report.failed, report.error = (
                 True,

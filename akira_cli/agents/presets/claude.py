@@ -15,14 +15,80 @@ warnings, so the two are read apart. Read: `result`, `is_error`, `session_id`, `
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Annotated, Any
 
-from akira_cli.agents.presets import faults as fault_text
-from akira_cli.agents.presets import limits as limit_text
+from pydantic import BeforeValidator, Field
+
+from akira_cli.agents.presets import limits
 from akira_cli.agents.presets.base import CliReport, register_preset
-from akira_cli.agents.presets.jsonout import json_objects, number
+from akira_cli.agents.presets.jsonout import (
+    Count,
+    Lenient,
+    Money,
+    Name,
+    ObjectOrEmpty,
+    ObjectOrNone,
+    Objects,
+    Status,
+    Text,
+    json_objects,
+    last_of,
+)
+from akira_cli.agents.presets.verdict import failed
 from akira_cli.sections import AgentSettings
 from akira_cli.usage import Usage
+
+
+class ClaudeTokens(Lenient):
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cache_read_input_tokens: Count = 0
+    cache_creation_input_tokens: Count = 0
+
+
+class Denial(Lenient):
+    """One of `permission_denials`, shown as `Write(step_1.txt)`, `Bash(rm -rf build)`."""
+
+    tool_name: Text = ""
+    tool_input: Annotated[dict[str, Any], ObjectOrEmpty] = Field(default_factory=dict)
+
+    def shown(self) -> str:
+        given = self.tool_input
+        what = given.get("file_path") or given.get("path") or given.get("command") or given.get("url") or ""
+        tool = self.tool_name or "tool"
+        return f"{tool}({str(what)[:120]})" if what else tool
+
+
+class ClaudeResult(Lenient):
+    """The JSON object `claude -p --output-format json` prints on stdout."""
+
+    result: Text = ""
+    is_error: Annotated[bool, BeforeValidator(lambda value: value is True)] = False
+    subtype: Text = ""
+    session_id: Name = None
+    num_turns: Count = 0
+    total_cost_usd: Money = 0.0
+    usage: Annotated[ClaudeTokens | None, ObjectOrNone] = None
+    api_error_status: Status = None
+    permission_denials: Annotated[list[Denial], Objects] = Field(default_factory=list)
+
+    @property
+    def said_failed(self) -> bool:
+        return self.is_error or self.subtype.startswith("error")
+
+    def counted(self) -> Usage:
+        tokens = self.usage or ClaudeTokens()
+        cached = tokens.cache_read_input_tokens + tokens.cache_creation_input_tokens
+        return Usage(
+            prompt_tokens=tokens.input_tokens + cached,
+            completion_tokens=tokens.output_tokens,
+            cached_tokens=cached,
+            calls=max(1, self.num_turns),
+            cost_usd=self.total_cost_usd,
+        )
+
+    def refused(self) -> list[str]:
+        return [denial.shown() for denial in self.permission_denials][:20]
 
 
 class Claude:
@@ -39,65 +105,35 @@ class Claude:
         return " ".join([base, *words, *settings.extra_args])
 
     def read(self, output: str, exit_code: int | None, stderr: str = "") -> CliReport:
-        results = [o for o in json_objects(output) if "result" in o or "is_error" in o]
-        report = CliReport(limit=limit_text.detect(f"{output}\n{stderr}"))
-        if not results:
-            report.failed = exit_code != 0
-            report.error = "" if exit_code == 0 else (f"{output}\n{stderr}").strip()[-500:]
-            if report.failed and report.limit is None:
-                report.fault = fault_text.classify(f"{output}\n{stderr}")
-            return report
-        data = results[-1]
-        raw = data.get("usage")
-        usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        cached = number(usage.get("cache_read_input_tokens"))
-        cached += number(usage.get("cache_creation_input_tokens"))
-        report.usage = Usage(
-            prompt_tokens=number(usage.get("input_tokens")) + cached,
-            completion_tokens=number(usage.get("output_tokens")),
-            cached_tokens=cached,
-            calls=max(1, number(data.get("num_turns"))),
-            cost_usd=float(data.get("total_cost_usd") or 0.0),
-        )
-        report.answer = str(data.get("result") or "")
-        report.session_id = data.get("session_id") if isinstance(data.get("session_id"), str) else None
-        said_failed = data.get("is_error") is True or str(data.get("subtype", "")).startswith("error")
-        # a successful answer may talk about limits; only a failed one can be stopped by one
-        report.limit = (
-            (limit_text.detect(report.answer) or report.limit) if said_failed or exit_code else None
-        )
-        if said_failed or exit_code != 0:
-            report.failed = True
-            report.error = report.answer or str(data.get("subtype")) or f"exit {exit_code}"
-            if report.limit is None:
-                status = data.get("api_error_status")
-                status = status if isinstance(status, int) and not isinstance(status, bool) else None
-                report.fault = fault_text.classify(report.answer, status)
-        denials = refused(data.get("permission_denials"))
-        if denials:  # a line of its own that names the error: the retry prompt and reflection pick it
-            said = (
-                f"error: claude's permission mode refused {'; '.join(denials)}, which changed nothing "
-                "(agent.permission_mode sets --permission-mode)"
-            )
-            if not report.failed:
-                report.refused = denials
-            report.error = f"{report.error}\n{said}".strip() if report.failed else said
-            report.failed = True
+        both = f"{output}\n{stderr}"
+        data = last_of(ClaudeResult, json_objects(output), "result", "is_error")
+        if data is None:  # no JSON: a limit in plain text holds even with exit 0 (older CLIs)
+            if exit_code == 0:
+                return CliReport(limit=limits.detect(both))
+            return failed(CliReport(), both.strip()[-500:], limit_in=both, fault_in=both)
+        report = CliReport(answer=data.result, session_id=data.session_id, usage=data.counted())
+        if data.said_failed or exit_code != 0:
+            said = data.result or data.subtype or f"exit {exit_code}"
+            # the plan limit is in the answer; the whole output is read too, for stderr's
+            limit_in = f"{data.result}\n{both}"
+            failed(report, said, limit_in=limit_in, fault_in=data.result, status=data.api_error_status)
+        return refused(report, data.refused())
+
+
+def refused(report: CliReport, denials: list[str]) -> CliReport:
+    """Writes the permission mode refused fail the attempt, in a line of its own that names the
+    error (the retry prompt and the reflection pick it)."""
+    if not denials:
         return report
-
-
-def refused(raw: object) -> list[str]:
-    """`permission_denials` as `Write(step_1.txt)`, `Bash(rm -rf build)`."""
-    found = []
-    for denial in raw if isinstance(raw, list) else []:
-        if not isinstance(denial, dict):
-            continue
-        tool = str(denial.get("tool_name") or "tool")
-        given = denial.get("tool_input")
-        given = given if isinstance(given, dict) else {}
-        what = given.get("file_path") or given.get("path") or given.get("command") or given.get("url") or ""
-        found.append(f"{tool}({str(what)[:120]})" if what else tool)
-    return found[:20]
+    said = (
+        f"error: claude's permission mode refused {'; '.join(denials)}, which changed nothing "
+        "(agent.permission_mode sets --permission-mode)"
+    )
+    if not report.failed:
+        report.refused = denials
+    report.error = f"{report.error}\n{said}".strip() if report.failed else said
+    report.failed = True
+    return report
 
 
 register_preset(Claude())

@@ -21,15 +21,84 @@ request), `turn.completed` (`usage`: `input_tokens` including `cached_input_toke
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated
 
-from akira_cli.agents.presets import faults as fault_text
-from akira_cli.agents.presets import limits as limit_text
 from akira_cli.agents.presets.base import CliReport, register_preset
-from akira_cli.agents.presets.jsonout import json_objects, one_call
+from akira_cli.agents.presets.jsonout import Count, Lenient, Name, ObjectOrNone, Text, json_objects
+from akira_cli.agents.presets.verdict import failed
 from akira_cli.sections import AgentSettings
+from akira_cli.usage import Usage
 
 TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search", "patch_apply"})
+ANSWERS = frozenset({"agent_message", "assistant_message"})
+
+
+class CodexItem(Lenient):
+    type: Text = ""
+    text: Text = ""
+
+
+class CodexTokens(Lenient):
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cached_input_tokens: Count = 0
+
+
+class CodexError(Lenient):
+    message: Text = ""
+
+
+class CodexEvent(Lenient):
+    """One JSON line of `codex exec --json`."""
+
+    type: Text = ""
+    thread_id: Name = None
+    item: Annotated[CodexItem | None, ObjectOrNone] = None
+    usage: Annotated[CodexTokens | None, ObjectOrNone] = None
+    error: Annotated[CodexError | None, ObjectOrNone] = None
+    message: Text = ""
+
+    @property
+    def said(self) -> str:
+        """A failure's message: its error's, else its own, else its type."""
+        return (self.error.message if self.error else self.message) or self.type
+
+
+@dataclass
+class CodexRun:
+    """What the events of one run add up to."""
+
+    session_id: str | None = None
+    answers: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    tools: int = 0
+    turns: int = 0
+    ended: str = ""
+    """The last turn's end: "completed" or "failed"."""
+
+    def add(self, event: CodexEvent) -> None:
+        if event.type == "thread.started" and event.thread_id is not None:
+            self.session_id = event.thread_id
+        elif event.type == "item.completed" and event.item is not None:
+            if event.item.type in ANSWERS and event.item.text:
+                self.answers.append(event.item.text)
+            self.tools += event.item.type in TOOL_ITEMS
+        elif event.type in ("turn.completed", "turn.failed"):
+            self.ended, self.turns = event.type.removeprefix("turn."), self.turns + 1
+        if event.type == "turn.completed" and event.usage is not None:
+            tokens = event.usage  # a running total: the last one is the thread's
+            self.usage = Usage(
+                prompt_tokens=tokens.input_tokens,
+                completion_tokens=tokens.output_tokens,
+                cached_tokens=tokens.cached_input_tokens,
+            )
+        # an `error` it recovered from (`Reconnecting... 1/5`) is no failure
+        if event.type == "turn.failed" or (
+            event.type == "error" and not event.said.startswith("Reconnecting")
+        ):
+            self.errors.append(event.said)
 
 
 class Codex:
@@ -53,42 +122,16 @@ class Codex:
         return " ".join([base, *settings.extra_args])
 
     def read(self, output: str, exit_code: int | None, stderr: str = "") -> CliReport:
-        report = CliReport(running_total=True)
-        answers, errors, tools, turns = [], list[str](), 0, 0
-        ended = ""  # the last turn's end: "completed" or "failed"
-        for event in json_objects(output):
-            kind = event.get("type")
-            if kind == "thread.started" and isinstance(event.get("thread_id"), str):
-                report.session_id = event["thread_id"]
-            elif kind == "item.completed" and isinstance(event.get("item"), dict):
-                item = event["item"]
-                if item.get("type") in ("agent_message", "assistant_message") and item.get("text"):
-                    answers.append(str(item["text"]))
-                tools += item.get("type") in TOOL_ITEMS
-            elif kind == "turn.completed":
-                ended, turns = "completed", turns + 1
-                if isinstance(event.get("usage"), dict):
-                    usage = one_call(event["usage"], "input_tokens", "output_tokens", "cached_input_tokens")
-                    report.usage = usage  # a running total: the last one is the thread's
-            elif kind == "turn.failed":
-                ended, turns = "failed", turns + 1
-            if kind in ("turn.failed", "error"):
-                raw = event.get("error")
-                error: dict[str, Any] = raw if isinstance(raw, dict) else event
-                message = str(error.get("message") or kind)
-                if kind == "turn.failed" or not message.startswith("Reconnecting"):
-                    errors.append(message)
-        report.usage.calls = tools + turns
-        report.answer = "\n".join(answers)
-        report.failed = exit_code != 0 or ended != "completed"
-        if not report.failed:
+        run = CodexRun()
+        for line in json_objects(output):
+            run.add(CodexEvent.model_validate(line))
+        run.usage.calls = run.tools + run.turns
+        answer = "\n".join(run.answers)
+        report = CliReport(answer=answer, session_id=run.session_id, usage=run.usage, running_total=True)
+        if exit_code == 0 and run.ended == "completed":
             return report
-        said = "; ".join(errors) or stderr.strip()[-1000:] or f"codex exited {exit_code} without a turn"
-        report.error = said[:2000]
-        report.limit = limit_text.detect(f"{said}\n{stderr}")
-        if report.limit is None:
-            report.fault = fault_text.classify(said)
-        return report
+        said = "; ".join(run.errors) or stderr.strip()[-1000:] or f"codex exited {exit_code} without a turn"
+        return failed(report, said[:2000], limit_in=f"{said}\n{stderr}", fault_in=said)
 
 
 register_preset(Codex())

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from typing import Annotated, Any, TypeVar
 
-from akira_cli.usage import Usage
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 
 def json_objects(output: str) -> list[dict[str, Any]]:
@@ -37,16 +38,6 @@ def number(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def one_call(counts: dict[str, Any], prompt: str, completion: str, cached: str) -> Usage:
-    """One model call's usage from a JSON object of token counts, under the CLI's own keys."""
-    return Usage(
-        prompt_tokens=number(counts.get(prompt)),
-        completion_tokens=number(counts.get(completion)),
-        cached_tokens=number(counts.get(cached)),
-        calls=1,
-    )
-
-
 def last_object(text: str, *keys: str) -> dict[str, Any] | None:
     """The last JSON object in `text` that has one of `keys`, even pretty-printed over many lines
     and after stack traces (Gemini CLI's errors on stderr)."""
@@ -63,3 +54,54 @@ def last_object(text: str, *keys: str) -> dict[str, Any] | None:
             found = value
         at = text.find("{", end)
     return found
+
+
+# Lenient parts of the models of what the CLIs print: a field of an unexpected type reads as if
+# it were absent, and fields the models do not name are ignored, so a CLI that adds or changes
+# a field still yields whatever it said that akira knows.
+
+
+class Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+def _money(value: Any) -> float:
+    try:
+        amount = float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return amount if math.isfinite(amount) else 0.0
+
+
+Count = Annotated[int, BeforeValidator(number)]
+"""A token or request count: a number, else 0."""
+Money = Annotated[float, BeforeValidator(_money)]
+Text = Annotated[str, BeforeValidator(lambda value: str(value) if value else "")]
+"""Any value as text; none (or an empty one) as ""."""
+Name = Annotated[str | None, BeforeValidator(lambda value: value if isinstance(value, str) else None)]
+"""A string or nothing: a session or thread id."""
+Status = Annotated[
+    int | None,
+    BeforeValidator(lambda value: value if isinstance(value, int) and not isinstance(value, bool) else None),
+]
+"""An HTTP status given as a JSON number."""
+ObjectOrNone = BeforeValidator(lambda value: value if isinstance(value, dict) else None)
+"""For a nested model: read only from a JSON object, else absent."""
+ObjectOrEmpty = BeforeValidator(lambda value: value if isinstance(value, dict) else {})
+"""For a nested model: read only from a JSON object, else as an empty one."""
+Objects = BeforeValidator(
+    lambda value: [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+)
+"""For a list of nested models: its JSON objects; anything else in it is passed over."""
+ObjectValues = BeforeValidator(
+    lambda value: {k: v for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else {}
+)
+"""For a map of nested models: its entries that are JSON objects."""
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def last_of(model: type[M], objects: list[dict[str, Any]], *keys: str) -> M | None:
+    """The last of `objects` that has one of `keys`, read as `model`."""
+    found = [o for o in objects if any(key in o for key in keys)]
+    return model.model_validate(found[-1]) if found else None
