@@ -19,8 +19,8 @@ from conftest import Akira
 from test_git_runs import commits, git, repo, trailers
 
 from akira_cli.config import Config
-from akira_cli.prompts import StepPrompts
 from akira_cli.state.models import LoopState
+from akira_cli.step_prompts import StepPrompts
 from akira_cli.tasks.parser import parse_task_text
 
 __all__ = ["repo"]

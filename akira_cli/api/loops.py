@@ -162,9 +162,9 @@ def resume(
     from akira_cli.api.agent_preflight import at_resume
     from akira_cli.api.models import Note, Resumed
     from akira_cli.config import load_config
-    from akira_cli.control import ResumeRequest, apply_resume, write_request
     from akira_cli.hooks import remove_hooks
     from akira_cli.reports import take_guidance
+    from akira_cli.resume_requests import ResumeRequest, apply_resume, write_request
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)

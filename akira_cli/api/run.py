@@ -21,7 +21,6 @@ from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.orphans import ChildLedger
-from akira_cli.prompts import StepPrompts
 from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner
@@ -29,6 +28,7 @@ from akira_cli.sections import FollowSettings
 from akira_cli.state.lock import TaskLock
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore
+from akira_cli.step_prompts import StepPrompts
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.errors import AkiraError, LoopStop, NeedsPerson, PullRequestGreen, PullRequestNeedsPerson
 from akira_cli.events import EventBus, EventType, utcnow
+from akira_cli.follow.fix_prompts import FollowPrompts, summary_of
 from akira_cli.follow.forge import Comment, Forge, ForgeError, Seen
-from akira_cli.follow.prompts import FollowPrompts, summary_of
 from akira_cli.follow.signature import first_failing_line, log_tail
 from akira_cli.follow.watch import Fix, GiveUp, Green, ReadLogs, Wait, decide
 from akira_cli.git.steps import Message

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from akira_cli import nofollow
 from akira_cli.config import Config
-from akira_cli.control import ResumeRequest, apply_resume, take_request
 from akira_cli.errors import (
     AkiraError,
     ForceStopped,
@@ -35,6 +34,7 @@ from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
+from akira_cli.resume_requests import ResumeRequest, apply_resume, take_request
 from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
 from akira_cli.state.records import Attempt, passed_checks
 from akira_cli.state.store import StateStore

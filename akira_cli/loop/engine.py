@@ -29,10 +29,10 @@ from akira_cli.loop.partners import Commits, Reviewer
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
-from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt, StepRecord
+from akira_cli.step_prompts import reinjection_reason
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
