@@ -170,6 +170,9 @@ class GitSettings(Section):
     """auto: when the task file lies in a git work tree; true: required (an error elsewhere)."""
     branch: str = "akira/{feature}"
     """The task branch ({feature} and {task_id} are filled in); "" commits on the current branch."""
+    base: str = ""
+    """Where a task branch starts and where its pull request points: a branch (local, else the
+    push remote's); "" is the branch HEAD is on at `loop start`."""
     failed_attempt: Literal["keep", "reset"] = "keep"
     """What a failed attempt's changes become: kept for the next attempt, or reset (the patch is
     saved either way)."""

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from akira_cli.errors import AkiraError
 
@@ -13,6 +14,14 @@ MARKERS = (".state", "Specs", ".kiro", ".specify", "openspec")
 """A folder holding one of these is a workspace; commands look for the nearest one upward."""
 LAYOUT = ("Specs", "Done", "Needs_Action", "Logs/completion_reports", ".state", ".hooks", "config")
 CONTROL = (".state", ".hooks", "config")
+
+
+class Placed(Protocol):
+    """What a loop's state says of where its task file lives (`LoopState`)."""
+
+    task_path: str
+    feature: str
+    home: str | None
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,25 @@ class Workspace:
             return shlex.quote(str(resolved.relative_to(Path.cwd().resolve())))
         except (ValueError, OSError):
             return shlex.quote(str(resolved))
+
+    def home(self, task: Placed) -> Path:
+        """Where the task file lives: where `loop start` found it (under Specs/, or where Kiro,
+        spec-kit or OpenSpec keep it). A person moves it back there to resume, and a spec that
+        started outside Specs/ ends there. A loop from before akira recorded it: where the file
+        is now, or under Specs/ while it is parked in Needs_Action/ or Done/."""
+        if task.home:
+            return Path(task.home)
+        path = Path(task.task_path)
+        if self.area_of(path) in ("Needs_Action", "Done"):
+            return self.specs / (task.feature or self.feature_of(path)) / "tasks.md"
+        return path
+
+    def spec_folder(self, task_path: Path) -> Path:
+        """What a person moves with the task file: its feature folder (with requirements.md and
+        design.md), or the file itself when it lies loose in one of the workspace's folders."""
+        folder = task_path.parent
+        loose = (self.root, self.specs, self.done, self.needs_action)
+        return folder if task_path.name == "tasks.md" and folder not in loose else task_path
 
     def feature_of(self, task_path: Path) -> str:
         """The feature folder's name, or the file's stem for a loose task file."""

@@ -67,6 +67,7 @@ def test_claude_usage_and_dollars_reach_status_and_the_report(akira: Akira, fake
     assert calls[0]["argv"] == ["-p", "--output-format", "json", "--permission-mode", "acceptEdits"]
 
 
+@pytest.mark.slow
 def test_claude_is_error_fails_the_attempt_even_with_exit_0(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("error", "work")
     assert akira.cli("loop", "start", "--agent", "claude", "--task", str(two_steps(akira))).code == 0
@@ -74,6 +75,7 @@ def test_claude_is_error_fails_the_attempt_even_with_exit_0(akira: Akira, fake_c
     assert first.outcome == "failure" and "claude reported a failure: Refusing: tests are red" in first.error
 
 
+@pytest.mark.slow
 def test_the_cost_budget_stops_a_claude_run(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("work")
     akira.write_config("budget:\n  max_cost_usd: 0.007\n")  # two runs of $0.003725
@@ -85,6 +87,7 @@ def test_the_cost_budget_stops_a_claude_run(akira: Akira, fake_cli) -> None:  # 
     assert akira.state().status == "needs_action" and len(akira.state().completed_steps) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_usage_limit_is_waited_out_and_costs_nothing(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("limit", "work")
@@ -98,6 +101,7 @@ def test_a_usage_limit_is_waited_out_and_costs_nothing(akira: Akira, fake_cli) -
     assert [e.type for e in akira.events()].count(EventType.USAGE_LIMIT) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_usage_limit_in_a_parallel_wave_is_waited_out_once_for_the_whole_wave(
     akira: Akira,
@@ -121,6 +125,7 @@ def test_a_usage_limit_in_a_parallel_wave_is_waited_out_once_for_the_whole_wave(
     assert [call["mode"] for call in fake_cli("work")] == ["limit", "work", "work"]
 
 
+@pytest.mark.slow
 def test_a_usage_limit_past_the_cap_asks_a_person(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("limit")
     akira.write_config("agent:\n  max_limit_wait_seconds: 1\n")
@@ -130,6 +135,7 @@ def test_a_usage_limit_past_the_cap_asks_a_person(akira: Akira, fake_cli) -> Non
     assert state.status == "needs_action" and state.iteration == 0 and state.total_failures == 0
 
 
+@pytest.mark.slow
 def test_an_agent_that_changes_nothing_stops_with_no_progress(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("lazy")
     task = akira.write_task("cli", "- [ ] 1. Prose step one\n- [ ] 2. Prose step two\n")
@@ -138,6 +144,7 @@ def test_an_agent_that_changes_nothing_stops_with_no_progress(akira: Akira, fake
     assert akira.state().status == "needs_action" and not akira.state().completed_steps
 
 
+@pytest.mark.slow
 def test_codex_events_usage_and_turn_failed(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("error", "work")
     akira.write_config("llm:\n  prices:\n    codex: {input_per_1m: 1.0, output_per_1m: 10.0}\n")
@@ -148,6 +155,7 @@ def test_codex_events_usage_and_turn_failed(akira: Akira, fake_cli) -> None:  # 
     assert state.usage.cost_usd == pytest.approx(2 * (2400 * 1.0 + 80 * 10.0) / 1e6)
 
 
+@pytest.mark.slow
 def test_gemini_and_aider_usage(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("work")
     assert akira.cli("loop", "start", "--agent", "gemini", "--task", str(two_steps(akira))).code == 0
@@ -160,6 +168,7 @@ def test_gemini_and_aider_usage(akira: Akira, fake_cli) -> None:  # type: ignore
     assert usage.cost_usd == pytest.approx(0.0063)
 
 
+@pytest.mark.slow
 def test_auto_never_starts_a_paid_agent_nobody_configured(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("work")
     result = akira.cli("loop", "start", "--task", str(two_steps(akira)))
@@ -197,6 +206,7 @@ def test_limit_messages_and_reset_times() -> None:
         ("codex", ["resume", "01a213df-f707-7321-a7f8-f62f10918361"]),
     ],
 )
+@pytest.mark.slow
 def test_session_continue_resumes_the_step_and_sends_only_what_is_new(
     akira: Akira,
     fake_cli,
@@ -215,6 +225,7 @@ def test_session_continue_resumes_the_step_and_sends_only_what_is_new(
     assert akira.state().steps["1"].session_id == resume[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_codex_usage_limit_try_again_in(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("limit", "work")
@@ -223,6 +234,7 @@ def test_codex_usage_limit_try_again_in(akira: Akira, fake_cli) -> None:  # type
     assert state.total_failures == 0 and state.iteration == 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_stop_hook_ends_a_long_wait_at_once_and_the_wait_is_kept(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("limit_far")

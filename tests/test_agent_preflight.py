@@ -13,6 +13,8 @@ from test_git_runs import git
 
 from akira_cli.cli import main
 
+pytestmark = pytest.mark.slow
+
 TOOLS = ("sh", "bash", "cat", "git", "mkdir", "echo", "true")
 FAILING_CLAUDE = """#!/bin/sh
 cat > /dev/null

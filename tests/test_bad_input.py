@@ -46,6 +46,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
         ("- [ ] 1. a\n+[ ] 2. b\n", ("tasks.md:2", "'+[ ]' has no space", "write '+ [ ]'")),
     ],
 )
+@pytest.mark.slow
 def test_bad_task_files(akira: Akira, content: str | None, needles: tuple[str, ...]) -> None:
     task = akira.root / "Specs" / "nope" / "tasks.md"
     if content is not None:
@@ -78,6 +79,7 @@ def as_a_user(*args: str, cwd: Path) -> Result:
         ("config/autonomous_loop.yaml", ("config/autonomous_loop.yaml", "cannot read config", "permissions")),
     ],
 )
+@pytest.mark.slow
 def test_an_unreadable_file_is_one_line_not_a_usage_panel(
     akira: Akira, unreadable: str, needles: tuple[str, ...]
 ) -> None:
@@ -90,6 +92,7 @@ def test_an_unreadable_file_is_one_line_not_a_usage_panel(
     assert not akira.state_files()
 
 
+@pytest.mark.slow
 def test_a_start_that_meets_an_editor_mid_save_waits_for_the_file(akira: Akira) -> None:
     task = akira.write_task("saving", "")  # the editor truncated it and writes next
     os.utime(task, (0, task.stat().st_mtime))  # an access time before the change: a read moves it
@@ -101,6 +104,7 @@ def test_a_start_that_meets_an_editor_mid_save_waits_for_the_file(akira: Akira) 
     assert (akira.root / "hi.txt").read_text() == "hi\n"
 
 
+@pytest.mark.slow
 def test_a_directory_instead_of_a_file(akira: Akira) -> None:
     (akira.root / "Specs" / "empty").mkdir()
     one_clear_line(akira.cli("loop", "start", "--task", "Specs/empty"), 1, "without tasks.md")
@@ -118,12 +122,14 @@ def test_unknown_config_key_suggests_the_spelling(akira: Akira) -> None:
     )
 
 
+@pytest.mark.slow
 def test_wrong_config_type_names_key_and_file(akira: Akira) -> None:
     akira.write_config("reflection:\n  max_iterations: lots\n")
     result = akira.cli("config", "show")
     one_clear_line(result, 1, "autonomous_loop.yaml", "reflection.max_iterations", "'lots'")
 
 
+@pytest.mark.slow
 def test_corrupt_state_is_quarantined_never_overwritten(akira: Akira) -> None:
     assert akira.cli("loop", "start", "--task", "Specs/example/tasks.md").code == 0
     task_id = akira.task_id()
@@ -136,22 +142,26 @@ def test_corrupt_state_is_quarantined_never_overwritten(akira: Akira) -> None:
     assert not archived.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["stop", "resume", "status", "state", "progress", "logs"])
 def test_unknown_task_id(akira: Akira, command: str) -> None:
     result = akira.cli("loop", command, "--task-id", "task_20000101_000000")
     one_clear_line(result, 1, "no loop found for 'task_20000101_000000'", "akira loop status")
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(akira: Akira) -> None:
     assert akira.cli("loop", "start").code == 2
     assert akira.cli("loop", "start", "--task", "x", "--agent", "robot").code == 2
 
 
+@pytest.mark.slow
 def test_missing_root(tmp_path: Path) -> None:
     result = Akira(tmp_path / "missing").cli("loop", "status")
     one_clear_line(result, 1, "workspace folder not found", "--root")
 
 
+@pytest.mark.slow
 def test_config_show_layers_and_masks_the_key(akira: Akira, tmp_path: Path) -> None:
     akira.write_config("autonomous_loop:\n  max_iterations: 7\n  failure_threshold: 2\n")
     extra = tmp_path / "extra.yaml"
@@ -162,6 +172,7 @@ def test_config_show_layers_and_masks_the_key(akira: Akira, tmp_path: Path) -> N
     assert "sk-from-file" not in result.out and "api_key: '****'" in result.out
 
 
+@pytest.mark.slow
 def test_status_json_and_dashboard(akira: Akira) -> None:
     assert akira.cli("loop", "start", "--task", "Specs/example/tasks.md").code == 0
     akira.write_task("stuck", "- [ ] 1. fail\n  - Run: `echo no; exit 1`\n")
@@ -177,6 +188,7 @@ def test_status_json_and_dashboard(akira: Akira) -> None:
     assert state["status"] == "needs_action" and state["schema_version"] == 2
 
 
+@pytest.mark.slow
 def test_near_miss_directives_are_warned_about_once_and_never_run(akira: Akira) -> None:
     task = akira.write_task(
         "near",

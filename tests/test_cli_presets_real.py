@@ -66,6 +66,7 @@ def provider_waits(akira: Akira) -> list[dict[str, object]]:
 # -- claude --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_claude_plan_limit_inside_the_json_result_is_a_usage_limit_wait(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """`You've hit your session limit · resets 8:02pm (UTC)`, is_error, exit 1 (and
@@ -97,6 +98,7 @@ def test_claude_plan_limit_wordings_and_their_reset_times() -> None:
 @pytest.mark.parametrize(
     ("case", "status"), [("overloaded", 529), ("rate_limited", 429), ("server_error", 500)]
 )
+@pytest.mark.slow
 def test_claude_api_errors_are_waited_out_costing_no_attempt(
     akira: Akira, fake, case: str, status: int
 ) -> None:  # type: ignore[no-untyped-def]
@@ -112,6 +114,7 @@ def test_claude_api_errors_are_waited_out_costing_no_attempt(
     assert [c["case"] for c in fake.calls()] == [case, "ok+write", "ok+write"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_claude_bad_key_is_one_clear_line_and_needs_action(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     fake("bad_key")
@@ -124,6 +127,7 @@ def test_claude_bad_key_is_one_clear_line_and_needs_action(akira: Akira, fake) -
     assert len(fake.calls()) == 1  # never retried
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_claude_permission_denials_are_the_failure_text_and_reach_the_next_prompt(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """`subtype: success`, the refused write only in `permission_denials`."""
@@ -140,6 +144,7 @@ def test_claude_permission_denials_are_the_failure_text_and_reach_the_next_promp
 # -- codex ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_runs_with_the_flags_0_169_takes(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """No `--full-auto` (exit 2 on 0.169); `--sandbox workspace-write` instead."""
@@ -151,6 +156,7 @@ def test_codex_runs_with_the_flags_0_169_takes(akira: Akira, fake) -> None:  # t
     assert akira.state().total_failures == 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_resume_takes_its_sandbox_as_a_config_override(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """`exec resume` rejects `--sandbox` too."""
@@ -163,6 +169,7 @@ def test_codex_resume_takes_its_sandbox_as_a_config_override(akira: Akira, fake)
     assert 'sandbox_mode="workspace-write"' in resumed
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_runs_outside_a_git_repository(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """A fresh `akira init` workspace is no repository."""
@@ -183,6 +190,7 @@ def test_codex_exit_code_counts() -> None:
     assert "unexpected argument '--full-auto'" in codex.read(out, code, err).error
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_resume_counts_only_what_the_turn_added(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """`turn.completed.usage` on `exec resume` is the thread's running total."""
@@ -195,6 +203,7 @@ def test_codex_resume_counts_only_what_the_turn_added(akira: Akira, fake) -> Non
     assert (usage.prompt_tokens, usage.completion_tokens) == (2000 + 3000 + 2400, 300 + 400 + 80)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_usage_limit_with_a_curly_apostrophe_is_a_wait(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """`You’ve hit your usage limit … try again at 8:03 PM.` (U+2019)."""
@@ -221,6 +230,7 @@ def test_codex_reader_on_the_captures() -> None:
     assert "\u2019" in out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_recovered_reconnect_is_a_success(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """`Reconnecting... 1/5`, then `turn.completed` and exit 0: one attempt, paid once."""
@@ -232,6 +242,7 @@ def test_codex_recovered_reconnect_is_a_success(akira: Akira, fake) -> None:  # 
     assert len(fake.calls()) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_calls_per_model_request_and_cached_input_priced_as_cached(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """A file write and a final answer are 2 model requests; cached input is cheaper."""
@@ -255,6 +266,7 @@ def test_a_cached_price_prices_the_cached_part_of_the_input() -> None:
 # -- gemini --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("mode", "flag"), [(None, "auto_edit"), ("bypass", "yolo")])
 def test_gemini_gets_write_tools(
@@ -276,6 +288,7 @@ def test_gemini_gets_write_tools(
     assert akira.state().total_failures == 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_gemini_trusts_the_workspace_folder(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """In a folder it does not trust gemini exits 55."""
@@ -286,6 +299,7 @@ def test_gemini_trusts_the_workspace_folder(akira: Akira, fake) -> None:  # type
     assert "--skip-trust" in fake.calls()[0]["argv"]  # type: ignore[operator]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_gemini_stdout_and_stderr_are_read_apart(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """A run that recovered from a 500 has stack traces and the error's JSON on
@@ -303,6 +317,7 @@ def test_gemini_stdout_and_stderr_are_read_apart(akira: Akira, fake) -> None:  #
     assert state.context.last_response.strip() == "Done: wrote hello.txt."
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_gemini_exit_code_is_the_http_status_mod_256(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     """529 exits 17 with the error on stderr after stack traces: waited out; a 401 (exit
@@ -348,6 +363,7 @@ def test_aider_reads_its_lines() -> None:
     assert report.failed and report.limit is None and report.fault is not None and not report.fault.auth
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_aider_rate_limit_it_gave_up_on_is_waited_out(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     fake("rate_limited", "ok+write")
@@ -371,6 +387,7 @@ def test_aider_rate_limit_it_gave_up_on_is_waited_out(akira: Akira, fake) -> Non
         ("gemini", "rate_limited"),
     ],
 )
+@pytest.mark.slow
 def test_every_preset_waits_out_a_failing_provider(akira: Akira, fake, cli: str, case: str) -> None:  # type: ignore[no-untyped-def]
     fake(case, "ok+write")
     assert start(akira, cli).code == 0
@@ -379,6 +396,7 @@ def test_every_preset_waits_out_a_failing_provider(akira: Akira, fake, cli: str,
     assert len(provider_waits(akira)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_provider_that_stays_down_asks_a_person_after_the_cap(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     fake("overloaded")
@@ -390,6 +408,7 @@ def test_a_provider_that_stays_down_asks_a_person_after_the_cap(akira: Akira, fa
     assert len(fake.calls()) == len(provider_waits(akira)) + 1 >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_stop_hook_ends_the_provider_wait(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     fake("overloaded")
@@ -413,6 +432,7 @@ def test_the_presets_say_which_cli_version_they_follow() -> None:
     assert "--full-auto" not in PRESETS["codex"].command(settings, "th-1")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_provider_fault_in_a_parallel_wave_is_waited_out_on_its_step(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
     import subprocess
@@ -453,6 +473,7 @@ def test_gemini_tells_a_daily_quota_from_a_rate_limit() -> None:
 @pytest.mark.parametrize(
     ("cli", "hint"), [("codex", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY"), ("aider", "OPENAI_API_KEY")]
 )
+@pytest.mark.slow
 def test_every_preset_says_the_key_is_wrong_once(akira: Akira, fake, cli: str, hint: str) -> None:  # type: ignore[no-untyped-def]
     """codex's 401 after its five reconnects, gemini's 400 API_KEY_INVALID (exit 144), aider's
     AuthenticationError with exit 0: one line, needs_action, the CLI run once."""

@@ -16,6 +16,7 @@ from typer.main import get_command
 from akira_cli.cli import app
 
 
+@pytest.mark.slow
 def test_version_prints_the_package_version() -> None:
     result = subprocess.run([sys.executable, "-m", "akira_cli", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("akira 0.")
@@ -46,6 +47,7 @@ def option_help(command: list[str], option: str) -> str:
     return " ".join(next(p.help for p in found.params if option in p.opts).split())
 
 
+@pytest.mark.slow
 def test_the_root_option_says_how_the_workspace_is_found_and_it_is_found_so(tmp_path: Path) -> None:
     """--root's help names $AKIRA_ROOT and the upward search, and the commands search so."""
     text = option_help(["loop", "status"], "--root")
@@ -79,6 +81,7 @@ def test_the_root_option_says_how_the_workspace_is_found_and_it_is_found_so(tmp_
     assert (other / "Done" / "example" / "tasks.md").is_file() and not (deep / ".state").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["elsewhere", "root", "inside"])
 def test_the_exit_line_names_files_that_open_from_where_the_command_ran(tmp_path: Path, where: str) -> None:
     workspace = tmp_path / "ws"
@@ -148,9 +151,32 @@ def loaded_by(*args: str) -> list[str]:
     return list(ast.literal_eval(line.removeprefix("HEAVY ")))
 
 
+@pytest.mark.slow
 def test_help_and_status_import_only_what_they_use(tmp_path: Any) -> None:
     """`akira --help` and `loop status` start fast because the loop, the LLM client, watchdog
     and Rich's live display are imported only by the commands that run them."""
     assert loaded_by("--help") == []
     assert loaded_by("loop", "status", "--root", str(tmp_path)) == []
     assert "akira_cli.loop.session" in loaded_by("loop", "start", "--root", str(tmp_path), "--task", "x")
+
+
+def test_loop_tasks_lists_every_layout_as_the_api_and_mcp_list_them(tmp_path: Path) -> None:
+    import json
+
+    from akira_cli import api
+
+    (tmp_path / "Specs" / "calc").mkdir(parents=True)
+    (tmp_path / "Specs" / "calc" / "tasks.md").write_text("- [x] 1. one\n- [ ] 2. two\n")
+    (tmp_path / ".kiro" / "specs" / "auth").mkdir(parents=True)
+    (tmp_path / ".kiro" / "specs" / "auth" / "tasks.md").write_text("- [ ] 1. login\n")
+    argv = [sys.executable, "-m", "akira_cli", "loop", "tasks", "--root", str(tmp_path)]
+    shown = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    listed = json.loads(shown.stdout)["tasks"]
+    assert {(t["path"], t["layout"], t["steps_done"], t["steps_total"]) for t in listed} == {
+        ("Specs/calc/tasks.md", "akira", 1, 2),
+        (".kiro/specs/auth/tasks.md", "kiro", 0, 1),
+    }
+    assert listed == api.tasks(tmp_path).data()["tasks"]
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and "Specs/calc/tasks.md  1/2 (akira)" in plain.stdout.splitlines()

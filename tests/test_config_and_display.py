@@ -68,6 +68,7 @@ def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
         load_config(tmp_path, tmp_path / "nope.yaml", environ={})
 
 
+@pytest.mark.slow
 def test_progress_reports_and_retry_failed_steps(akira: Akira) -> None:
     akira.write_config(
         "autonomous_loop:\n  progress_report_every_n_iterations: 2\n  retry_failed_steps: false\n"
@@ -83,6 +84,7 @@ def test_progress_reports_and_retry_failed_steps(akira: Akira) -> None:
     assert len(akira.state().steps["3"].attempts) == 1  # no retry, so no fallback
 
 
+@pytest.mark.slow
 def test_log_every_iteration_false_keeps_the_rest_of_the_log(akira: Akira) -> None:
     akira.write_config("autonomous_loop:\n  log_every_iteration: false\n")
     assert akira.run("loop", "start", "--task", "Specs/example/tasks.md").code == 0
@@ -90,6 +92,7 @@ def test_log_every_iteration_false_keeps_the_rest_of_the_log(akira: Akira) -> No
     assert EventType.ITERATION_STARTED not in kinds and EventType.STEP_COMPLETED in kinds
 
 
+@pytest.mark.slow
 def test_reinjected_context_carries_the_current_state(akira: Akira) -> None:
     """The continuation context in each prompt is the current one."""
     agent = akira.root / "agent.py"
@@ -110,6 +113,7 @@ def test_reinjected_context_carries_the_current_state(akira: Akira) -> None:
     assert reasons == ["first", "every_n_iterations"]
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_the_live_display(akira: Akira) -> None:
     akira.write_task("tty", "- [ ] 1. a\n  - Run: `sleep 0.3`\n")
     leader, follower = pty.openpty()
@@ -154,6 +158,7 @@ def test_a_terminal_gets_the_live_display(akira: Akira) -> None:
         assert label in text, label
 
 
+@pytest.mark.slow
 def test_the_last_progress_report_says_how_the_run_ended_and_where_the_task_is(akira: Akira) -> None:
     akira.write_config("autonomous_loop:\n  progress_report_every_n_iterations: 2\n")
     assert akira.run("loop", "start", "--task", "Specs/example/tasks.md").code == 0  # 5 iterations

@@ -53,6 +53,7 @@ def test_stop_pauses_a_live_loop_and_deleting_the_hook_continues_it(akira: Akira
     assert kinds.index("loop_paused") < kinds.index("loop_resumed") < kinds.index("loop_completed")
 
 
+@pytest.mark.slow
 def test_resume_continues_a_waiting_process_with_new_limits(akira: Akira) -> None:
     akira.write_task("live", HELD_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/live/tasks.md")
@@ -66,6 +67,7 @@ def test_resume_continues_a_waiting_process_with_new_limits(akira: Akira) -> Non
     assert akira.state(task_id).max_iterations == 50
 
 
+@pytest.mark.slow
 def test_no_wait_exits_3_on_a_stop_hook(akira: Akira) -> None:
     akira.write_task("live", HELD_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/live/tasks.md", "--no-wait")
@@ -76,6 +78,7 @@ def test_no_wait_exits_3_on_a_stop_hook(akira: Akira) -> None:
     assert akira.state(task_id).status == "paused"
 
 
+@pytest.mark.slow
 def test_moving_the_task_to_needs_action_pauses_and_moving_back_continues(akira: Akira) -> None:
     akira.write_task("moved", SLOW_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/moved/tasks.md")
@@ -91,6 +94,7 @@ def test_moving_the_task_to_needs_action_pauses_and_moving_back_continues(akira:
     assert ledger(akira) == [str(n) for n in range(1, 9)]
 
 
+@pytest.mark.slow
 def test_moving_the_task_to_done_completes_it_as_declared_by_a_person(akira: Akira) -> None:
     akira.write_task("declared", SLOW_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/declared/tasks.md")
@@ -106,6 +110,7 @@ def test_moving_the_task_to_done_completes_it_as_declared_by_a_person(akira: Aki
     assert "- 8. step 8" in report  # who decided, and what was left
 
 
+@pytest.mark.slow
 def test_moving_a_paused_task_to_done_completes_it_at_once(akira: Akira) -> None:
     akira.write_task("paused", SLOW_STEPS)
     (akira.root / ".hooks/stop_autonomous_loop.md").write_text("pause\n")
@@ -117,6 +122,7 @@ def test_moving_a_paused_task_to_done_completes_it_at_once(akira: Akira) -> None
     assert state.status == "completed" and state.stop_conditions.task_in_done and ledger(akira) == []
 
 
+@pytest.mark.slow
 def test_a_malformed_edit_pauses_until_the_file_parses_again(akira: Akira) -> None:
     task = akira.write_task("edited", SLOW_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/edited/tasks.md")
@@ -130,6 +136,7 @@ def test_a_malformed_edit_pauses_until_the_file_parses_again(akira: Akira) -> No
     assert ledger(akira) == [str(n) for n in range(1, 9)]
 
 
+@pytest.mark.slow
 def test_a_deleted_task_file_pauses_and_is_never_done(akira: Akira) -> None:
     task = akira.write_task("gone", SLOW_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/gone/tasks.md", "--no-wait")
@@ -144,6 +151,7 @@ def test_a_deleted_task_file_pauses_and_is_never_done(akira: Akira) -> None:
     assert result.code == 1 and "not found" in result.err and len(result.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_force_stop_kills_the_running_command_group(akira: Akira) -> None:
     mark = f"30.{os.getpid()}"  # this test's own sleep, found by its command line
     akira.write_task(
@@ -189,6 +197,7 @@ def _alive(pid: int) -> bool:
 GATED_STEPS = "- [ ] 1. step 1\n  - Run: `echo 1 >> ledger; until test -f release; do sleep 0.05; done`\n"
 
 
+@pytest.mark.slow
 def test_a_second_live_process_is_refused_naming_the_pid(akira: Akira) -> None:
     akira.write_task("busy", GATED_STEPS)  # runs until the test releases it, however slow the machine
     process = akira.spawn("loop", "start", "--task", "Specs/busy/tasks.md")
@@ -203,6 +212,7 @@ def test_a_second_live_process_is_refused_naming_the_pid(akira: Akira) -> None:
     assert process.wait(timeout=60) == 0
 
 
+@pytest.mark.slow
 def test_start_on_an_unfinished_loop_names_the_resume_command(akira: Akira) -> None:
     akira.write_task("paused", "- [ ] 1. one\n  - Run: `true`\n")
     (akira.root / ".hooks/stop_autonomous_loop.md").write_text("stop\n")
@@ -223,6 +233,7 @@ def test_detach_runs_in_the_background(akira: Akira) -> None:
     assert akira.state(task_id).status == "completed" and (akira.root / "one").exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_loop_is_shown_and_resumed(akira: Akira) -> None:
     akira.write_task("killed", SLOW_STEPS)
     process = akira.spawn("loop", "start", "--task", "Specs/killed/tasks.md")

@@ -148,6 +148,7 @@ def kiro_workspace(tmp_path: Path) -> Akira:
     return akira
 
 
+@pytest.mark.slow
 def test_the_criteria_table_on_a_kiro_spec(tmp_path: Path) -> None:
     """A criterion no step names, one whose step is unverified, and an unknown id (a warning at
     start with its line); the report ends with the table and "Not covered by evidence"."""
@@ -186,6 +187,7 @@ def test_the_criteria_table_on_a_kiro_spec(tmp_path: Path) -> None:
     assert plain.out.splitlines()[-1] == "criteria with evidence: 1/4; without: 1.2, 2.1, 3.1"
 
 
+@pytest.mark.slow
 def test_a_requirements_file_that_does_not_parse_is_a_warning_never_a_refusal(tmp_path: Path) -> None:
     akira = kiro_workspace(tmp_path)
     (akira.root / "Specs" / "feat" / "requirements.md").write_text("# Notes\n\nJust prose, no criteria.\n")
@@ -226,6 +228,7 @@ SPEC_TASKS = """
 """
 
 
+@pytest.mark.slow
 def test_a_spec_kit_spec_md(tmp_path: Path) -> None:
     """spec-kit's layout: specs/<NNN-feature>/ with spec.md beside tasks.md, `.specify/` at the root."""
     root = tmp_path / "proj"
@@ -247,6 +250,7 @@ def test_a_spec_kit_spec_md(tmp_path: Path) -> None:
     assert "**FR-001**" not in missing and "**FR-002**" in missing and "**SC-001**" in missing
 
 
+@pytest.mark.slow
 def test_a_parent_that_names_criteria_is_evidenced_by_its_steps(tmp_path: Path) -> None:
     """Kiro files often name requirements on a parent task: its executed children carry them."""
     akira = kiro_workspace(tmp_path)
@@ -306,6 +310,7 @@ def test_bulleted_criteria_are_numbered_by_place_and_sub_bullets_belong_to_their
     }
 
 
+@pytest.mark.slow
 def test_the_agents_prompt_gets_the_criteria_a_range_names(tmp_path: Path) -> None:
     """kythira writes `_Requirements: 2.1–2.4_`; the prompt used to get none of them."""
     root = tmp_path / "ws"

@@ -19,6 +19,8 @@ from doctor_support import Machine, doctor, rows
 
 from akira_cli.doctor.base import CHECKS, DoctorContext, Finding, register_check
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:

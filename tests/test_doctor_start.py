@@ -13,6 +13,8 @@ import pytest
 from conftest import Akira
 from doctor_support import Machine, doctor, rows
 
+pytestmark = pytest.mark.slow
+
 GH = """#!/bin/sh
 if [ "$1 $2" = "auth status" ]; then
   if [ -f "{logged_in}" ]; then echo "github.com: Logged in to github.com account person (keyring)"; exit 0; fi

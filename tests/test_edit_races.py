@@ -24,6 +24,7 @@ from akira_cli.sandbox.probe import find_bwrap, probe
 from akira_cli.sections import SandboxSettings
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, inotify and file leases are Linux's"),
     pytest.mark.timeout(180),
 ]

@@ -12,6 +12,8 @@ from conftest import Akira
 from akira_cli.cli import main
 from akira_cli.config import load_config
 
+pytestmark = pytest.mark.slow
+
 
 def agent(akira: Akira, script: str, extra: str = "") -> None:
     path = akira.root / "agent.sh"

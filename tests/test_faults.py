@@ -20,6 +20,8 @@ from conftest import Akira, Result
 from akira_cli.cli import main
 from akira_cli.state.models import LoopState
 
+pytestmark = pytest.mark.slow
+
 
 def one_line(result: Result, *needles: str) -> None:
     """Exit 1 and one error line (a progress line such as 'started ...' may come before it)."""

@@ -22,6 +22,7 @@ def test_a_stamp_is_the_iso_utc_text_to_the_millisecond() -> None:
     assert utcnow().endswith("Z") and len(utcnow()) == len("2026-11-23T17:35:53.411Z")
 
 
+@pytest.mark.slow
 def test_a_start_parses_the_task_file_once(akira: Akira, monkeypatch: pytest.MonkeyPatch) -> None:
     """The start checks the file by parsing it; the loop goes on from that parse."""
     import akira_cli.tasks.parser as parser

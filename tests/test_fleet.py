@@ -267,9 +267,8 @@ def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     while not any(line[:2] == ["start", "1"] for line in ledger_lines(ledger)):
         assert time.monotonic() < deadline, "step 1 never started"
         time.sleep(0.1)
-    asked = time.monotonic()
     first.send_signal(signal.SIGTERM)
-    assert first.wait(timeout=40) == 0 and time.monotonic() - asked < 30
+    assert first.wait(timeout=40) == 0  # handed back when the running step ends
     ends = [line[1] for line in ledger_lines(ledger) if line[0] == "end"]
     assert ends == ["1"]  # the running step finished; the next one never started
     assert first.stderr is not None
@@ -393,10 +392,9 @@ def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     first = worker.stderr.readline()  # once it is ready for runs (the test's timeout bounds it)
     assert first.strip() == "akira: fleet worker idle is waiting for runs"
     assert fleet.status() == []
-    asked = time.monotonic()
     worker.send_signal(signal.SIGTERM)
     out, err = worker.communicate(timeout=30)
-    assert worker.returncode == 0 and time.monotonic() - asked < 30
+    assert worker.returncode == 0
     assert out == "" and err.strip().splitlines() == [
         "akira: fleet worker idle stopped"
     ]  # nothing between: it waited quietly, and it had no runs to hand back

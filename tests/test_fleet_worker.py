@@ -18,8 +18,6 @@ from conftest import share_with_steps
 from akira_cli.cli import main
 from tests.test_fleet import Fleet, branch_steps, commit_task, git, ledger_lines, steps
 
-pytestmark = pytest.mark.slow
-
 
 class LoggedFleet(Fleet):
     """Workers whose stderr goes to a file the test reads while they run."""
@@ -108,6 +106,7 @@ def gated(ledger: Path, gate: Path, count: int) -> str:
     return first + rest[rest.index("- [ ] 2.") :]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cancelling_a_running_run_pauses_its_loop_at_the_next_step_boundary(
     fleet: LoggedFleet, origin: Path, tmp_path: Path
@@ -139,6 +138,7 @@ def test_cancelling_a_running_run_pauses_its_loop_at_the_next_step_boundary(
     assert "Traceback" not in fleet.log("w"), fleet.log("w")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_runs_branch_follows_git_branch_takes_the_next_free_name_and_survives_recovery(
     fleet: LoggedFleet, origin: Path, tmp_path: Path
@@ -189,6 +189,7 @@ def test_a_runs_branch_follows_git_branch_takes_the_next_free_name_and_survives_
     ), rescued
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_worker_logs_its_runs_counts_queued_steps_and_keeps_only_a_failed_runs_clone(
     fleet: LoggedFleet, origin: Path, tmp_path: Path
@@ -234,6 +235,7 @@ def test_a_worker_logs_its_runs_counts_queued_steps_and_keeps_only_a_failed_runs
     )  # no runs of its own to hand back
 
 
+@pytest.mark.slow
 def test_fleet_add_of_an_uncommitted_task_names_git_commands_that_paste(
     fleet: LoggedFleet, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from test_git_runs import git
 from test_spec_layouts import akira
 
@@ -66,6 +67,7 @@ def archived_state(root: Path) -> dict[str, object]:
     return dict(json.loads(path.read_text()))
 
 
+@pytest.mark.slow
 def test_a_step_that_changes_no_file_gets_its_tick_committed_and_the_merge_works(tmp_path: Path) -> None:
     root = kiro_repo(tmp_path, KIRO_TASKS)
     started = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
@@ -92,6 +94,7 @@ def test_a_step_that_changes_no_file_gets_its_tick_committed_and_the_merge_works
     assert "- [x] 2. Run the tests" in (root / ".kiro" / "specs" / "feat" / "tasks.md").read_text()
 
 
+@pytest.mark.slow
 def test_undo_of_a_tick_only_step_reverts_its_commit_and_resume_commits_it_again(tmp_path: Path) -> None:
     root = kiro_repo(tmp_path, KIRO_TASKS, "autonomous_loop:\n  archive_state_file: false\n")
     assert akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md").returncode == 0
@@ -116,6 +119,7 @@ FAILING_LAST = """\
 """
 
 
+@pytest.mark.slow
 def test_a_persons_tick_that_no_step_commit_carries_gets_a_last_ticks_commit(tmp_path: Path) -> None:
     root = kiro_repo(tmp_path, FAILING_LAST, "reflection:\n  max_iterations: 1\n")
     escalated = akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
@@ -131,6 +135,7 @@ def test_a_persons_tick_that_no_step_commit_carries_gets_a_last_ticks_commit(tmp
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+@pytest.mark.slow
 def test_git_status_stays_quiet_after_a_completed_and_an_escalated_run(tmp_path: Path) -> None:
     completed = kiro_repo(tmp_path / "a", KIRO_TASKS)
     done = akira(completed, "loop", "start", "--task", ".kiro/specs/feat/tasks.md")
@@ -147,6 +152,7 @@ def test_git_status_stays_quiet_after_a_completed_and_an_escalated_run(tmp_path:
     assert "/Logs/completion_reports/" in exclude and "/Needs_Action/escalation_*.md" in exclude
 
 
+@pytest.mark.slow
 def test_a_repositorys_own_logs_folder_still_shows(tmp_path: Path) -> None:
     root = kiro_repo(tmp_path, KIRO_TASKS)
     assert akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md").returncode == 0
@@ -171,6 +177,7 @@ FOLDER_STEPS = """\
 """
 
 
+@pytest.mark.slow
 def test_undo_keeps_a_folder_an_earlier_step_made(tmp_path: Path) -> None:
     root = kiro_repo(tmp_path, FOLDER_STEPS, "autonomous_loop:\n  archive_state_file: false\n")
     assert akira(root, "loop", "start", "--task", ".kiro/specs/feat/tasks.md").returncode == 0

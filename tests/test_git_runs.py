@@ -105,6 +105,7 @@ def test_a_run_comes_back_as_a_branch_with_a_commit_per_step(repo: Akira) -> Non
     assert all(f"/{name}/" in exclude for name in (".state", ".hooks", ".akira"))
 
 
+@pytest.mark.slow
 def test_the_persons_work_their_index_and_stash_are_theirs(repo: Akira) -> None:
     root = repo.root
     (root / "notes.txt").write_text("mine\n")
@@ -125,6 +126,7 @@ def test_the_persons_work_their_index_and_stash_are_theirs(repo: Akira) -> None:
     assert git(root, "stash", "list") == stash
 
 
+@pytest.mark.slow
 def test_not_a_repository_or_no_git_is_as_before(repo: Akira, tmp_path: Path) -> None:
     code, err = start(repo, "--no-git")
     assert code == 0, err
@@ -137,6 +139,7 @@ def test_not_a_repository_or_no_git_is_as_before(repo: Akira, tmp_path: Path) ->
     assert other.state().git is None
 
 
+@pytest.mark.slow
 def test_refusals_name_the_git_command_to_run(repo: Akira, tmp_path: Path) -> None:
     fresh = tmp_path / "fresh"
     assert main(["init", str(fresh)]) == 0
@@ -153,6 +156,7 @@ def test_refusals_name_the_git_command_to_run(repo: Akira, tmp_path: Path) -> No
     assert refused.code == 1 and "is not in a git work tree" in refused.err and "git init" in refused.err
 
 
+@pytest.mark.slow
 def test_a_detached_head_and_a_taken_branch_name(repo: Akira) -> None:
     root = repo.root
     git(root, "branch", "akira/feat")  # taken by someone else
@@ -163,6 +167,7 @@ def test_a_detached_head_and_a_taken_branch_name(repo: Akira) -> None:
     assert git(root, "rev-parse", "akira/feat") == git(root, "rev-parse", "main")  # never touched
 
 
+@pytest.mark.slow
 def test_a_branch_git_refuses_to_create_is_one_line_and_leaves_nothing(repo: Akira) -> None:
     git(repo.root, "branch", "akira")  # refs/heads/akira is a file: akira/feat cannot be made
     code, err = start(repo)
@@ -173,6 +178,7 @@ def test_a_branch_git_refuses_to_create_is_one_line_and_leaves_nothing(repo: Aki
     assert not repo.state_files() and git(repo.root, "branch", "--show-current") == "main"
 
 
+@pytest.mark.slow
 def test_an_empty_branch_setting_on_a_detached_head_is_refused(repo: Akira) -> None:
     repo.write_config('git:\n  branch: ""\n')
     git(repo.root, "switch", "-q", "--detach", "HEAD")
@@ -181,6 +187,7 @@ def test_an_empty_branch_setting_on_a_detached_head_is_refused(repo: Akira) -> N
     assert not repo.state_files()
 
 
+@pytest.mark.slow
 def test_resume_off_the_task_branch_is_refused_with_the_switch_to_run(repo: Akira) -> None:
     repo.write_task("feat", "- [ ] 1. Fail\n  - Run: `exit 3`\n")
     git(repo.root, "commit", "-qam", "failing step")
@@ -204,6 +211,7 @@ fi
 """
 
 
+@pytest.mark.slow
 def test_a_hook_that_refuses_fails_the_attempt_with_its_output(repo: Akira) -> None:
     hook = repo.root / ".git" / "hooks" / "pre-commit"
     hook.write_text(HOOK.replace("{shared}", str(repo.shared)))
@@ -218,6 +226,7 @@ def test_a_hook_that_refuses_fails_the_attempt_with_its_output(repo: Akira) -> N
     assert commits(repo.root) == ["1 Write a", "2 Only folders", "3 Write b", "feat: done"]
 
 
+@pytest.mark.slow
 def test_without_verify_hooks_are_skipped(repo: Akira) -> None:
     hook = repo.root / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\nexit 1\n")
@@ -228,6 +237,7 @@ def test_without_verify_hooks_are_skipped(repo: Akira) -> None:
     assert commits(repo.root) == ["1 Write a", "2 Only folders", "3 Write b", "feat: done"]
 
 
+@pytest.mark.slow
 def test_without_an_author_akira_names_itself_and_writes_no_git_config(repo: Akira) -> None:
     git(repo.root, "config", "--unset", "user.name")
     git(repo.root, "config", "--unset", "user.email")
@@ -240,6 +250,7 @@ def test_without_an_author_akira_names_itself_and_writes_no_git_config(repo: Aki
     assert (repo.root / ".git" / "config").read_text() == config_before
 
 
+@pytest.mark.slow
 def test_secrets_never_reach_a_commit_message(repo: Akira) -> None:
     secret = "sk-commit-secret-0123456789"
     repo.write_task("feat", f"- [ ] 1. Use the key {secret}\n  - Run: `echo ok > ok.txt`\n")
@@ -250,6 +261,7 @@ def test_secrets_never_reach_a_commit_message(repo: Akira) -> None:
     assert secret not in messages and "***" in messages
 
 
+@pytest.mark.slow
 def test_what_an_unsandboxed_agent_commits_is_kept_and_reported(repo: Akira) -> None:
     repo.write_task(
         "feat",
@@ -279,6 +291,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["1", "3"])
 def test_a_kill_9_right_after_a_commit_leaves_one_commit_per_step(repo: Akira, step: str) -> None:
     root = repo.root
@@ -299,6 +312,7 @@ def test_a_kill_9_right_after_a_commit_leaves_one_commit_per_step(repo: Akira, s
 # -- undo -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_undo_reverts_a_step_and_every_later_one_and_resume_does_them_again(repo: Akira) -> None:
     root = repo.root
     assert start(repo)[0] == 0
@@ -325,6 +339,7 @@ def test_undo_reverts_a_step_and_every_later_one_and_resume_does_them_again(repo
     assert (root / "a.txt").read_text() == "a\n" and repo.state().status == "completed"
 
 
+@pytest.mark.slow
 def test_undo_is_refused_with_uncommitted_changes_or_without_git(repo: Akira, tmp_path: Path) -> None:
     assert start(repo)[0] == 0
     (repo.root / "Done" / "feat" / "tasks.md").write_text("edited\n")
@@ -339,6 +354,7 @@ def test_undo_is_refused_with_uncommitted_changes_or_without_git(repo: Akira, tm
     assert not_git.code == 1 and "is not a git-native run" in not_git.err
 
 
+@pytest.mark.slow
 def test_undo_is_refused_while_the_loop_runs(repo: Akira) -> None:
     repo.write_task(
         "feat",
@@ -366,6 +382,7 @@ FAILING_ONCE = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["keep", "reset"])
 def test_a_failed_attempt_is_kept_as_a_patch_and_reset_undoes_it(repo: Akira, mode: str) -> None:
     root = repo.root
@@ -391,6 +408,7 @@ def test_a_failed_attempt_is_kept_as_a_patch_and_reset_undoes_it(repo: Akira, mo
     assert done.returncode == 0 and "junk.txt" in done.stdout
 
 
+@pytest.mark.slow
 def test_an_index_lock_a_kill_9_left_is_healed_and_gits_own_is_left(repo: Akira) -> None:
     from akira_cli.git.cli import Git
     from akira_cli.git.plumbing import Plumbing
@@ -408,6 +426,7 @@ def test_an_index_lock_a_kill_9_left_is_healed_and_gits_own_is_left(repo: Akira)
     assert lock.read_text() == "git's own\n"
 
 
+@pytest.mark.slow
 def test_push_sends_the_task_branch_and_the_report_says_how_to_review(repo: Akira, tmp_path: Path) -> None:
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
@@ -425,6 +444,7 @@ def test_push_sends_the_task_branch_and_the_report_says_how_to_review(repo: Akir
     assert all(f"`{done.commit[:8]}`" in report for done in state.completed_steps if done.commit)
 
 
+@pytest.mark.slow
 def test_a_failed_push_is_logged_and_never_fatal(repo: Akira, tmp_path: Path) -> None:
     # a remote that is there but cannot take the push (one that is not there is refused at start)
     git(repo.root, "remote", "add", "nowhere", str(tmp_path / "gone.git"))
@@ -435,6 +455,7 @@ def test_a_failed_push_is_logged_and_never_fatal(repo: Akira, tmp_path: Path) ->
     assert any("git push to nowhere failed" in message for message in warnings)
 
 
+@pytest.mark.slow
 def test_a_failed_attempts_patch_masks_secrets(repo: Akira) -> None:
     secret = "sk-patch-secret-0123456789"
     repo.write_task(
@@ -452,6 +473,7 @@ def test_a_failed_attempts_patch_masks_secrets(repo: Akira) -> None:
     assert secret not in patch and "+***" in patch
 
 
+@pytest.mark.slow
 def test_an_agent_is_told_that_akira_commits(repo: Akira) -> None:
     repo.write_config('agent:\n  command: "cat > prompt.txt"\n')
     repo.write_task("feat", "- [ ] 1. Take the prompt\n  - Exists: `prompt.txt`\n")

@@ -25,7 +25,7 @@ from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 
 __all__ = ["repo"]
-pytestmark = pytest.mark.timeout(300)  # above `start`'s own bound, which kills a hung akira
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # above `start`'s own bound: it kills a hung akira
 
 SANDBOXED = pytest.param(
     (),

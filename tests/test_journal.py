@@ -33,6 +33,7 @@ def runs(akira: Akira) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_long_run_keeps_the_state_file_bounded_and_the_history_whole(akira: Akira) -> None:
     akira.write_task("long", many_steps(STEPS))
@@ -69,6 +70,7 @@ def test_a_long_run_keeps_the_state_file_bounded_and_the_history_whole(akira: Ak
     assert "iterations_per_step" not in completed.data["metrics"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_sealed_step_unticked_by_a_person_is_ticked_back_not_run_again(akira: Akira) -> None:
     task = akira.write_task("long", many_steps(STEPS, last="test -f go"))

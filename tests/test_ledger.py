@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
 from conftest import Akira
 
 from akira_cli.events import EventType
+
+pytestmark = pytest.mark.slow
 
 TICK_ALL = r"sed -i 's/- \[ \]/- [x]/' Specs/f/tasks.md"
 

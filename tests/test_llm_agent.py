@@ -219,6 +219,7 @@ HELLO_STEP = """
 """
 
 
+@pytest.mark.slow
 def test_a_sloppy_plan_with_an_unknown_parent_still_runs_the_step(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -261,6 +262,7 @@ def test_adaptive_a_first_attempt_with_checks_is_one_tool_conversation(
     assert "they decide whether it is done" in user
 
 
+@pytest.mark.slow
 def test_adaptive_the_engine_runs_only_on_the_retry_with_the_failure_in_its_context(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -280,6 +282,7 @@ def test_adaptive_the_engine_runs_only_on_the_retry_with_the_failure_in_its_cont
     assert "grep -qx hi hello.txt" in plan and "Take a different approach" in plan
 
 
+@pytest.mark.slow
 def test_adaptive_a_step_without_checks_runs_the_engine_at_once(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -291,12 +294,14 @@ def test_adaptive_a_step_without_checks_runs_the_engine_at_once(
     assert akira.state().steps["1"].attempts[0].approach == "llm (reasoning)"
 
 
+@pytest.mark.slow
 def test_direct_mode_never_runs_the_engine(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model([call("write_file", path="notes.md", content="# Notes\n"), call("finish", summary="done")])
     assert run_step(akira, fake_openai, model, "- [ ] 1. Write some notes in notes.md\n", mode="direct") == 0
     assert {kind for kind, _ in model.requests} == {"tools"}
 
 
+@pytest.mark.slow
 def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -321,6 +326,7 @@ def test_explicit_llm_kind_and_a_failed_attempt_reaches_the_retry_prompt(
     assert phases(akira.events()) == ["A", "B", "C", "end", "A", "B", "C", "end"]
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_is_one_line_and_needs_a_person(
     akira: Akira, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -361,6 +367,7 @@ def test_llm_kind_without_an_endpoint_says_how_to_set_one(
     assert result.code == 1 and "set llm.base_url or OPENAI_BASE_URL" in result.err
 
 
+@pytest.mark.slow
 def test_the_token_budget_stops_the_loop_mid_run(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model([call("finish", summary="done")])
     code = run_step(akira, fake_openai, model, HEALTH_STEP, "budget:\n  max_tokens_total: 20\n")
@@ -397,6 +404,7 @@ def test_a_stop_hook_stops_between_tool_calls_never_inside_one(akira: Akira, fak
     ("failing", "status", "transient"),
     [("tools", 500, True), ("tools", 400, False), ("plan", 503, True), ("plan", 400, False)],
 )
+@pytest.mark.slow
 def test_api_failures_fail_the_attempt_transient_or_not(
     akira: Akira, fake_openai: FakeOpenAI, failing: str, status: int, transient: bool
 ) -> None:
@@ -413,6 +421,7 @@ def test_api_failures_fail_the_attempt_transient_or_not(
 # -- tools through the model ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_escaping_paths_are_tool_errors_the_model_sees(
     akira: Akira, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -443,6 +452,7 @@ def test_escaping_paths_are_tool_errors_the_model_sees(
     assert errors == [True] * 6 + [False, False]
 
 
+@pytest.mark.slow
 def test_run_command_can_be_switched_off(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model(
         [
@@ -461,6 +471,7 @@ def test_run_command_can_be_switched_off(akira: Akira, fake_openai: FakeOpenAI) 
     assert "run_command" not in listed and "write_file" in listed
 
 
+@pytest.mark.slow
 def test_run_command_output_is_truncated_and_runs_in_the_workspace(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -582,6 +593,7 @@ def test_finish_ends_the_step_and_is_logged(box: tuple[Toolbox, list[Event]]) ->
     assert events[-1].data == {"name": "finish", "arguments": '{"summary": "all done"}', "error": False}
 
 
+@pytest.mark.slow
 def test_a_model_that_only_talks_is_nudged_once(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model(
         [lambda messages: text("I would write health.py."), lambda messages: text("Done, I think.")]

@@ -13,7 +13,6 @@ from test_llm_client import USER, Harness
 
 from akira_cli.events import EventType
 from akira_cli.llm.types import LLMTruncated
-from akira_cli.reasoning.models import Plan, PlanStep
 from akira_cli.testing import FakeOpenAI, Reply, error, json_reply, malformed
 
 
@@ -63,23 +62,11 @@ def test_a_reply_cut_at_max_tokens_is_a_failure_of_its_own_never_retried(fake_op
     assert len(fake_openai.chat_requests) == 1
 
 
-def test_plan_dependencies_that_name_no_step_do_not_block_the_plan() -> None:
-    plan = Plan(
-        goal="g",
-        steps=[
-            PlanStep(id="s1", description="first", dependencies=["none"]),
-            PlanStep(id="s2", description="second", dependencies=["s1", "the first step"]),
-        ],
-    )
-    assert [step.id for step in plan.ready()] == ["s1"]
-    plan.steps[0].status = "complete"
-    assert [step.id for step in plan.ready()] == ["s2"]
-
-
 def reason_config(akira: Akira, server: FakeOpenAI, extra: str = "") -> None:
     akira.write_config(f"llm:\n  base_url: {server.base_url}\n  model: fake-model\n  max_retries: 0\n{extra}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--json", "text"])
 def test_reason_on_garbage_says_why_on_stderr(akira: Akira, fake_openai: FakeOpenAI, flag: str) -> None:
     reason_config(akira, fake_openai)
@@ -91,6 +78,7 @@ def test_reason_on_garbage_says_why_on_stderr(akira: Akira, fake_openai: FakeOpe
     assert line.startswith("akira: error:") and "garbage" in line
 
 
+@pytest.mark.slow
 def test_reason_over_its_token_budget_exits_4_with_one_line(akira: Akira, fake_openai: FakeOpenAI) -> None:
     reason_config(akira, fake_openai, "budget:\n  max_tokens_total: 20\n")
     profile = {
@@ -108,6 +96,7 @@ def test_reason_over_its_token_budget_exits_4_with_one_line(akira: Akira, fake_o
     assert "token budget of 20" in line
 
 
+@pytest.mark.slow
 def test_an_unreachable_judge_makes_the_step_incomplete_not_failed(akira: Akira) -> None:
     akira.write_config(
         "llm:\n  base_url: http://127.0.0.1:9/v1\n  model: m\n  max_retries: 0\n"

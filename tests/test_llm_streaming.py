@@ -47,11 +47,9 @@ def test_a_streamed_reply_is_put_together_with_its_tool_calls_and_usage(fake_ope
 
 def test_a_reply_that_keeps_coming_is_never_cut_by_the_timeout(fake_openai: FakeOpenAI) -> None:
     content = "a slow model, a few tokens a second " * 3  # 14 chunks
-    fake_openai.enqueue(trickling(0.1, text(content)))
+    fake_openai.enqueue(trickling(0.1, text(content)))  # 1.4 s in all: longer than llm.timeout
     h = Harness(fake_openai.base_url, llm={"timeout": 0.6})
-    began = time.monotonic()
     assert h.client.chat(USER).content == content
-    assert time.monotonic() - began > 1.0  # longer in all than llm.timeout
     assert h.of_type(EventType.TRANSIENT_RETRY) == [] and len(fake_openai.chat_requests) == 1
 
 
@@ -60,17 +58,18 @@ def test_a_stalled_reply_is_given_up_with_its_connection_closed_and_sent_again_o
 ) -> None:
     """The server watches the connection while it stalls, as llama.cpp's does between tokens:
     it sees the client go at once, and is free for the next request."""
-    fake_openai.enqueue(stalling(30, text("never finished")), stalling(30, text("nor this")), text("third"))
+    hour = 3600.0  # a client that waited out a stall would never get past `chat` below
+    fake_openai.enqueue(
+        stalling(hour, text("never finished")), stalling(hour, text("nor this")), text("third")
+    )
     h = Harness(fake_openai.base_url, llm={"timeout": 0.5, "max_retries": 4})
-    began = time.monotonic()
     with pytest.raises(LLMTransientError, match=r"sent nothing for 0.5s .* \(after 2 attempt\(s\)\)"):
         h.client.chat(USER)
-    assert time.monotonic() - began < 15  # not the 30 s stalls: akira gave up and went
     assert len(fake_openai.chat_requests) == 2  # sent again once, not max_retries times
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while len(fake_openai.abandoned) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert len(fake_openai.abandoned) == 2  # both connections were closed by akira
+    assert len(fake_openai.abandoned) == 2  # both connections were closed by akira, not waited out
     assert h.client.chat(USER).content == "third"
 
 

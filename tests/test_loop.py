@@ -46,6 +46,7 @@ def test_example_runs_end_to_end_with_a_fallback(akira: Akira, capsys: pytest.Ca
     assert "\x1b[" not in result.out  # plain lines in a pipe
 
 
+@pytest.mark.slow
 def test_init_twice_into_fresh_folders_and_keeps_an_edited_config(tmp_path: Path) -> None:
     from akira_cli.cli import main
 
@@ -60,6 +61,7 @@ def test_init_twice_into_fresh_folders_and_keeps_an_edited_config(tmp_path: Path
     assert config.read_text() == "autonomous_loop:\n  max_iterations: 7\n"
 
 
+@pytest.mark.slow
 def test_max_iterations_writes_an_intervention_and_resume_continues(akira: Akira) -> None:
     akira.write_task(
         "three",
@@ -82,6 +84,7 @@ def test_max_iterations_writes_an_intervention_and_resume_continues(akira: Akira
     assert akira.state().status == "completed" and akira.state().iteration == 3
 
 
+@pytest.mark.slow
 def test_same_error_twice_is_a_persistent_failure_with_an_escalation(akira: Akira) -> None:
     akira.write_task(
         "broken",
@@ -111,6 +114,7 @@ def test_same_error_twice_is_a_persistent_failure_with_an_escalation(akira: Akir
     assert done == [{"iterations": 2, "outcome": "persistent_failure"}]
 
 
+@pytest.mark.slow
 def test_guidance_from_the_escalation_file_reaches_the_next_attempt(akira: Akira) -> None:
     akira.write_task(
         "guided",
@@ -133,6 +137,7 @@ def test_guidance_from_the_escalation_file_reaches_the_next_attempt(akira: Akira
     assert list((akira.root / ".state/archive").glob(f"escalation_{task_id}.*.md"))
 
 
+@pytest.mark.slow
 def test_different_errors_use_up_the_step_and_escalate(akira: Akira) -> None:
     akira.write_task(
         "tries",
@@ -151,6 +156,7 @@ def test_different_errors_use_up_the_step_and_escalate(akira: Akira) -> None:
     assert (akira.root / "Needs_Action" / f"escalation_{state.task_id}.md").exists()
 
 
+@pytest.mark.slow
 def test_failure_threshold_and_reset_failures(akira: Akira) -> None:
     akira.write_task(
         "flaky",
@@ -167,6 +173,7 @@ def test_failure_threshold_and_reset_failures(akira: Akira) -> None:
     assert akira.state().status == "completed"
 
 
+@pytest.mark.slow
 def test_stop_hook_pauses_and_resume_removes_it(akira: Akira) -> None:
     akira.write_task(
         "hooked",
@@ -184,12 +191,14 @@ def test_stop_hook_pauses_and_resume_removes_it(akira: Akira) -> None:
     assert not (akira.root / ".hooks/stop_autonomous_loop.md").exists()
 
 
+@pytest.mark.slow
 def test_a_shared_hook_for_another_task_is_ignored(akira: Akira) -> None:
     akira.write_task("other", "- [ ] 1. one\n  - Run: `true`\n")
     (akira.root / ".hooks/stop_autonomous_loop.md").write_text("---\ntask_id: task_1\n---\n")
     assert akira.run("loop", "start", "--task", "Specs/other/tasks.md", "--no-wait").code == 0
 
 
+@pytest.mark.slow
 def test_steps_added_during_an_attempt_wait_for_a_person_ticks_are_claims(akira: Akira) -> None:
     task = akira.write_task(
         "edits",
@@ -217,6 +226,7 @@ def test_steps_added_during_an_attempt_wait_for_a_person_ticks_are_claims(akira:
     assert done == [("1", "akira"), ("2", "claim"), ("3", "akira"), ("4", "akira")]
 
 
+@pytest.mark.slow
 def test_transient_failure_is_retried_without_costing_an_iteration(akira: Akira) -> None:
     akira.write_task(
         "busy",
@@ -233,6 +243,7 @@ def test_transient_failure_is_retried_without_costing_an_iteration(akira: Akira)
     assert retry.data["mechanism"] == "backoff"
 
 
+@pytest.mark.slow
 def test_a_command_timeout_is_a_strategic_failure(akira: Akira) -> None:
     akira.write_task(
         "slow",
@@ -248,6 +259,7 @@ def test_a_command_timeout_is_a_strategic_failure(akira: Akira) -> None:
     assert first.outcome == "failure" and "timed out" in first.error and first.transient_retries == 0
 
 
+@pytest.mark.slow
 def test_checks_decide_completion_and_project_checks_run_after_every_step(akira: Akira) -> None:
     akira.write_config("checks:\n  - run: test ! -f broken.flag\n    name: project ok\n")  # green at start
     akira.write_task(
@@ -271,6 +283,7 @@ def test_checks_decide_completion_and_project_checks_run_after_every_step(akira:
     assert not akira.state().advisory_checks
 
 
+@pytest.mark.slow
 def test_optional_steps_and_depends(akira: Akira) -> None:
     akira.write_task(
         "deps",
@@ -292,6 +305,7 @@ def test_optional_steps_and_depends(akira: Akira) -> None:
     assert (akira.root / "optional").exists()
 
 
+@pytest.mark.slow
 def test_parents_are_ticked_when_their_children_are_done(akira: Akira) -> None:
     akira.write_task(
         "tree",
@@ -310,6 +324,7 @@ def test_parents_are_ticked_when_their_children_are_done(akira: Akira) -> None:
     assert "- [x] 1. Parent" in text and "- [x] 1.1 Child" in text and "- [ ]* 1.2" in text
 
 
+@pytest.mark.slow
 def test_step_without_run_and_no_agent_fails_clearly(
     akira: Akira, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -322,6 +337,7 @@ def test_step_without_run_and_no_agent_fails_clearly(
     assert result.code == 1 and "needs an LLM endpoint" in result.err and not akira.state_files()
 
 
+@pytest.mark.slow
 def test_missing_verify_command_escalates_with_command_not_found(akira: Akira) -> None:
     akira.write_task("verify", "- [ ] 1. Check\n  - Run: `true`\n  - Verify: `no-such-tool --check`\n")
     assert akira.run("loop", "start", "--task", "Specs/verify/tasks.md").code == 4
@@ -329,6 +345,7 @@ def test_missing_verify_command_escalates_with_command_not_found(akira: Akira) -
     assert "command not found" in escalation
 
 
+@pytest.mark.slow
 def test_backups_every_n_iterations(akira: Akira) -> None:
     akira.write_config("autonomous_loop:\n  backup_state_every_n_iterations: 2\n")
     akira.write_task("many", "".join(f"- [ ] {n}. s{n}\n  - Run: `true`\n" for n in range(1, 6)))
@@ -337,6 +354,7 @@ def test_backups_every_n_iterations(akira: Akira) -> None:
     assert [b.rsplit(".", 2)[1] for b in backups] == ["2", "4"]
 
 
+@pytest.mark.slow
 def test_events_cover_the_loop(akira: Akira, capsys: pytest.CaptureFixture[str]) -> None:
     assert akira.run("loop", "start", "--task", "Specs/example/tasks.md").code == 0
     seen = set(types(akira))
@@ -371,6 +389,7 @@ def test_events_cover_the_loop(akira: Akira, capsys: pytest.CaptureFixture[str])
     assert "step_completed" in plain.out
 
 
+@pytest.mark.slow
 def test_every_fallback_is_reached_across_resumes(akira: Akira) -> None:
     task = akira.write_task(
         "many",
@@ -390,6 +409,7 @@ def test_every_fallback_is_reached_across_resumes(akira: Akira) -> None:
     assert approaches == ["Run", "Fallback 1", "Fallback 2", "Fallback 3", "Fallback 4"]
 
 
+@pytest.mark.slow
 def test_start_refuses_a_task_under_done(akira: Akira) -> None:
     done = akira.root / "Done" / "old" / "tasks.md"
     done.parent.mkdir(parents=True)

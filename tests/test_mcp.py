@@ -247,6 +247,7 @@ def test_an_agent_drives_a_run_over_stdio(repo: Akira, tmp_path: Path) -> None:
     asyncio.run(session())
 
 
+@pytest.mark.slow
 def test_an_agent_drives_a_run_over_http_with_a_token(repo: Akira, tmp_path: Path) -> None:
     async def session(url: str) -> None:
         async with over_http(url) as client:
@@ -264,6 +265,7 @@ def test_an_agent_drives_a_run_over_http_with_a_token(repo: Akira, tmp_path: Pat
         asyncio.run(session(url))
 
 
+@pytest.mark.slow
 def test_http_beyond_this_machine_needs_a_token(repo: Akira) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "akira_cli", "mcp", "--root", str(repo.root), "--http", "0.0.0.0:0"],
@@ -279,6 +281,7 @@ def test_http_beyond_this_machine_needs_a_token(repo: Akira) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_on_stdio_nothing_but_the_protocol_reaches_stdout(repo: Akira, tmp_path: Path) -> None:
     """A start that warns (a key too short to mask, Python warnings on) and a run whose steps
     print: every line on stdout is a JSON-RPC message, and the warning is on stderr."""
@@ -336,17 +339,20 @@ def test_on_stdio_nothing_but_the_protocol_reaches_stdout(repo: Akira, tmp_path:
     assert "OPENAI_API_KEY is shorter than" in err
 
 
+@pytest.mark.slow
 def test_a_start_racing_the_cli_runs_the_task_once(repo: Akira, tmp_path: Path) -> None:
     """`start_loop` and `akira loop start` on the same task at the same moment: one of them
-    starts it, the other is refused with one line, and each step runs once."""
-    ledger = tmp_path / "ledger"
+    starts it, the other is refused with one line, and each step runs once. The step waits at a
+    gate until both have answered: a run that completed first would have moved the spec to
+    Done/, and the other would be refused for a task file it no longer finds."""
+    ledger, gate = tmp_path / "ledger", tmp_path / "gate"
     repo.write_task(
         "race",
         f"""
         # Implementation Plan
 
         - [ ] 1. Count
-          - Run: `echo run >> {ledger}; echo one > race1.txt`
+          - Run: `echo run >> {ledger}; while [ ! -e {gate} ]; do sleep 0.05; done; echo one > race1.txt`
           - Exists: `race1.txt`
         """,
     )
@@ -366,7 +372,12 @@ def test_a_start_racing_the_cli_runs_the_task_once(repo: Akira, tmp_path: Path) 
                 )
             )
             tool = await call(client, "start_loop", task="Specs/race/tasks.md")
-            return tool, await cli
+            if tool[0]:  # refused: the CLI's run waits at the gate
+                gate.touch()
+                return tool, await cli
+            answered = await cli  # started: the CLI is refused while the run waits at the gate
+            gate.touch()
+            return tool, answered
 
     (error, text, data), cli = asyncio.run(race())
     states = [
@@ -390,6 +401,7 @@ def test_a_start_racing_the_cli_runs_the_task_once(repo: Akira, tmp_path: Path) 
         assert data is not None and data["task_id"] == task_id
 
 
+@pytest.mark.slow
 def test_only_akira_mcp_imports_the_sdk() -> None:
     """`akira --help` and the other commands start without the MCP SDK (and its web stack)."""
     probe = (

@@ -13,6 +13,7 @@ from akira_cli.state.store import StateStore
 from akira_cli.workspace import Workspace, command_line
 
 
+@pytest.mark.slow
 def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) -> None:
     task = akira.write_task("long", "".join(f"- [ ] {n}. s{n}\n  - Run: `touch f{n}`\n" for n in range(1, 5)))
     result = akira.cli("loop", "start", "--task", str(task), "--max-iterations", "2")
@@ -24,6 +25,7 @@ def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) ->
     assert f"`akira loop cancel --task-id {task_id}`" in text
 
 
+@pytest.mark.slow
 def test_a_timeout_suggests_raising_the_timeout_not_the_iterations(akira: Akira) -> None:
     akira.write_config("autonomous_loop:\n  timeout_seconds: 1\n")
     task = akira.write_task("t", "- [ ] 1. s\n  - Run: `sleep 1.2`\n- [ ] 2. t\n  - Run: `true`\n")
@@ -32,6 +34,7 @@ def test_a_timeout_suggests_raising_the_timeout_not_the_iterations(akira: Akira)
     assert "Raise autonomous_loop.timeout_seconds" in text and "--max-iterations" not in text
 
 
+@pytest.mark.slow
 def test_cancel_ends_a_loop_for_good_and_leaves_the_task_file(akira: Akira) -> None:
     task = akira.write_task("c", "- [ ] 1. s\n  - Run: `true`\n")
     (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
@@ -63,6 +66,7 @@ def test_printed_commands_carry_root_and_quotes(tmp_path: Path, monkeypatch: pyt
     )
 
 
+@pytest.mark.slow
 def test_stop_says_what_happens_to_a_loop_that_is_not_running(akira: Akira) -> None:
     task = akira.write_task("s", "- [ ] 1. s\n  - Run: `true`\n")
     (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
@@ -74,6 +78,7 @@ def test_stop_says_what_happens_to_a_loop_that_is_not_running(akira: Akira) -> N
     )
 
 
+@pytest.mark.slow
 def test_stop_force_on_a_waiting_loop_says_it_exits(akira: Akira) -> None:
     task = akira.write_task("w", "- [ ] 1. s\n  - Run: `true`\n")
     (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
@@ -91,6 +96,7 @@ def test_stop_force_on_a_waiting_loop_says_it_exits(akira: Akira) -> None:
     assert process.wait(timeout=30) == 3
 
 
+@pytest.mark.slow
 def test_notifications_run_on_completion_and_on_needs_action(akira: Akira) -> None:
     log = akira.root.parent / "notified.txt"
     akira.write_config(
@@ -105,6 +111,7 @@ def test_notifications_run_on_completion_and_on_needs_action(akira: Akira) -> No
     assert lines[1].startswith("needs_action|needs_action|") and "Needs_Action/escalation_" in lines[1]
 
 
+@pytest.mark.slow
 def test_a_failing_notification_is_logged_not_fatal(akira: Akira) -> None:
     akira.write_config("notify:\n  command: exit 9\n")
     task = akira.write_task("n", "- [ ] 1. s\n  - Run: `true`\n")
@@ -112,6 +119,7 @@ def test_a_failing_notification_is_logged_not_fatal(akira: Akira) -> None:
     assert any("notify.command exited 9" in str(e.data) for e in akira.events())
 
 
+@pytest.mark.slow
 def test_guidance_from_the_file_and_the_flag_both_reach_the_attempt(akira: Akira) -> None:
     task = akira.write_task(
         "g", "- [ ] 1. s\n  - Run: `exit 3`\n  - Fallback: `exit 4`\n  - Fallback: `exit 5`\n"
@@ -128,6 +136,7 @@ def test_guidance_from_the_file_and_the_flag_both_reach_the_attempt(akira: Akira
     assert list((akira.root / ".state" / "archive").glob(f"escalation_{task_id}.*.md"))
 
 
+@pytest.mark.slow
 def test_resume_detach_runs_in_the_background(akira: Akira) -> None:
     task = akira.write_task("d", "- [ ] 1. s\n  - Run: `touch detached`\n")
     (akira.root / ".hooks" / "stop_autonomous_loop.md").write_text("pause\n")
@@ -139,6 +148,7 @@ def test_resume_detach_runs_in_the_background(akira: Akira) -> None:
     assert (akira.root / "detached").exists()
 
 
+@pytest.mark.slow
 def test_the_escalation_and_the_stop_hook_print_commands_to_paste(akira: Akira) -> None:
     task = akira.write_task("e", "- [ ] 1. s\n  - Run: `exit 3`\n")
     assert akira.cli("loop", "start", "--task", str(task)).code == 4

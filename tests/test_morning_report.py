@@ -17,6 +17,8 @@ from test_pull_requests import REQUIREMENTS, Forge
 
 from akira_cli.cli import main
 
+pytestmark = pytest.mark.slow
+
 TASKS = """
 # Implementation Plan
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_git_runs import git
 from test_spec_layouts import akira
 
@@ -42,6 +43,7 @@ OPTIONAL_ONLY = """\
 """
 
 
+@pytest.mark.slow
 def test_a_parent_of_optional_steps_only_stays_open_for_a_run_that_includes_them(tmp_path: Path) -> None:
     root = kiro_repo(tmp_path, OPTIONAL_ONLY)
     tasks = root / ".kiro" / "specs" / "feat" / "tasks.md"
@@ -57,6 +59,7 @@ def test_a_parent_of_optional_steps_only_stays_open_for_a_run_that_includes_them
     assert git(root, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_a_host_rule_with_a_scheme_a_space_a_path_or_a_bad_port_is_one_line_and_starts_nothing(
     tmp_path: Path,
 ) -> None:
@@ -75,6 +78,7 @@ def test_a_host_rule_with_a_scheme_a_space_a_path_or_a_bad_port_is_one_line_and_
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_config_error_names_its_file_quoted_so_it_pastes_from_a_folder_with_a_space(tmp_path: Path) -> None:
     import shlex
 
@@ -98,6 +102,7 @@ def test_a_config_error_names_its_file_quoted_so_it_pastes_from_a_folder_with_a_
         assert config.read_bytes() == before and git(root, "branch", "--show-current") == "main"
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_to_continue_and_the_printed_command_pastes_from_another_folder(
     tmp_path: Path,
 ) -> None:
@@ -148,6 +153,7 @@ def test_ctrl_c_says_how_to_continue_and_the_printed_command_pastes_from_another
     assert (root / "two.txt").read_text() == "2\n"
 
 
+@pytest.mark.slow
 def test_without_gh_on_resume_the_command_by_hand_updates_the_pull_request_already_opened(
     tmp_path: Path,
 ) -> None:
@@ -189,6 +195,7 @@ def test_without_gh_on_resume_the_command_by_hand_updates_the_pull_request_alrea
     assert "pr create" not in warning
 
 
+@pytest.mark.slow
 def test_undo_from_another_folder_prints_a_resume_that_pastes_and_does_the_steps_again(
     tmp_path: Path,
 ) -> None:
@@ -208,6 +215,7 @@ def test_undo_from_another_folder_prints_a_resume_that_pastes_and_does_the_steps
     assert (root / "two.txt").read_text() == "2\n"
 
 
+@pytest.mark.slow
 def test_a_command_in_a_sentence_with_a_quoted_root_is_in_double_quotes_and_pastes(tmp_path: Path) -> None:
     import shlex
 
@@ -227,6 +235,7 @@ def test_a_command_in_a_sentence_with_a_quoted_root_is_in_double_quotes_and_past
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_push_remote_the_repository_lacks_is_refused_before_anything_starts(tmp_path: Path) -> None:
     tasks = "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n"
     root = kiro_repo(tmp_path, tasks, "git:\n  push: upstream\n")
@@ -243,6 +252,7 @@ def test_a_push_remote_the_repository_lacks_is_refused_before_anything_starts(tm
     assert git(tmp_path / "up.git", "branch", "--list", "akira/feat") != ""
 
 
+@pytest.mark.slow
 def test_a_repository_without_a_commit_is_told_a_command_that_pastes(tmp_path: Path) -> None:
     import shlex
 
@@ -262,6 +272,7 @@ def test_a_repository_without_a_commit_is_told_a_command_that_pastes(tmp_path: P
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_doctor_json_says_a_config_that_does_not_load_as_a_failed_check(tmp_path: Path) -> None:
     import json
 
@@ -277,6 +288,7 @@ def test_doctor_json_says_a_config_that_does_not_load_as_a_failed_check(tmp_path
     assert plain.returncode == 1 and "│ config │ fail" in plain.stdout and "given twice" in plain.stdout
 
 
+@pytest.mark.slow
 def test_doctor_from_another_folder_ends_with_its_command_again_in_quotes_that_paste(tmp_path: Path) -> None:
     import shlex
 
@@ -294,6 +306,7 @@ def test_doctor_from_another_folder_ends_with_its_command_again_in_quotes_that_p
     assert shlex.split(quoted[1:-1]) == ["akira", "doctor", "--agent", "claude", "--root", str(root)]
 
 
+@pytest.mark.slow
 def test_review_when_naming_a_step_the_task_lacks_is_a_warning_at_start(tmp_path: Path) -> None:
     tasks = "- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n- [ ] 2. Second\n  - Run: `echo 2 > two.txt`\n"
     root = kiro_repo(tmp_path, tasks, 'review:\n  agent: "true"\n  when: ["2", "9", "2.1"]\n')
@@ -306,6 +319,7 @@ def test_review_when_naming_a_step_the_task_lacks_is_a_warning_at_start(tmp_path
     ]
 
 
+@pytest.mark.slow
 def test_start_warnings_name_their_files_quoted_so_they_paste(tmp_path: Path) -> None:
     import shlex
 
@@ -328,6 +342,7 @@ def test_start_warnings_name_their_files_quoted_so_they_paste(tmp_path: Path) ->
     assert any(line.startswith(f"akira: warning: {tasks_at}:4: ") for line in warnings), warnings  # Verfy
 
 
+@pytest.mark.slow
 def test_a_corrupt_state_is_named_with_a_command_in_double_quotes_that_pastes(tmp_path: Path) -> None:
     import shlex
 
@@ -359,6 +374,7 @@ REQUIREMENTS = """\
 """
 
 
+@pytest.mark.slow
 def test_a_criterion_whose_verified_step_was_disputed_says_so_in_not_covered(tmp_path: Path) -> None:
     tasks = (
         "- [ ] 1. Greet\n  - Run: `echo hi > hello.txt`\n  - Exists: `hello.txt`\n  - _Requirements: 1.1_\n"

@@ -46,6 +46,7 @@ def run(*args: str, cwd: Path, columns: str = "") -> subprocess.CompletedProcess
         ({"openspec/changes/add-calc/tasks.md": "- [ ] 1.1 Add\n"}, "openspec/changes/add-calc/tasks.md"),
     ],
 )  # fmt: skip
+@pytest.mark.slow
 def test_init_in_a_project_with_its_specs_adds_no_example_and_names_its_task(
     tmp_path: Path, layout: dict[str, str], task: str
 ) -> None:
@@ -65,6 +66,7 @@ def test_init_in_a_project_with_its_specs_adds_no_example_and_names_its_task(
         assert (project / task).read_text().startswith("- [x] 1.")
 
 
+@pytest.mark.slow
 def test_init_proposes_the_projects_own_interpreter_when_it_has_a_venv(tmp_path: Path) -> None:
     project = tmp_path / "app"
     (project / "tests").mkdir(parents=True)
@@ -84,6 +86,7 @@ def test_init_proposes_the_projects_own_interpreter_when_it_has_a_venv(tmp_path:
     assert Path(answer.stdout.strip()) == project / ".venv"  # the project's, not akira's
 
 
+@pytest.mark.slow
 def test_every_mistyped_checkbox_is_named_in_one_refusal(akira: Akira) -> None:
     task = akira.write_task(
         "boxes",
@@ -105,6 +108,7 @@ def test_every_mistyped_checkbox_is_named_in_one_refusal(akira: Akira) -> None:
     assert (akira.root / "queued.txt").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda words: " ".join(words) or "akira")
 def test_help_in_an_80_column_pipe_cuts_no_option_name(tmp_path: Path, command: list[str]) -> None:
     done = run(*command, "--help", cwd=tmp_path, columns="80")
@@ -116,6 +120,7 @@ def test_help_in_an_80_column_pipe_cuts_no_option_name(tmp_path: Path, command: 
         assert {"--failure-threshold", "--include-optional", "--max-iterations", "--no-sandbox"} <= names
 
 
+@pytest.mark.slow
 def test_no_internal_section_numbers_in_what_a_user_reads(akira: Akira, tmp_path: Path) -> None:
     task = akira.write_task("plain", "- [ ] 1. One\n  - Run: `true`\n  - Exists: `Specs`\n")
     done = run(
@@ -132,6 +137,7 @@ def test_no_internal_section_numbers_in_what_a_user_reads(akira: Akira, tmp_path
     assert "SPEC" not in (tmp_path / "fresh" / "config" / "autonomous_loop.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_a_count_of_one_is_said_in_the_singular(akira: Akira) -> None:
     akira.write_config("autonomous_loop:\n  no_progress_threshold: 1\n")
     task = akira.write_task("idle", "- [ ] 1. Idle\n  - Run: `true`\n  - Verify: `test -f never`\n")

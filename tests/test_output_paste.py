@@ -19,6 +19,8 @@ from test_git_runs import git
 from akira_cli.cli import main
 from tests.conftest import Akira
 
+pytestmark = pytest.mark.slow
+
 
 def akira_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb"}

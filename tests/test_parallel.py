@@ -118,6 +118,7 @@ def test_a_wave_runs_its_steps_at_once_and_lands_them_in_file_order(
     assert git(root, "diff", "--cached") == ""
 
 
+@pytest.mark.slow
 def test_a_collision_runs_the_step_again_after_the_wave_without_costing_an_attempt(
     repo: Akira, meet: tuple[Path, Path]
 ) -> None:
@@ -156,6 +157,7 @@ def test_a_collided_steps_prompt_names_the_collision() -> None:
     assert "ran again after its parallel wave" in prompt and "shared.txt" in prompt
 
 
+@pytest.mark.slow
 def test_a_check_that_fails_on_the_task_branch_after_the_merge_reruns_the_step(
     repo: Akira, meet: tuple[Path, Path]
 ) -> None:
@@ -176,6 +178,7 @@ def test_a_check_that_fails_on_the_task_branch_after_the_merge_reruns_the_step(
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_parallel_steps_outside_git_are_refused_with_one_line(akira: Akira, repo: Akira) -> None:
     refused = akira.cli("loop", "start", "--task", "Specs/example/tasks.md", "--parallel", "2")
     assert refused.code == 1 and len(refused.err.strip().splitlines()) == 1
@@ -186,6 +189,7 @@ def test_parallel_steps_outside_git_are_refused_with_one_line(akira: Akira, repo
     assert no_git.code == 1 and "(--no-git)" in no_git.err and repo.state_files() == []
 
 
+@pytest.mark.slow
 def test_a_worktree_brings_worktreeinclude_files_and_links_environment_folders(
     repo: Akira, meet: tuple[Path, Path]
 ) -> None:
@@ -213,6 +217,7 @@ def test_a_worktree_brings_worktreeinclude_files_and_links_environment_folders(
     assert_no_worktree_left(root)
 
 
+@pytest.mark.slow
 def test_a_missing_command_in_a_worktree_names_the_fix_and_keeps_the_worktrees(
     repo: Akira, meet: tuple[Path, Path]
 ) -> None:
@@ -237,6 +242,7 @@ def test_a_missing_command_in_a_worktree_names_the_fix_and_keeps_the_worktrees(
     assert commits(root, "main..HEAD") == ["1 A"]  # what passed landed
 
 
+@pytest.mark.slow
 def test_a_kill_9_mid_wave_then_resume_commits_each_step_once_and_leaves_no_worktree(
     repo: Akira, tmp_path: Path
 ) -> None:
@@ -322,6 +328,7 @@ def wave_held(tmp_path: Path, count: int) -> tuple[str, Path, Path]:
     return steps, gate, release
 
 
+@pytest.mark.slow
 def test_a_stop_hook_during_a_wave_lets_the_running_steps_finish_then_pauses(
     repo: Akira, tmp_path: Path
 ) -> None:
@@ -346,6 +353,7 @@ def test_a_stop_hook_during_a_wave_lets_the_running_steps_finish_then_pauses(
     assert_no_worktree_left(repo.root)
 
 
+@pytest.mark.slow
 def test_a_directive_a_person_changes_during_a_wave_pauses_after_it(repo: Akira, tmp_path: Path) -> None:
     steps, gate, release = wave_held(tmp_path, 2)
     tasks(repo, steps + "- [ ] 3. Later\n  - Run: `echo l > l.txt`\n")
@@ -362,6 +370,7 @@ def test_a_directive_a_person_changes_during_a_wave_pauses_after_it(repo: Akira,
     assert not (repo.root / "l.txt").exists()
 
 
+@pytest.mark.slow
 def test_the_step_branch_name_replaces_what_git_refuses() -> None:
     from akira_cli.git.worktrees import step_branch
 
@@ -371,6 +380,7 @@ def test_the_step_branch_name_replaces_what_git_refuses() -> None:
     assert subprocess.run(["git", "check-ref-format", f"refs/heads/{name}"]).returncode == 0
 
 
+@pytest.mark.slow
 def test_stop_force_during_a_wave_kills_every_running_group(repo: Akira, tmp_path: Path) -> None:
     mark = f"120.{os.getpid()}2"
     gate = tmp_path / "gate"
@@ -393,6 +403,7 @@ def test_stop_force_during_a_wave_kills_every_running_group(repo: Akira, tmp_pat
     assert repo.state().status != "running" and repo.state().completed_steps == []
 
 
+@pytest.mark.slow
 def test_a_tick_during_a_wave_is_a_claim_and_a_move_to_done_completes_after_it(
     repo: Akira, tmp_path: Path
 ) -> None:
@@ -411,6 +422,7 @@ def test_a_tick_during_a_wave_is_a_claim_and_a_move_to_done_completes_after_it(
     assert commits(repo.root, "main..HEAD") == ["1 Held 1", "2 Held 2", "3 Claimed", "feat: done"]
 
 
+@pytest.mark.slow
 def test_a_move_to_needs_action_during_a_wave_pauses_once_the_running_steps_land(
     repo: Akira, tmp_path: Path
 ) -> None:
@@ -428,6 +440,7 @@ def test_a_move_to_needs_action_during_a_wave_pauses_once_the_running_steps_land
     assert not (gate / "3").exists()
 
 
+@pytest.mark.slow
 def test_a_failed_attempt_in_a_worktree_keeps_its_patch(repo: Akira, meet: tuple[Path, Path]) -> None:
     repo.write_config("reflection:\n  max_iterations: 1\n")
     tasks(
@@ -445,6 +458,7 @@ def test_a_failed_attempt_in_a_worktree_keeps_its_patch(repo: Akira, meet: tuple
     assert not (repo.root / "half.txt").exists()  # the main work tree never saw it
 
 
+@pytest.mark.slow
 def test_a_short_kill_9_storm_mid_wave_leaves_one_commit_per_step(repo: Akira, tmp_path: Path) -> None:
     """The suite's short version of `benchmarks/git_kill_storm.py --parallel`."""
     ledger = tmp_path / "runs.log"
@@ -478,6 +492,7 @@ def test_a_short_kill_9_storm_mid_wave_leaves_one_commit_per_step(repo: Akira, t
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+@pytest.mark.slow
 def test_an_environment_folder_git_does_not_ignore_is_neither_linked_nor_an_error(
     repo: Akira, meet: tuple[Path, Path]
 ) -> None:

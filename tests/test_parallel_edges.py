@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import Akira
 from test_git_runs import git, repo
 from test_parallel import start, tasks
@@ -18,6 +19,7 @@ WAIT_FOR_ONE = (
 """A step that waits until step 1's commit is on the task branch (bounded: 2 minutes)."""
 
 
+@pytest.mark.slow
 def test_a_waves_commits_carry_no_running_mark_of_a_sibling(repo: Akira) -> None:
     repo.write_config("reflection:\n  max_iterations: 1\n")
     tasks(
@@ -37,6 +39,7 @@ def test_a_waves_commits_carry_no_running_mark_of_a_sibling(repo: Akira) -> None
     assert git(root, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_linked_environments_ignored_with_a_trailing_slash_survive_a_slots_reuse(
     repo: Akira, tmp_path: Path
 ) -> None:
@@ -84,6 +87,7 @@ def test_linked_environments_ignored_with_a_trailing_slash_survive_a_slots_reuse
     assert not any(name.split("/")[0] in (".venv", "venv", "node_modules") for name in committed)
 
 
+@pytest.mark.slow
 def test_the_worktree_hint_names_worktreeinclude_only_for_what_the_main_tree_has_and_ignores(
     repo: Akira, tmp_path: Path
 ) -> None:
@@ -110,6 +114,7 @@ def test_the_worktree_hint_names_worktreeinclude_only_for_what_the_main_tree_has
     assert "this step ran in a worktree" in hint and ".env is in the main work tree" in hint
 
 
+@pytest.mark.slow
 def test_an_escalation_describes_every_step_that_failed_in_the_wave(repo: Akira, tmp_path: Path) -> None:
     repo.write_config("reflection:\n  max_iterations: 1\n")
     gate = tmp_path / "gate"
@@ -132,6 +137,7 @@ def test_an_escalation_describes_every_step_that_failed_in_the_wave(repo: Akira,
     assert "Also failed in the same wave: step 2" not in text  # it passed and landed
 
 
+@pytest.mark.slow
 def test_a_wave_step_that_changes_no_file_gets_its_own_tick_commit(repo: Akira, tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     gate.mkdir()

@@ -57,6 +57,7 @@ def kill_with_its_reaper(
     process.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_again(akira: Akira) -> None:
     pids = akira.root / "pids"
@@ -85,6 +86,7 @@ def test_resume_after_kill_9_kills_the_leftover_command_before_the_step_runs_aga
     assert not (akira.root / ".state" / f"autonomous_loop_{state.task_id}.pgid").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_two_starts_on_one_file_at_the_same_moment_run_it_once(akira: Akira) -> None:
     for race in range(4):
@@ -99,6 +101,7 @@ def test_two_starts_on_one_file_at_the_same_moment_run_it_once(akira: Akira) -> 
     assert len(ids) == len(set(ids)) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_readers_never_touch_the_lock_so_a_real_acquire_never_fails(tmp_path: Path) -> None:
     store = StateStore(tmp_path)
@@ -138,6 +141,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_refused_acquire_names_the_process_that_holds_the_lock(tmp_path: Path) -> None:
     """The pid file is written after the lock is won: a loser can find it naming another live
@@ -181,6 +185,7 @@ def test_racing_resumes_name_the_process_that_runs_the_task(akira: Akira) -> Non
         assert marks.read_text() == "x\nx\n"  # the killed run and the resumed one, never both resumes
 
 
+@pytest.mark.slow
 def test_a_pid_file_of_a_dead_process_is_not_a_holder(tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
     lock = StateStore(tmp_path).lock("task_1")
@@ -190,6 +195,7 @@ def test_a_pid_file_of_a_dead_process_is_not_a_holder(tmp_path: Path) -> None:
     assert lock.holder() is None
 
 
+@pytest.mark.slow
 def test_status_of_a_live_loop_shows_its_holder(akira: Akira) -> None:
     task = akira.write_task("s", "- [ ] 1. wait\n  - Run: `touch started; sleep 30`\n")
     process = akira.spawn("loop", "start", "--task", str(task))
@@ -225,6 +231,7 @@ def test_a_kill_9_of_akira_kills_its_commands_and_their_children_without_a_resum
     assert status["status"] == "interrupted"
 
 
+@pytest.mark.slow
 def test_a_run_that_ends_as_it_should_leaves_no_reaper(akira: Akira) -> None:
     task = akira.write_task("clean", "- [ ] 1. quick\n  - Run: `echo ok > ok.txt`\n")
     assert akira.cli("loop", "start", "--task", str(task)).code == 0
@@ -248,6 +255,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_command_spawned_just_before_a_kill_9_is_killed_by_its_marks(akira: Akira) -> None:
     """The sidecar lists a group a moment after the spawn; a kill -9 in that moment must not
@@ -284,6 +292,7 @@ def test_a_command_spawned_just_before_a_kill_9_is_killed_by_its_marks(akira: Ak
     akira.wait_for(lambda: not alive(new), 30, "the second command to die with akira")
 
 
+@pytest.mark.slow
 def test_the_sidecar_lists_each_group_with_its_real_start_time(tmp_path: Path) -> None:
     """The start time keeps a reused pid from being taken for the old group. It is read from
     /proc once; later ones come from the boot clock when the spawn fits in one clock tick."""
@@ -308,6 +317,7 @@ def test_the_sidecar_lists_each_group_with_its_real_start_time(tmp_path: Path) -
     assert ledger._clock is not False  # the boot clock never disagreed with /proc
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_failure_while_a_command_starts_kills_its_group(tmp_path: Path) -> None:
     """Nothing would wait for the command any more: it must not run on alone."""
@@ -333,6 +343,7 @@ def test_a_failure_while_a_command_starts_kills_its_group(tmp_path: Path) -> Non
     assert not alive(started)
 
 
+@pytest.mark.slow
 def test_commands_leave_no_descriptor_behind_and_keep_their_output(tmp_path: Path) -> None:
     """The runner's own pipe and the shared /dev/null: nothing piles up over many commands, on
     success, failure or timeout, and stdout and stderr still arrive together."""

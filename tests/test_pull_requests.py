@@ -212,6 +212,7 @@ def test_completion_opens_one_pull_request_with_the_report_as_its_body(
     assert progress["pull_request"] == url and progress["not_covered"] == ["1.3"]
 
 
+@pytest.mark.slow
 def test_undo_and_resume_update_the_same_pull_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,14 +224,18 @@ def test_undo_and_resume_update_the_same_pull_request(
     assert undone.code == 0, undone.err
     resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=120)
     assert resumed.code == 0, resumed.err
-    assert forge.verbs() == ["gh pr view", "gh pr create", "gh pr view", "gh pr edit"]
-    edit = forge.calls()[3]
+    opened = ["gh pr view", "gh pr create"]
+    undo = ["gh pr view", "gh pr edit", "gh pr ready"]  # `ready --undo`: a paused run's is a draft
+    resume = ["gh pr view", "gh pr edit", "gh pr ready"]  # completed again: ready again
+    assert forge.verbs() == [*opened, *undo, *resume]
+    edit = forge.calls()[6]
     assert edit["argv"][:5] == ["pr", "edit", "akira/feat", "--title", "feat: 2/2 steps"]  # type: ignore[index]
     assert "## Acceptance criteria" in str(edit["body"])
     assert akira.state().git.pr_url == "https://github.com/acme/app/pull/1"  # type: ignore[union-attr]
     assert resumed.err.strip().splitlines()[-1].endswith("; pull request: https://github.com/acme/app/pull/1")
 
 
+@pytest.mark.slow
 def test_a_run_that_needs_a_person_opens_a_draft_that_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,6 +270,7 @@ def test_a_run_that_needs_a_person_opens_a_draft_that_says_why(
     assert akira.state().git.pr_draft is False  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -289,6 +295,7 @@ def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
     assert akira.state().git.pr_url is None  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_a_gitlab_remote_goes_through_glab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forge = Forge(tmp_path, monkeypatch, ("gh", "glab"))
     akira = workspace(tmp_path, "git:\n  push: origin\n  pr: draft\n")
@@ -309,6 +316,7 @@ def test_a_gitlab_remote_goes_through_glab(tmp_path: Path, monkeypatch: pytest.M
     assert git(remote, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_a_pull_request_without_push_is_refused_with_one_line(tmp_path: Path) -> None:
     akira = workspace(tmp_path, "git:\n  pr: draft\n")
     code, _out, err = start(akira)
@@ -353,6 +361,7 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     assert argv[:6] == ["pr", "create", "--base", "main", "--head", "akira/feat"] and "--draft" in argv
 
 
+@pytest.mark.slow
 def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forge = Forge(tmp_path, monkeypatch, ("gh",))
     secret = "sk-pull-request-secret-0123456789"
@@ -364,6 +373,7 @@ def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytes
     assert secret not in json.dumps(create) and "Write b with the key ***" in str(create["body"])
 
 
+@pytest.mark.slow
 def test_a_body_longer_than_github_takes_is_cut_with_where_the_report_is(tmp_path: Path) -> None:
     from akira_cli.loop.handoff import MAX_BODY, fit
     from akira_cli.state.models import LoopState
@@ -380,6 +390,7 @@ def test_a_body_longer_than_github_takes_is_cut_with_where_the_report_is(tmp_pat
     )
 
 
+@pytest.mark.slow
 def test_a_failing_gh_is_one_warning_and_never_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     forge = Forge(tmp_path, monkeypatch, ("gh",))
     monkeypatch.setenv("FAKE_FAIL", "pr create")
@@ -396,6 +407,7 @@ def test_a_failing_gh_is_one_warning_and_never_fatal(tmp_path: Path, monkeypatch
     assert git(tmp_path / "origin.git", "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_a_body_that_cannot_be_saved_is_one_warning_never_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

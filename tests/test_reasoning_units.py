@@ -292,6 +292,19 @@ def test_planner_change_wins_over_a_conflicting_validator_repair() -> None:
 # -- structural checks ------------------------------------------------------------------------
 
 
+def test_plan_dependencies_that_name_no_step_do_not_block_the_plan() -> None:
+    plan = Plan(
+        goal="g",
+        steps=[
+            PlanStep(id="s1", description="first", dependencies=["none"]),
+            PlanStep(id="s2", description="second", dependencies=["s1", "the first step"]),
+        ],
+    )
+    assert [step.id for step in plan.ready()] == ["s1"]
+    plan.steps[0].status = "complete"
+    assert [step.id for step in plan.ready()] == ["s2"]
+
+
 def test_structural_checks_find_tools_cycles_and_missing_dependencies() -> None:
     plan = plan_of(
         {"id": "a", "description": "x", "dependencies": ["b"]},

@@ -85,6 +85,7 @@ def test_second_attempt_is_told_what_failed_and_why(akira: Akira) -> None:
     assert state.steps["1"].post_action is not None
 
 
+@pytest.mark.slow
 def test_same_failure_twice_escalates_with_approaches_failures_and_reflections(akira: Akira) -> None:
     agent_workspace(akira, "always-fail")
     assert akira.run("loop", "start", "--task", "Specs/agent/tasks.md").code == 4
@@ -95,6 +96,7 @@ def test_same_failure_twice_escalates_with_approaches_failures_and_reflections(a
     assert text.count("What went wrong") == 2 and "(environment, heuristic)" in text
 
 
+@pytest.mark.slow
 def test_lessons_of_completed_steps_reach_the_next_step(akira: Akira) -> None:
     agent_workspace(
         akira,
@@ -112,6 +114,7 @@ def test_lessons_of_completed_steps_reach_the_next_step(akira: Akira) -> None:
     assert "## Lessons from recent steps\n- 1: worked:" in second
 
 
+@pytest.mark.slow
 def test_reflection_disabled_means_single_attempts(akira: Akira) -> None:
     akira.write_config("reflection:\n  enabled: false\n")
     akira.write_task("once", "- [ ] 1. x\n  - Run: `echo nope; exit 1`\n  - Fallback: `true`\n")
@@ -134,6 +137,7 @@ def test_heuristic_categories() -> None:
     assert category("TypeError: unsupported operand") == "root_cause"
 
 
+@pytest.mark.slow
 def test_a_signature_recurring_across_tasks_is_a_systemic_issue(akira: Akira) -> None:
     for name in ("one", "two"):
         akira.write_task(
@@ -184,6 +188,7 @@ LLM_REFLECTION = {
 }
 
 
+@pytest.mark.slow
 def test_llm_reflection_goes_into_the_retry_prompt(akira: Akira, fake_openai: FakeOpenAI) -> None:
     agent_workspace(akira, "learns", llm_config(fake_openai))
     fake_openai.set_responder(route(reflection=LLM_REFLECTION))
@@ -198,6 +203,7 @@ def test_llm_reflection_goes_into_the_retry_prompt(akira: Akira, fake_openai: Fa
     assert state.steps["1"].post_action.lesson_learned == "deps first"
 
 
+@pytest.mark.slow
 def test_llm_reflection_failure_falls_back_to_the_heuristic(akira: Akira, fake_openai: FakeOpenAI) -> None:
     agent_workspace(akira, "learns", llm_config(fake_openai).replace("max_retries: 3", "max_retries: 0"))
     fake_openai.set_responder(route())
@@ -212,6 +218,7 @@ def judged_task(akira: Akira, server: FakeOpenAI, extra: str = "") -> None:
     akira.write_task("judged", "- [ ] 1. x\n  - Run: `touch x`\n  - Exists: `x`\n")
 
 
+@pytest.mark.slow
 def test_transient_llm_faults_cost_no_iteration_and_no_reflection(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -232,6 +239,7 @@ def test_transient_llm_faults_cost_no_iteration_and_no_reflection(
     assert retries[0]["wait_seconds"] == pytest.approx(0.2)
 
 
+@pytest.mark.slow
 def test_a_low_judge_confidence_means_incomplete_with_its_reasons(
     akira: Akira, fake_openai: FakeOpenAI
 ) -> None:
@@ -244,6 +252,7 @@ def test_a_low_judge_confidence_means_incomplete_with_its_reasons(
     assert "judge: no tests were written" in first.evaluation.reasons
 
 
+@pytest.mark.slow
 def test_token_budget_stops_the_loop_with_an_intervention(akira: Akira, fake_openai: FakeOpenAI) -> None:
     judged_task(akira, fake_openai, "budget:\n  max_tokens_total: 20\n")
     akira.write_task("judged", "- [ ] 1. x\n  - Run: `touch x`\n- [ ] 2. y\n  - Run: `touch y`\n")
@@ -265,6 +274,7 @@ def scan_for_secret(root: Path, *results: Result) -> list[str]:
     return leaks + [f"output {i}" for i, r in enumerate(results) if SECRET in r.out + r.err]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server_key", [SECRET, "sk-the-other-key"])
 def test_the_api_key_never_leaks(akira: Akira, server_key: str) -> None:
     with FakeOpenAI(api_key=server_key) as server:
@@ -283,6 +293,7 @@ def test_the_api_key_never_leaks(akira: Akira, server_key: str) -> None:
     assert scan_for_secret(akira.root, *results) == []
 
 
+@pytest.mark.slow
 def test_transient_exit_codes_of_the_agent_cost_no_iteration(akira: Akira) -> None:
     agent = akira.root / "flaky_agent.sh"
     agent.write_text("test -f tried || { touch tried; exit 75; }\ntouch done_1\n")
@@ -309,6 +320,7 @@ def test_an_error_inside_the_evaluation_means_incomplete() -> None:
     assert evaluation.error == "evaluation error: RuntimeError: disk on fire"
 
 
+@pytest.mark.slow
 def test_a_retry_never_leaks_into_the_next_steps_prompt(akira: Akira) -> None:
     steps = """
         - [ ] 1. Pad the strings

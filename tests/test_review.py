@@ -52,6 +52,7 @@ def test_a_rejection_then_an_approval_one_commit_per_step_with_its_trailer(night
     assert [e.data["verdict"] for e in events] == ["changes", "approved", "approved"]
 
 
+@pytest.mark.slow
 def test_the_reviews_reasons_reach_the_next_attempts_prompt(night: Night) -> None:
     night.setup("  agent: claude\n")
     night.verdicts("changes", "approve")
@@ -63,6 +64,7 @@ def test_the_reviews_reasons_reach_the_next_attempts_prompt(night: Night) -> Non
     assert "greeting.txt: it lacks the name; write 'hello, world'" in prompts[1]["prompt"]
 
 
+@pytest.mark.slow
 def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night: Night) -> None:
     night.setup("  agent: claude\n  max_rounds: 2\n")
     night.verdicts("changes")
@@ -94,6 +96,7 @@ def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night:
     assert "1 Write the greeting (2 attempt(s))" in shown and "review: disputed" in shown
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["crash", "babble", "hang"])
 def test_a_reviewer_that_fails_leaves_none_and_a_warning_never_an_approval(night: Night, mode: str) -> None:
     night.setup("  agent: claude\n  timeout_seconds: 3\n")
@@ -111,6 +114,7 @@ def test_a_reviewer_that_fails_leaves_none_and_a_warning_never_an_approval(night
     assert "not reviewed" in night.report().split("## Needs a person's look", 1)[1]
 
 
+@pytest.mark.slow
 def test_a_verdict_line_is_read_and_its_reasons_kept(night: Night) -> None:
     night.setup("  agent: claude\n")
     night.verdicts("line_changes", "line")
@@ -122,6 +126,7 @@ def test_a_verdict_line_is_read_and_its_reasons_kept(night: Night) -> None:
     assert state.completed_steps[0].review_note == "The step writes the file the requirement asks for."
 
 
+@pytest.mark.slow
 def test_the_reviewers_usage_counts_toward_the_budget_and_is_reported_apart(night: Night) -> None:
     three = STEPS + "- [ ] 3. Write the third\n  - Exists: `step_3.txt`\n"
     night.setup("  agent: claude\n", three, "budget:\n  max_cost_usd: 0.08\n")
@@ -139,6 +144,7 @@ def test_the_reviewers_usage_counts_toward_the_budget_and_is_reported_apart(nigh
     assert status["tokens"] == 1680
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_reviewers_usage_apart(night: Night) -> None:
     night.setup("  agent: claude\n")
     night.verdicts("approve")
@@ -150,6 +156,7 @@ def test_the_report_shows_the_reviewers_usage_apart(night: Night) -> None:
     assert "## Needs a person's look" not in report
 
 
+@pytest.mark.slow
 def test_review_when_last_reviews_only_the_last_step_on_the_whole_branch(night: Night) -> None:
     night.setup("  agent: claude\n  when: last\n")
     night.verdicts("approve")
@@ -163,6 +170,7 @@ def test_review_when_last_reviews_only_the_last_step_on_the_whole_branch(night: 
     assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "approved"
 
 
+@pytest.mark.slow
 def test_review_when_a_list_of_step_ids(night: Night) -> None:
     night.setup('  agent: claude\n  when: ["2"]\n')
     night.verdicts("changes", "approve")
@@ -175,6 +183,7 @@ def test_review_when_a_list_of_step_ids(night: Night) -> None:
     assert len(night.reviews()) == 2
 
 
+@pytest.mark.slow
 def test_no_reviewer_by_default(night: Night) -> None:
     night.setup("  max_rounds: 2\n")
     night.verdicts("changes")
@@ -183,6 +192,7 @@ def test_no_reviewer_by_default(night: Night) -> None:
     assert "Akira-Review" not in git(night.root, "log", "-1", "--format=%B", "akira/feat~2")
 
 
+@pytest.mark.slow
 def test_parallel_steps_are_reviewed_in_their_worktrees_before_they_land(night: Night) -> None:
     steps = "".join(f"- [ ] {n}. [P] Write part {n}\n  - Exists: `step_{n}.txt`\n" for n in (1, 2, 3))
     night.setup("  agent: claude\n", steps, "autonomous_loop:\n  parallel: 3\n")
@@ -208,6 +218,7 @@ def test_parallel_steps_are_reviewed_in_their_worktrees_before_they_land(night: 
     assert "it lacks the name" in retried[0]["prompt"]
 
 
+@pytest.mark.slow
 def test_review_when_last_and_the_task_ends_with_a_parallel_wave(night: Night) -> None:
     steps = (
         STEPS.replace("2. Write", "2. [P] Write") + "- [ ] 3. [P] Write the third\n  - Exists: `step_3.txt`\n"
@@ -227,6 +238,7 @@ def test_review_when_last_and_the_task_ends_with_a_parallel_wave(night: Night) -
     ]
 
 
+@pytest.mark.slow
 def test_a_plan_ending_with_a_checkpoint_is_reviewed_there_on_the_whole_branch(night: Night) -> None:
     steps = STEPS + "- [ ] 3. Checkpoint - Ensure all tests pass\n"
     night.setup("  agent: claude\n", steps, "checks:\n  - run: test -f step_1.txt\n    name: greeting\n")

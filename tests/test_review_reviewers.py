@@ -20,6 +20,7 @@ def night(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Night:
     return Night(tmp_path, monkeypatch)
 
 
+@pytest.mark.slow
 def test_a_command_reviewer_answering_with_a_verdict_line(night: Night) -> None:
     script = night.tmp / "review.sh"
     script.write_text(
@@ -38,6 +39,7 @@ def test_a_command_reviewer_answering_with_a_verdict_line(night: Night) -> None:
     assert state.review_usage.total_tokens == 0  # a plain command reports no usage
 
 
+@pytest.mark.slow
 def test_a_codex_reviewer_reads_its_agent_message(night: Night) -> None:
     codex = night.tmp / "bin" / "codex"
     codex.write_text(
@@ -66,6 +68,7 @@ def test_a_codex_reviewer_reads_its_agent_message(night: Night) -> None:
     assert argv[:4] == ["exec", "--json", "--sandbox", "read-only"]
 
 
+@pytest.mark.slow
 def test_an_llm_reviewer_through_the_configured_endpoint(night: Night) -> None:
     from akira_cli.testing import FakeOpenAI
     from akira_cli.testing.fake_openai import json_reply
@@ -98,6 +101,7 @@ def test_an_llm_reviewer_through_the_configured_endpoint(night: Night) -> None:
     assert state.usage.cost_usd == pytest.approx(0.13)
 
 
+@pytest.mark.slow
 def test_without_git_the_reviewer_reads_the_files_the_attempt_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,6 +165,7 @@ def test_the_readme_example_config_loads_with_its_reviewer(tmp_path: Path) -> No
     assert config.review.enabled and config.review.agent == "claude" and config.review.max_rounds == 2
 
 
+@pytest.mark.slow
 def test_on_is_refused_with_what_to_write_instead(night: Night) -> None:
     night.setup("  agent: claude\n  when: on\n")
     done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
@@ -169,6 +174,7 @@ def test_on_is_refused_with_what_to_write_instead(night: Night) -> None:
     assert "Traceback" not in done.err
 
 
+@pytest.mark.slow
 def test_a_kill_9_right_after_a_reviewed_commit_keeps_its_review_on_resume(night: Night) -> None:
     night.setup("  agent: claude\n")
     night.verdicts("approve")
@@ -186,6 +192,7 @@ def test_a_kill_9_right_after_a_reviewed_commit_keeps_its_review_on_resume(night
     assert len(night.reviews()) == 2  # step 1 was not reviewed (nor run) again
 
 
+@pytest.mark.slow
 def test_undo_takes_the_steps_reviews_with_them_and_resume_reviews_them_again(night: Night) -> None:
     night.setup("  agent: claude\n")
     night.verdicts("approve")
@@ -202,6 +209,7 @@ def test_undo_takes_the_steps_reviews_with_them_and_resume_reviews_them_again(ni
     assert trailers(night.root, "akira/feat~1")["Akira-Review"] == "approved"
 
 
+@pytest.mark.slow
 def test_an_llm_reviewer_without_an_endpoint_is_one_line_before_any_step(night: Night) -> None:
     night.setup("  agent: llm\n")
     done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
@@ -211,6 +219,7 @@ def test_an_llm_reviewer_without_an_endpoint_is_one_line_before_any_step(night: 
     assert not (night.tmp / "agent.jsonl").exists()  # no step ran
 
 
+@pytest.mark.slow
 def test_a_reviewer_command_that_does_not_parse_is_one_line(night: Night) -> None:
     night.setup('  agent: "bash -c \'unclosed"\n')
     done = night.akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
@@ -218,6 +227,7 @@ def test_a_reviewer_command_that_does_not_parse_is_one_line(night: Night) -> Non
     assert "Traceback" not in done.err and len(done.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_failing_reviewer_cli_still_counts_what_it_used(night: Night) -> None:
     claude = night.tmp / "bin" / "claude"
     claude.write_text(
@@ -239,6 +249,7 @@ def test_a_failing_reviewer_cli_still_counts_what_it_used(night: Night) -> None:
     assert state.usage.cost_usd == pytest.approx(0.02 * runs)
 
 
+@pytest.mark.slow
 def test_a_rejection_on_the_last_allowed_attempt_completes_the_step_disputed(night: Night) -> None:
     night.setup("  agent: claude\n  max_rounds: 3\n", extra="reflection:\n  max_iterations: 2\n")
     night.verdicts("changes")

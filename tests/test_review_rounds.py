@@ -18,6 +18,8 @@ from test_git_runs import git, trailers
 
 from akira_cli.events import EventType
 
+pytestmark = pytest.mark.slow
+
 ONCE = """\
 #!{python}
 import os, pathlib, sys

@@ -24,7 +24,10 @@ from test_sandbox import Server, servers  # noqa: F401  (the fixture of the two 
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
+]
 
 WRITING_REVIEWER = """\
 #!{python}

@@ -203,7 +203,7 @@ def leftover_sleep() -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", ["agent", "run"])
+@pytest.mark.parametrize("how", [pytest.param("agent", marks=pytest.mark.slow), "run"])
 def test_a_hostile_step_escapes_nothing(
     akira: Akira, tmp_path: Path, servers: tuple[Server, Server], how: str
 ) -> None:
@@ -245,6 +245,7 @@ def test_a_hostile_step_escapes_nothing(
     akira.wait_for(lambda: not leftover_sleep(), timeout=30, what="the step's setsid sleep to be gone")
 
 
+@pytest.mark.slow
 def test_without_the_sandbox_the_same_secrets_are_readable(
     akira: Akira, tmp_path: Path, servers: tuple[Server, Server]
 ) -> None:
@@ -272,6 +273,7 @@ def marked(mark: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_sandboxed_step_dies_with_akira_without_its_reaper(akira: Akira) -> None:
     """kill -9 of akira and of its reaper: --die-with-parent alone ends the step's processes."""
     from test_processes import kill_with_its_reaper

@@ -96,6 +96,7 @@ def only_state(root: Path):  # type: ignore[no-untyped-def]
     return state
 
 
+@pytest.mark.slow
 def test_a_refused_host_is_named_with_the_line_that_allows_it(
     tmp_path: Path, forbidden: list[Counted]
 ) -> None:
@@ -145,6 +146,7 @@ def test_a_refused_host_is_named_with_the_line_that_allows_it(
     assert named and f"sandbox.allow_hosts: [127.0.0.1:{port}]" in named[0]["fix"], findings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["by-path", "by-name"])
 def test_a_tool_hidden_in_the_home_gets_the_allow_read_hint(tmp_path: Path, how: str) -> None:
     home = tmp_path / "home"
@@ -163,6 +165,7 @@ def test_a_tool_hidden_in_the_home_gets_the_allow_read_hint(tmp_path: Path, how:
     assert hint in escalation
 
 
+@pytest.mark.slow
 def test_refusals_in_a_parallel_wave_are_each_steps_own(repo: Akira, forbidden: list[Counted]) -> None:
     """The run's one proxy serves every worktree slot: each refusal still names its step."""
     ports = [server.server_address[1] for server in forbidden]

@@ -186,6 +186,7 @@ REWRITE = """- [ ] 1. Rewrite codex's provider
 """
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_codex_s_provider_is_read_once_from_the_real_file_and_env_key_is_a_name(
     tmp_path: Path, forbidden: ThreadingHTTPServer

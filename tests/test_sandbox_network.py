@@ -35,7 +35,10 @@ from akira_cli.sandbox.probe import probe
 from akira_cli.sandbox.session import open_sandbox
 from akira_cli.sections import SandboxSettings
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
+]
 
 LOOK = """readlink /proc/self/ns/net
 echo "forwarders: $(cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -o '[f]orward[.]py' | wc -l)"

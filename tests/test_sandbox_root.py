@@ -20,7 +20,10 @@ import pytest
 from akira_cli.sandbox.probe import find_bwrap, probe
 from akira_cli.sections import SandboxSettings
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
+]
 
 NOBODY = 65534
 ESCAPE = r"""#!/bin/bash

@@ -46,6 +46,7 @@ def one_step(akira: Akira, config: str) -> None:
     akira.write_task("feat", "- [ ] 1. Work\n  - Run: `echo ok > out.txt`\n  - Exists: `out.txt`\n")
 
 
+@pytest.mark.slow
 def test_on_refuses_to_start_with_one_line_naming_cause_and_fix(akira: Akira, denied_bwrap: Path) -> None:
     one_step(akira, f"sandbox:\n  mode: on\n  bwrap: {denied_bwrap}\n")
     done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script")
@@ -57,6 +58,7 @@ def test_on_refuses_to_start_with_one_line_naming_cause_and_fix(akira: Akira, de
     assert akira.state_files() == [] and not (akira.root / "out.txt").exists()
 
 
+@pytest.mark.slow
 def test_the_sandbox_flag_refuses_too_and_yaml_on_means_on(akira: Akira, denied_bwrap: Path) -> None:
     one_step(akira, f"sandbox:\n  bwrap: {denied_bwrap}\n")
     done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--sandbox")
@@ -65,6 +67,7 @@ def test_the_sandbox_flag_refuses_too_and_yaml_on_means_on(akira: Akira, denied_
     assert akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script").code == 1
 
 
+@pytest.mark.slow
 def test_auto_warns_once_runs_unsandboxed_and_says_so(akira: Akira, denied_bwrap: Path) -> None:
     one_step(akira, f"sandbox:\n  bwrap: {denied_bwrap}\n")
     done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--no-wait")
@@ -80,6 +83,7 @@ def test_auto_warns_once_runs_unsandboxed_and_says_so(akira: Akira, denied_bwrap
     assert "sandboxed: False" in akira.cli("loop", "status", "--task-id", akira.task_id()).out
 
 
+@pytest.mark.slow
 def test_no_sandbox_needs_no_bwrap_and_a_bad_host_rule_is_one_line(akira: Akira, denied_bwrap: Path) -> None:
     one_step(akira, f"sandbox:\n  mode: on\n  bwrap: {denied_bwrap}\n")
     done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", "--agent", "script", "--no-sandbox")
@@ -111,6 +115,7 @@ def test_host_rules() -> None:
         HostRule.parse("host:port")
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.parametrize("shared", [False, True], ids=["nothing-shared", "parent-in-allow-write"])
 def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira, shared: bool) -> None:
@@ -136,6 +141,7 @@ def test_a_parallel_step_cannot_write_the_main_work_tree(repo: Akira, shared: bo
         assert not (main / f"escape{n}.txt").exists()
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_the_reviewers_sandbox_is_read_only(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
@@ -150,6 +156,7 @@ def test_the_reviewers_sandbox_is_read_only(tmp_path: Path) -> None:
     assert not (tree / "note.txt").exists()
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_the_proxy_passes_connect_to_an_allowed_host_and_refuses_others(tmp_path: Path) -> None:
     """CONNECT through the run's proxy, from inside: the tunnel reaches the allowed server."""
@@ -194,6 +201,7 @@ def test_the_proxy_passes_connect_to_an_allowed_host_and_refuses_others(tmp_path
     assert "403" in refused.output and denied == ["example.org"]
 
 
+@pytest.mark.slow
 def test_the_probe_runs_the_real_bwrap_it_found() -> None:
     found = probe(SandboxSettings())
     assert found.bwrap is None or Path(found.bwrap).name == "bwrap"
@@ -201,6 +209,7 @@ def test_the_probe_runs_the_real_bwrap_it_found() -> None:
         assert subprocess.run([found.bwrap or "", "--version"], capture_output=True).returncode == 0
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
     akira: Akira, fake_openai: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -230,6 +239,7 @@ def test_the_llm_agents_run_command_and_the_checks_run_in_the_sandbox(
         assert not (tmp_path / f"{name}.out").exists(), name
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_secrets_stay_hidden_under_an_allowed_path_and_the_home_is_private(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -256,6 +266,7 @@ def test_secrets_stay_hidden_under_an_allowed_path_and_the_home_is_private(
     assert "KEY-IN-SSH" not in allowed and "NETRC-PW" not in allowed and "DENIED-TEXT" not in allowed
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_resume_keeps_the_starts_choice_unless_told_otherwise(akira: Akira) -> None:
     akira.write_config("autonomous_loop:\n  failure_threshold: 1\n")
@@ -278,6 +289,7 @@ def test_resume_keeps_the_starts_choice_unless_told_otherwise(akira: Akira) -> N
     assert akira.state().sandboxed is True and akira.state().sandbox_flag is True
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_tools_in_the_hidden_tmp_are_bound_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The sandbox's /tmp is private, yet a tool on PATH under /tmp (a fresh `mktemp -d` venv, as
@@ -314,6 +326,7 @@ class Reports:
         self.seen.append((run_id, values))
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_fleet_setup_runs_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading

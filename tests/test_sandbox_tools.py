@@ -15,7 +15,10 @@ import pytest
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
+]
 
 PIPX = ".local/share/pipx/venvs/pt/bin/pipxtool"
 """Where pipx puts a tool's venv: `~/.local/bin` holds only a link to it."""

@@ -169,6 +169,7 @@ def test_quarantine_takes_the_log_along_when_it_holds_nothing_of_this_loop(tmp_p
     assert StateStore(tmp_path).load(TASK).iteration == 1
 
 
+@pytest.mark.slow
 def test_resume_by_feature_recovers_a_corrupt_state_file_from_its_log(akira: Akira) -> None:
     task = akira.write_task(
         "fix",
@@ -190,6 +191,7 @@ def test_resume_by_feature_recovers_a_corrupt_state_file_from_its_log(akira: Aki
     assert akira.state().status == "completed"
 
 
+@pytest.mark.slow
 def test_a_corrupt_state_file_without_a_log_is_named_when_a_feature_is_asked_for(akira: Akira) -> None:
     task = akira.write_task("gone", "- [ ] 1. Fails\n  - Run: `exit 3`\n")
     assert akira.cli("loop", "start", "--task", str(task)).code == 4
@@ -235,6 +237,7 @@ def test_a_save_that_changes_the_status_leaves_nothing_else_in_the_log(tmp_path:
     assert StateStore(tmp_path).load(TASK).iteration == 1
 
 
+@pytest.mark.slow
 def test_an_agent_that_writes_the_save_log_is_reported(akira: Akira) -> None:
     akira.write_task(
         "wal",
@@ -269,6 +272,7 @@ def test_a_deferred_save_is_durable_only_when_synced(tmp_path: Path, monkeypatch
     assert len(synced) == 2
 
 
+@pytest.mark.slow
 def test_an_attempts_start_is_synced_once_its_first_command_runs_and_before_its_result(
     akira: Akira, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,6 +22,7 @@ def files_holding(root: Path, needle: str, skip: set[Path]) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_secret_in_agent_output_never_reaches_the_disk(
     akira: Akira, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -44,6 +45,7 @@ def test_a_secret_in_agent_output_never_reaches_the_disk(
     assert SECRET not in state.out and "***" in state.out
 
 
+@pytest.mark.slow
 def test_a_short_key_is_not_masked_and_gets_a_warning(akira: Akira, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     task = akira.write_task("short", "- [ ] 1. expected text\n  - Run: `echo expected exit`\n")
@@ -62,6 +64,7 @@ def test_redaction_masks_json_escaped_forms_too() -> None:
         redaction.clear()
 
 
+@pytest.mark.slow
 def test_a_state_file_whose_task_id_is_a_path_is_quarantined(akira: Akira) -> None:
     readme = akira.root.parent / "README"
     readme.write_text("outside")
@@ -77,6 +80,7 @@ def test_a_state_file_whose_task_id_is_a_path_is_quarantined(akira: Akira) -> No
     assert traversal.code == 1 and "no loop found" in traversal.err
 
 
+@pytest.mark.slow
 def test_a_state_file_pointing_outside_is_never_moved_or_touched(akira: Akira) -> None:
     outside = akira.root.parent / "elsewhere" / "tasks.md"
     outside.parent.mkdir()
@@ -93,6 +97,7 @@ def test_a_state_file_pointing_outside_is_never_moved_or_touched(akira: Akira) -
     assert outside.read_text() == "- [x] 1. done\n" and not (akira.root / "Done" / "elsewhere").exists()
 
 
+@pytest.mark.slow
 def test_a_task_file_symlinked_from_outside_is_refused_at_start(akira: Akira) -> None:
     outside = akira.root.parent / "outside.md"
     outside.write_text("- [ ] 1. one\n  - Run: `true`\n")

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import shared_section
 
 from akira_cli.state.models import LoopState
+
+pytestmark = pytest.mark.slow
 
 REQUIREMENTS = """\
 # Requirements Document

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -443,22 +445,29 @@ def test_a_file_read_while_an_editor_saves_it_is_read_again(tmp_path: Path) -> N
     """An editor that saves by truncating and then writing leaves the file empty for a moment."""
     path = tmp_path / "tasks.md"
     path.write_text("")  # truncated: the editor has not written yet
-    reading = threading.Event()
+    reads = threading.Semaphore(0)
     got: list[bytes | BaseException] = []
 
+    def count_reads(frame: FrameType, event: str, _: object) -> None:
+        """Each read of the file by `tasks.reading` (watched, never changed)."""
+        code = frame.f_code
+        if event == "return" and code.co_name == "_read_once" and code.co_filename.endswith("reading.py"):
+            reads.release()
+
     def read() -> None:
-        reading.set()
+        sys.setprofile(count_reads)  # this thread's only
         try:
             got.append(read_task_bytes(path))
         except BaseException as exc:
             got.append(exc)
+        finally:
+            sys.setprofile(None)
 
     reader = threading.Thread(target=read)
     reader.start()
-    assert reading.wait(10)
-    time.sleep(0.2)  # the editor writes a moment later
-    path.write_text("- [ ] 1. a\n")
-    reader.join(10)
+    assert reads.acquire(timeout=30), "the reader never read the file"  # and found it empty
+    path.write_text("- [ ] 1. a\n")  # the editor writes a moment later
+    reader.join(60)
     assert got == [b"- [ ] 1. a\n"]
 
 

@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import Akira
 from test_git_runs import repo
 from test_parallel import start, tasks
 
 from akira_cli.orphans import marked
+
+pytestmark = pytest.mark.slow
 
 _ = repo  # the fixture
 AGENT = """#!/bin/sh

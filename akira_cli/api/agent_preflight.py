@@ -31,7 +31,7 @@ def at_resume(workspace: Workspace, cfg: Config, state: LoopState) -> None:
     from akira_cli.tasks.parser import parse_task_text
     from akira_cli.tasks.reading import read_task_bytes
 
-    path = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
+    path = TaskLocator.of(workspace, state).locate(Path(state.task_path))
     if path is None:
         return
     try:

@@ -102,12 +102,15 @@ def cancel(root: str | Path | None, task_id: str) -> Note:
 
 def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
     """Reverts a git-native run's commits for `step` and every later step (one revert commit
-    each, newest first); the loop is left paused, to do them again on resume."""
+    each, newest first); the loop is left paused, to do them again on resume. A run that pushes
+    pushes the reverts, and its pull request's body is updated. A step with no commit of its own
+    (a person ticked it) is refused, with the run that has its commit."""
     from akira_cli.api.models import Undone
     from akira_cli.config import load_config
-    from akira_cli.events import Event, EventType, JsonlLog
+    from akira_cli.events import EventBus, EventType, JsonlLog
     from akira_cli.git import undo as undoing
     from akira_cli.git.run import GitRun
+    from akira_cli.loop.handoff import after_undo
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
@@ -124,22 +127,26 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
             raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
         before = run.git.out("rev-parse", "HEAD")
         archived = store.archived_path(state.task_id)
-        undone = undoing.undo(run, state, step)
+        undone = undoing.undo(run, state, step, store)
         if archived.exists():
             os.replace(archived, store.path(state.task_id))  # a completed loop is active again
         store.save(state)
+        made = run.git.out("rev-list", "--reverse", f"{before}..HEAD").split()
         log = JsonlLog(workspace.log_path(state.task_id))
+        bus = EventBus(state.task_id)
+        bus.subscribe(log)
         steps = [done.step_id for done in undone]
         try:
-            log(Event(type=EventType.LEDGER, task_id=state.task_id, step_id=step, data=undone_data(steps)))
+            bus.emit(EventType.LEDGER, step, **undone_data(steps))
+            pushed = after_undo(workspace, cfg, state, store, run, bus)  # the remote, the pull request
+            store.save(state)
         finally:
             log.close()
-        made = run.git.out("rev-list", "--reverse", f"{before}..HEAD").split()
     finally:
         lock.release()
     resume = command_line(workspace, "loop", "resume", "--task-id", state.task_id)
     branch = state.git.branch if state.git else ""
-    message = f"reverted step(s) {', '.join(steps)} on {branch}; to do them again, run: {resume}"
+    message = f"reverted step(s) {', '.join(steps)} on {branch}{pushed}; to do them again, run: {resume}"
     return Undone(
         task_id=state.task_id, status=state.status, steps=steps, commits=made, branch=branch, message=message
     )

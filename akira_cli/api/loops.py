@@ -47,9 +47,10 @@ def start(
     settings: Mapping[str, Any] | None = None,
     show: bool = False,
     say: Say = quiet,
-) -> Started | Finished:
+) -> Started | Finished | Note:
     """A new loop on the task file `task` (a path from here or from the workspace, or its feature
-    folder). `settings`: more dotted config keys over the files' (`{"git.push": "origin"}`).
+    folder); a task file whose steps are all ticked starts nothing (`Note`). `settings`: more
+    dotted config keys over the files' (`{"git.push": "origin"}`).
     Detached, it returns once the state exists, with the task id and the process; else it runs
     the loop here (with the live display when `show`) and returns how it ended. `follow`: after
     the pull request, follow its checks and reviews (`follow:` with its defaults, when the config
@@ -57,6 +58,7 @@ def start(
     from akira_cli.agents.base import preflight
     from akira_cli.api import prepare
     from akira_cli.api.agent_preflight import at_start
+    from akira_cli.api.models import Note
     from akira_cli.api.run import agent_workdir
     from akira_cli.git.pr import forge_problem
     from akira_cli.git.worktrees import require_git
@@ -79,6 +81,8 @@ def start(
         say(f"warning: {line}")
     data = read_task_bytes(path)
     parsed = parse_task_text(data, path)
+    if done := prepare.nothing_to_do(workspace, store_for(workspace), parsed, include_optional):
+        return Note(task_id="", status="completed", pid=None, message=done)
     for line in [
         *parsed.warnings,
         *prepare.criteria_warnings(parsed),
@@ -107,7 +111,7 @@ def start(
     with prepare.start_lock(store):
         prepare.refuse_unfinished(store, path, workspace)
         state, lock = prepare.new_loop(
-            workspace, store, path, cfg, include_optional, agent, config, detach, git
+            workspace, store, path, cfg, include_optional, agent, config, detach, git, say
         )
     if sandbox is not None or not sandboxed:
         state.sandbox_flag, state.sandboxed = sandbox, sandboxed

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +40,21 @@ def criteria_warnings(task_file: TaskFile) -> list[str]:
     if spec is None:
         return []
     return spec.warnings + (unknown_id_warnings(task_file, spec) if spec.criteria else [])
+
+
+def nothing_to_do(
+    workspace: Workspace, store: StateStore, task_file: TaskFile, include_optional: bool
+) -> str | None:
+    """Every step ticked: what to say, and no branch and no state is made (a run would only
+    record them all as done by a person, on an empty branch). An unfinished loop on the file is
+    refused as `start` refuses it: it is resumed instead."""
+    leaves = task_file.leaves(include_optional=True)
+    left = [s for s in leaves if not s.ticked and not task_file.under_ticked_parent(s)]
+    if any(include_optional or not task_file.is_optional(step) for step in left):
+        return None
+    refuse_unfinished(store, task_file.path, workspace)
+    optional = f"; its {len(left)} optional step(s) run with --include-optional" if left else ""
+    return f"nothing to do: every step of {workspace.shown(task_file.path)} is ticked{optional}"
 
 
 def review_when_warnings(config: Config, task_file: TaskFile) -> list[str]:
@@ -78,7 +93,8 @@ def new_loop(
     agent: str | None,
     config: Path | None,
     detach: bool,
-    git: GitRun | None = None,
+    git: GitRun | None,
+    say: Callable[[str], None],
 ) -> tuple[LoopState, TaskLock | None]:
     """The new loop's state, saved, with its lock taken (a detached child takes its own). On a
     git-native run the task branch is made first: no state is ever saved without it (a kill -9
@@ -90,6 +106,7 @@ def new_loop(
         task_id=workspace.new_task_id(now, set(store.task_ids())),
         task_path=str(path),
         feature=workspace.feature_of(path),
+        home=str(path),
         max_iterations=cfg.autonomous_loop.max_iterations,
         parallel=cfg.autonomous_loop.parallel,
         failure_threshold=cfg.autonomous_loop.failure_threshold,
@@ -99,6 +116,11 @@ def new_loop(
         task_file_identity=(stat.st_dev, stat.st_ino),
     )
     if git is not None:
+        from akira_cli.git.base import stacked
+
+        earlier = (other.git for _, other in store.scan() if other is not None and other.git)
+        if warning := stacked(git.current_branch(), git.settings, earlier):
+            say(f"warning: {warning}")
         state.git = git.start(state, state.feature)
     store.save(state)
     if detach:
@@ -109,14 +131,14 @@ def new_loop(
 
 
 def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -> GitRun | None:
-    """The run's git side (a task branch, a commit per step) when the task file lies in a git
-    work tree; a repository with no commit yet, or a detached HEAD with `git.branch: ""`, is
+    """The run's git side when the task file lies in a git work tree; a repository with no
+    commit yet, a detached HEAD with `git.branch: ""` or a `git.base` that names no branch is
     refused before anything is written."""
     from akira_cli.git.run import GitRun
 
     git = GitRun.detect(workspace.root, path, cfg.git, no_git)
     if git is not None:
-        git.preflight()
+        git.preflight(path)
     return git
 
 
@@ -234,27 +256,38 @@ def running_as(store: StateStore, state: LoopState, process: subprocess.Popen[by
 
 
 def bring_back(workspace: Workspace, state: LoopState) -> None:
-    """A task a person parked in Needs_Action/ goes back under Specs/ on resume."""
+    """`loop resume` on a task a person parked in Needs_Action/: it goes back home (where `loop
+    start` found it), with its feature folder when it was parked with it. No link a step put on
+    either way is followed."""
+    from akira_cli import nofollow
     from akira_cli.loop.conditions import TaskLocator
 
-    found = TaskLocator(workspace, None, state.task_file_identity).locate(Path(state.task_path))
+    found = TaskLocator.of(workspace, state).locate(Path(state.task_path))
     if found is not None:
         state.task_path = str(found)
     path = workspace.require_inside(Path(state.task_path))
+    home = workspace.home(state)
     if not path.is_file():
+        back = workspace.shown(workspace.spec_folder(home))
         raise AkiraError(
-            f"task file {path} not found; restore it (or move it back under Specs/) and resume again"
+            f"task file {path} not found; restore it (or move it back to {back}) and resume again"
         )
     if workspace.area_of(path) != "Needs_Action":
         return
-    from akira_cli import nofollow
-
-    target = workspace.specs / (state.feature or path.stem) / "tasks.md"
-    if os.path.lexists(target):
-        raise AkiraError(f"cannot move {path} back to {target}: a file is already there")
     root = workspace.root
-    try:  # no link a step put on either way is followed
-        nofollow.move(root, path.resolve().relative_to(root), target.relative_to(root))
+    parked, target = workspace.spec_folder(path), workspace.spec_folder(home)
+    if target != home:
+        with contextlib.suppress(OSError), nofollow.folder(root, target.parent.relative_to(root).parts) as fd:
+            os.rmdir(target.name, dir_fd=fd)  # an empty folder left behind: the parked one takes its place
+    if parked == path or target == home or os.path.lexists(target):  # the task file alone goes back
+        parked, target = path, home
+    try:
+        nofollow.move(root, parked.resolve().relative_to(root), target.relative_to(root))
+    except FileExistsError:
+        raise AkiraError(
+            f"cannot move {workspace.shown(path)} back to {workspace.shown(home)}: a file is already "
+            "there; move the task file back yourself, then resume again"
+        ) from None
     except nofollow.Refused as exc:
         raise AkiraError(f"cannot move {path} back to {target}: {exc}, then resume again") from None
-    state.task_path = str(target)
+    state.task_path = str(home if target == home else target / path.name)

@@ -211,7 +211,7 @@ def build_loop(
         bus,
         engine,
         watcher,
-        TaskLocator(workspace, watcher, state.task_file_identity),
+        TaskLocator.of(workspace, state, watcher),
         RunReports(workspace, config, store, bus, commits),
         wait=wait,
         tasks=tasks,

@@ -1,4 +1,4 @@
-"""`akira loop status|state|progress|logs`: the commands that only read (they never take a lock)."""
+"""`akira loop tasks|status|state|progress|logs`: the commands that only read (they never take a lock)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,25 @@ from akira_cli.api.lookup import load_task
 from akira_cli.cli.common import JsonOption, RootOption, TaskIdOption, exits
 from akira_cli.cli.loop_cmd import app
 from akira_cli.workspace import Workspace
+
+
+@app.command("tasks")
+@exits
+def tasks(json_out: JsonOption = False, root: RootOption = None) -> int:
+    """The workspace's task files (every layout), their steps done and their latest loop."""
+    from akira_cli import api
+
+    found = api.tasks(root)
+    if json_out:
+        typer.echo(found.json_text())
+        return 0
+    if not found.tasks:
+        typer.echo(found.line())
+        return 0
+    for task in found.tasks:
+        loop = f"  {task.task_id}: {task.status}" if task.task_id else ""
+        typer.echo(f"{task.path}  {task.steps_done}/{task.steps_total} ({task.layout}){loop}")
+    return 0
 
 
 @app.command("status")

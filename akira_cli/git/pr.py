@@ -1,6 +1,7 @@
 """The pull request (the night's hand-off): when a git-native run completes or stops with needs_action, one
-pull request from the task branch to the branch it started from, opened with `gh pr create` (or
-`glab mr create`) and updated with `gh pr edit` (or `glab mr update`) ever after.
+pull request from the task branch to `git.base` (else the branch it started from), opened with
+`gh pr create` (or `glab mr create`) and updated with `gh pr edit` (or `glab mr update`) ever
+after.
 
 Never fatal: a missing tool, a remote it cannot place, or a failing command is one warning with
 the command to run by hand, and the branch is pushed all the same.

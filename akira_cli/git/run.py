@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
+from akira_cli.git.base import base_commit, refuse_elsewhere
 from akira_cli.git.cli import Git, GitError, Repository, find, output_of
 from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
 from akira_cli.git.plumbing import Plumbing
@@ -109,8 +110,9 @@ class GitRun:
 
     # -- start and resume -----------------------------------------------------------------------
 
-    def preflight(self) -> str:
-        """HEAD's commit; refuses, before anything is written, what `start` could not do."""
+    def preflight(self, task: Path | None = None) -> str:
+        """HEAD's commit; refuses, before anything is written, what `start` could not do with
+        the task file `task`."""
         head = self.git.out("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
         if not head:
             first = self.shown("commit", "--allow-empty", "-m", "First commit")
@@ -132,29 +134,35 @@ class GitRun:
                 f"(its remotes: {remotes}); "
                 f"add it with {in_quotes(self.shown('remote', 'add', push, '<url>'))}, or fix git.push"
             )
+        base = base_commit(self.git, self.settings, self.shown_root)
+        if task is not None:
+            refuse_elsewhere(self.git, self.settings, base, self.relative(task), self.current_branch())
         return head
 
     def start(self, state: LoopState, feature: str) -> GitRecord:
-        """Creates and checks out the task branch from HEAD (carrying uncommitted changes along,
-        as `git switch -c` does), or takes the current branch with `git.branch: ""`."""
+        """Creates and checks out the task branch from `git.base`, else from HEAD, carrying
+        uncommitted changes along as `git switch -c` does (a change git would have to overwrite
+        is refused, never lost); or takes the current branch with `git.branch: ""`."""
         head = self.preflight()
-        started_on = self.current_branch()
+        started_on, base = self.current_branch(), base_commit(self.git, self.settings, self.shown_root)
+        target = self.settings.base or started_on  # where the work is merged and its pull request points
         if not self.settings.branch:
             record = GitRecord(
-                branch=started_on, base=head, started_on=started_on, created=False, root=str(self.root)
+                branch=started_on, base=head, started_on=target, created=False, root=str(self.root)
             )
         else:
             wanted = self.settings.branch.replace("{feature}", feature).replace("{task_id}", state.task_id)
             name = self.free_name(wanted)
-            done = self.git.run("switch", "-c", name, check=False)
+            switch = ("switch", "-c", name, *([base] if base else []))
+            done = self.git.run(*switch, check=False)
             if done.returncode != 0:
                 said = " ".join(output_of(done).split())[:240]
                 raise AkiraError(
                     f"git refused to create and check out the task branch {name} in {self.root}: {said}; "
-                    f"see why with '{self.shown('switch', '-c', name)}'"
+                    f"see why with '{self.shown(*switch)}'"
                 )
             record = GitRecord(
-                branch=name, base=head, started_on=started_on, created=True, root=str(self.root)
+                branch=name, base=base or head, started_on=target, created=True, root=str(self.root)
             )
         self.exclude()
         return record

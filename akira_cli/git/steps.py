@@ -18,7 +18,7 @@ from akira_cli.errors import BranchMoved, NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.fileio import atomic_write, read_all
-from akira_cli.git import attempts
+from akira_cli.git import attempts, moves
 from akira_cli.git.branches import BranchWatch
 from akira_cli.git.cli import GitError
 from akira_cli.git.nested import left_out
@@ -29,7 +29,7 @@ from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 from akira_cli.templates import render
-from akira_cli.workspace import in_quotes
+from akira_cli.workspace import Workspace, in_quotes
 
 OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
 IN_HEAD = "HEAD"
@@ -115,7 +115,8 @@ class StepCommits:
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
         self.note_nested(step, paths)
-        task_path = Path(self.state.task_path)
+        task_path, folders = self.moved(files)
+        paths = moves.outside(paths, folders)
         message = self.messages.get(step.id)
         ticked = ticked_bytes(task_path, task, step, self.state, self.marks) if message is None else None
         checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
@@ -132,7 +133,7 @@ class StepCommits:
         if attempt.review is not None:  # approved, disputed or none (the `Akira-Review` trailer)
             trailers["Akira-Review"] = attempt.review.verdict
         try:
-            replaced = {task_path: ticked} if ticked else None
+            replaced = {self.home: ticked} if ticked else None  # where the branch keeps it
             title = message.subject if message is not None else subject(step.id, step.title)
             changed_now = set(files) if files is not None and self.seen_by_git else None
             sha = self.run.commit(
@@ -152,10 +153,19 @@ class StepCommits:
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()
 
+    @property
+    def home(self) -> Path:
+        """Where the task file lies on the task branch: its place at `loop start`."""
+        return moves.home(self.run.workspace, self.state)
+
+    def moved(self, files: Snapshot | None = None) -> tuple[Path, list[Path]]:
+        """Where the task file is now, and the folders a person moved the spec between."""
+        return moves.placed(self.run.workspace, self.state, self.workdir, files)
+
     def step_diff(self, changed: list[Path]) -> tuple[bytes, str]:
         """The patch and `--stat` of what `changed` became since HEAD, the commit the step
         started from: what its commit will hold (the reviewer's diff)."""
-        return attempts.attempt_diff(self.run, {}, changed)
+        return attempts.attempt_diff(self.run, {}, moves.outside(changed, self.moved()[1]))
 
     def hint(self, slot: Path, workdir: Path, said: str) -> str:
         """The worktree hint for a parallel step that failed in `slot` (`git.hints`)."""
@@ -166,7 +176,7 @@ class StepCommits:
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None:
         """A failed attempt's changes: saved as a patch, summed up for the reflection and the
         next prompt, and with `git.failed_attempt: reset` undone (the patch keeps them)."""
-        changed = [self.workdir / name for name in attempt.files_changed]
+        changed = moves.outside([self.workdir / name for name in attempt.files_changed], self.moved()[1])
         try:
             patch, stat = attempts.attempt_diff(self.run, self._dirty, changed)
         except GitError as exc:
@@ -252,7 +262,10 @@ class StepCommits:
         record = self.state.git
         if record is None or record.done_commit is not None:
             return
-        gone = self.run.git.out("ls-files", "-z", "--", self.run.relative(moved_from), check=False)
+        home = Workspace(self.run.workspace).spec_folder(self.home)  # where a person moved it from
+        gone = self.run.git.out(
+            "ls-files", "-z", "--", self.run.relative(moved_from), self.run.relative(home), check=False
+        )
         paths = [self.run.root / name for name in gone.split("\0") if name]
         paths += [path for path in moved_to.rglob("*") if path.is_file()]
         try:
@@ -271,9 +284,12 @@ class StepCommits:
         record = self.state.git
         if record is None:
             return
+        data = task_bytes(Path(self.state.task_path), self.state)  # wherever a person put it
+        if data is None:
+            return
         try:
             sha = self.run.commit(
-                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [Path(self.state.task_path)]
+                f"{feature}: ticks", {"Akira-Task": self.state.task_id}, [], {self.home: data}
             )
         except (CommitRefused, GitError) as exc:
             self.bus.emit(EventType.WARNING, message=f"the last ticks were not committed: {exc}")
@@ -288,15 +304,20 @@ class StepCommits:
         remote, record = self.run.settings.push, self.state.git
         if not remote or record is None:
             return
-        done = self.run.git.run(
-            "push", "-q", remote, f"{record.branch}:{record.branch}", check=False, timeout=300
-        )
-        if done.returncode != 0:
-            said = " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
+        said = push(self.run, record.branch, remote)
+        if said is not None:
             self.bus.emit(
                 EventType.WARNING,
                 message=f"git push to {remote} failed (tried again at the next commit): {said}",
             )
+
+
+def push(run: GitRun, branch: str, remote: str) -> str | None:
+    """The task branch to `remote`, never forced; what git said when it failed, else None."""
+    done = run.git.run("push", "-q", remote, f"{branch}:{branch}", check=False, timeout=300)
+    if done.returncode == 0:
+        return None
+    return " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
 
 
 def safe(step_id: str) -> str:
@@ -318,22 +339,10 @@ def ticked_bytes(
     done, as the loop will tick them after its save; the `[-]` of the other running steps
     (`marks`) as their boxes were before (a commit carries ticks only). None when the file
     cannot be read, or is not the task file akira knows (another put at its path, `TaskLocator`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    known = task_bytes(path, state)
+    if known is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or state.task_file_identity not in (
-            None,
-            (info.st_dev, info.st_ino),
-        ):
-            return None
-        data = bytearray(read_all(fd))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    data = bytearray(known)
     done = state.completed_ids() | {step.id}
     for other_id, box in (marks or {}).items():
         other = task.get(other_id)
@@ -353,6 +362,27 @@ def ticked_bytes(
             parent if parent is not None and is_done(task, parent, state.include_optional, done) else None
         )
     return bytes(data)
+
+
+def task_bytes(path: Path, state: LoopState) -> bytes | None:
+    """The task file's bytes; None when it cannot be read, or is not the task file akira knows
+    (another put at its path, `TaskLocator`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or state.task_file_identity not in (
+            None,
+            (info.st_dev, info.st_ino),
+        ):
+            return None
+        return read_all(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def checked(name: str, files_changed: list[str]) -> str:

@@ -11,12 +11,15 @@ from akira_cli.errors import AkiraError
 from akira_cli.git.cli import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.state.store import StateStore
 from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.writeback import set_box
+from akira_cli.workspace import Workspace, command_line, in_quotes
 
 
-def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
-    """Reverts SID and every later step; returns the steps undone. The caller saves."""
+def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list[CompletedStep]:
+    """Reverts SID and every later step; returns the steps undone. The caller saves. `store`:
+    where the run that has the commit of a step this one has none of is looked for."""
     record = state.git
     if record is None:
         raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
@@ -32,6 +35,8 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
             )
         raise AkiraError(f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo")
     undone = state.completed_steps[ids.index(step_id) :]
+    if undone[0].commit is None:
+        raise AkiraError(no_commit(run, state, undone, store))
     commits = [done.commit for done in undone if done.commit]
     commits += [record.done_commit] if record.done_commit else []
     refuse_dirty(run, commits)
@@ -61,6 +66,29 @@ def undo(run: GitRun, state: LoopState, step_id: str) -> list[CompletedStep]:
             step.new_window()
             step.approaches.clear()
     return undone
+
+
+def no_commit(run: GitRun, state: LoopState, undone: list[CompletedStep], store: StateStore) -> str:
+    """Why a step with no commit of its own (a person ticked it) cannot be undone, and what can:
+    the latest run of the same spec that has its commit, else this run's next commit."""
+    done, workspace = undone[0], Workspace(run.workspace)
+    branch = state.git.branch if state.git is not None else ""
+    said = f"step {done.step_id} has no commit on {branch} to revert ({done.how} in {state.task_id})"
+    others = [
+        (other.started_at, other.task_id, other.git.branch, other)
+        for _, other in store.scan()
+        if other is not None and other.task_id != state.task_id and other.git is not None
+        if other.feature == state.feature
+    ]
+    for _, task_id, other_branch, other in sorted(others, reverse=True):
+        if any(step.step_id == done.step_id and step.commit for step in store.all_completed(other)):
+            again = command_line(workspace, "loop", "undo", "--task-id", task_id, "--step", done.step_id)
+            return f"{said}; its commit is in {task_id} on {other_branch}: run {in_quotes(again)}"
+    later = next((step.step_id for step in undone if step.commit), None)
+    if later is not None:
+        again = command_line(workspace, "loop", "undo", "--task-id", state.task_id, "--step", later)
+        return f"{said}; this run's commits start at step {later}: run {in_quotes(again)}"
+    return f"{said}; akira did no work for it, so there is nothing to revert"
 
 
 def refuse_dirty(run: GitRun, commits: list[str]) -> None:

@@ -31,21 +31,28 @@ HOLD = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK) | os.O_CLOEXEC
 
 @dataclass
 class TaskLocator:
-    """Finds the task file wherever a person moved it: path, recorded moves, then inode. Its
-    identity (device and inode) decides what is at its path, and akira holds it open: while the
-    file akira knows lives on elsewhere (a step renamed it, or its folder), another file at its
-    path is not the task file; `replaced` names it, and akira never reads or writes it. A new
-    file at its path once the old one is gone is the same file saved anew (an editor, `sed -i`),
-    and is taken as such."""
+    """Finds the task file wherever a person moved it: path, recorded moves, its home (where a
+    person moves it back to), then inode. Its identity (device and inode) decides what is at its
+    path, and akira holds it open: while the file akira knows lives on elsewhere (a step renamed
+    it, or its folder), another file at its path is not the task file; `replaced` names it, and
+    akira never reads or writes it. A new file at its path once the old one is gone is the same
+    file saved anew (an editor, `sed -i`), and is taken as such."""
 
     workspace: Workspace
     watcher: WorkspaceWatcher | None
     identity: tuple[int, int] | None = None
+    home: Path | None = None
     replaced: Path | None = None
     """Set by `locate`: where another file stands in for the task file (None when none does)."""
     _inside: Path | None = None
     _held: int | None = None
     """The task file held open (never read) since `remember`: whether it lives on is an fstat."""
+
+    @classmethod
+    def of(
+        cls, workspace: Workspace, state: LoopState, watcher: WorkspaceWatcher | None = None
+    ) -> TaskLocator:
+        return cls(workspace, watcher, state.task_file_identity, workspace.home(state))
 
     def remember(self, path: Path, stat: os.stat_result | None = None) -> tuple[int, int]:
         """The file's identity, from `stat` when the caller has just taken it."""
@@ -81,7 +88,12 @@ class TaskLocator:
             self.remember(path, info)
             return path
         moved = self.watcher.follow(path) if self.watcher else None
-        found = moved if moved is not None and self._ours(moved) else self._scan()
+        if moved is not None and self._ours(moved):
+            found: Path | None = moved
+        elif self.home is not None and self.home != path and self._ours(self.home):
+            found = self.home
+        else:
+            found = self._scan()
         if info is not None:  # another file stands at its path while akira's lives on, elsewhere
             self.replaced = path
         return found
@@ -154,9 +166,10 @@ class Guard:
             raise replaced_stop(self.workspace, state, self.locator.replaced, "between two steps")
         if path is None:
             resume = command_line(self.workspace, "loop", "resume", "--task-id", state.task_id)
+            home = self.workspace.shown(self.workspace.spec_folder(self.workspace.home(state)))
             raise TaskFileDeleted(
-                f"task file {state.task_path} was deleted; restore it (or move it back under "
-                f"Specs/) and run {in_quotes(resume)}"
+                f"task file {state.task_path} was deleted; restore it (or move it back to "
+                f"{home}) and run {in_quotes(resume)}"
             )
         if path is not self._task[1]:
             state.task_path = str(path)
@@ -169,8 +182,9 @@ class Guard:
         if area == "Done" and loop.check_done_folder:
             raise TaskMovedToDone(f"task moved to {self.workspace.shown(path)} by a person")
         if area == "Needs_Action" and loop.check_needs_action_folder:
+            home = self.workspace.shown(self.workspace.spec_folder(self.workspace.home(state)))
             raise ManualIntervention(
-                f"task moved to {self.workspace.shown(path)}; move it back under Specs/ to continue"
+                f"task moved to {self.workspace.shown(path)}; move it back to {home} to continue"
             )
         return path
 

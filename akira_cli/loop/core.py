@@ -293,8 +293,10 @@ class AutonomousLoop:
         return self.follower is not None and self.follower.active()
 
     def moves_to_done(self, stop: LoopStop) -> bool:
-        """Whether settling `stop` moves the task file to Done/ (akira's own completion)."""
-        in_specs = self.workspace.area_of(Path(self.state.task_path)) == "Specs"
+        """Whether settling `stop` moves the task file to Done/ (akira's own completion): only a
+        task that started under Specs/; a Kiro, spec-kit or OpenSpec spec ends where it started."""
+        now, home = Path(self.state.task_path), self.workspace.home(self.state)
+        in_specs = self.workspace.area_of(now) == self.workspace.area_of(home) == "Specs"
         return isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done and in_specs
 
     def complete(self, stop: LoopStop) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,18 +14,21 @@ from akira_cli.errors import LoopStop
 from akira_cli.events import EventBus, EventType
 from akira_cli.fileio import describe_os_error
 from akira_cli.git.pr import PullRequests, Request
+from akira_cli.git.steps import push
 from akira_cli.redaction import redact
 from akira_cli.reports import Reader, completion_report, completion_text
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.words import counted
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, in_quotes
 
 MAX_BODY = 60_000
 AGAIN = "the next completion or stop opens or updates it (or open it by hand with gh or glab)"
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
+    from akira_cli.git.cli import Git
+    from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.state.store import StateStore
 
@@ -68,16 +72,37 @@ def _hand_off(
     record: GitRecord,
 ) -> str | None:
     commits.push()  # a push that failed at the last commit is tried once more
-    done = store.all_completed(state)
     stopped = None if stop.report == "completion" else stop.message
     known = record.pr_url
-    body_path = workspace.state_dir / "pull_requests" / f"{state.task_id}.md"
+    url = publish(
+        workspace, config, state, store, commits.run.git, lambda message: _warn(bus, message), stopped
+    )
+    if url and url != known:
+        bus.emit(EventType.PULL_REQUEST, url=url, branch=record.branch)
+        if stopped is None and config.autonomous_loop.create_completion_report:
+            completion_report(workspace, state, [], store.all_completed(state))  # again, with the URL in it
+    return url
+
+
+def publish(
+    workspace: Workspace,
+    config: Config,
+    state: LoopState,
+    store: StateStore,
+    git: Git,
+    warn: Callable[[str], object],
+    stopped: str | None,
+) -> str | None:
+    """Opens or updates the task's pull request, the completion report as its body; `stopped`:
+    why the run is not complete (said at the top; the pull request is then a draft)."""
+    assert state.git is not None
+    done = store.all_completed(state)
     requests = PullRequests(
-        git=commits.run.git,
+        git=git,
         settings=config.git,
-        record=record,
-        body_path=body_path,
-        warn=lambda message: _warn(bus, message),
+        record=state.git,
+        body_path=workspace.state_dir / "pull_requests" / f"{state.task_id}.md",
+        warn=warn,
     )
     forge = Reader.of_forge(workspace)
     request = Request(
@@ -86,12 +111,31 @@ def _hand_off(
         draft=config.git.pr == "draft" or stopped is not None or not_green_yet(config, state),
         stopped=stopped is not None,
     )
-    url = requests.publish(request)
-    if url and url != known:
-        bus.emit(EventType.PULL_REQUEST, url=url, branch=record.branch)
-        if stopped is None and config.autonomous_loop.create_completion_report:
-            completion_report(workspace, state, [], done)  # again, with the URL in it
-    return url
+    return requests.publish(request)
+
+
+def after_undo(
+    workspace: Workspace, config: Config, state: LoopState, store: StateStore, run: GitRun, bus: EventBus
+) -> str:
+    """`loop undo` on a pushed run: the reverts pushed to `git.push`, and the pull request the run
+    opened updated (its body without the undone steps, and a draft again: the run is paused).
+    What was done, for the command's last line."""
+    record, remote = state.git, config.git.push
+    if record is None or not remote:
+        return ""
+    said = push(run, record.branch, remote)
+    if said is not None:
+        again = run.shown("push", remote, f"{record.branch}:{record.branch}")
+        message = f"the reverts were not pushed to {remote}: {said}; push them with {in_quotes(again)}"
+        print(f"akira: warning: {redact(message)}", file=sys.stderr, flush=True)
+        bus.emit(EventType.WARNING, message=message)
+        return ""
+    if config.git.pr == "off" or not record.pr_url:
+        return f"; pushed to {remote}"
+    url = publish(
+        workspace, config, state, store, run.git, lambda message: _warn(bus, message), state.stop_reason
+    )
+    return f"; pushed to {remote}" + (f"; pull request updated: {url}" if url else "")
 
 
 def not_green_yet(config: Config, state: LoopState) -> bool:

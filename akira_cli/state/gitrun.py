@@ -16,7 +16,8 @@ class GitRun(BaseModel):
     base: str
     """The commit HEAD was at when the loop started: `<base>..<branch>` is the night's work."""
     started_on: str = ""
-    """The branch HEAD was on at the start ("" when detached): where the work is merged back."""
+    """Where the work is merged back and its pull request points: `git.base`, else the branch
+    HEAD was on at the start ("" when detached)."""
     created: bool = True
     """akira created the branch (else `git.branch: ""` commits on the branch that was current)."""
     done_commit: str | None = None

@@ -146,6 +146,8 @@ class LoopState(Model):
     task_path: str
     feature: str = ""
     """One folder name (it names Done/<feature>/), never a path."""
+    home: str | None = None
+    """The task file's path at `loop start` (see `Workspace.home`)."""
     status: Status = "running"
     started_at: str = Field(default_factory=utcnow)
     updated_at: str = Field(default_factory=utcnow)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +17,25 @@ from realcli.install import install_seconds
 from realcli.skips import INSTALLED, MISSING, install_before_the_tests, real
 
 
+@pytest.fixture(scope="session")
+def real_clis(request: pytest.FixtureRequest) -> None:
+    """Installs the CLIs of this session's selected tests when the first of them is about to
+    run, never at collection (`--collect-only` installs nothing). The tests that use it time
+    their own call only (`timeout(func_only=True)`), so no test's timeout counts an install."""
+    specs = [getattr(item, "callspec", None) for item in request.session.items]
+    names = {str(spec.params["real_cli"]) for spec in specs if spec and "real_cli" in spec.params}
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+
+    def say(line: str) -> None:
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            (reporter.write_line if reporter is not None else print)(line)
+
+    install_before_the_tests(names, say)
+
+
 @pytest.fixture
-def real_cli(request: pytest.FixtureRequest) -> Iterator[RealCli]:
+def real_cli(request: pytest.FixtureRequest, real_clis: None) -> Iterator[RealCli]:
     yield real(str(request.param))
 
 
@@ -33,17 +51,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """An `EndToEnd` subclass runs every case for each CLI it names."""
     if "real_cli" in metafunc.fixturenames and metafunc.cls is not None:
         metafunc.parametrize("real_cli", list(getattr(metafunc.cls, "names", ())), indirect=True)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """The selected tests' CLIs are installed now, before any test (and its timeout) starts."""
-    names: set[str] = set()
-    for item in session.items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and "real_cli" in callspec.params:
-            names.add(str(callspec.params["real_cli"]))
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    install_before_the_tests(names, reporter.write_line if reporter is not None else print)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -104,7 +104,7 @@ def done_once(akira: Akira, code: int, out: str, err: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(300, func_only=True)  # the install before the first test is no part of it
 class EndToEnd:
     """The cases; a `Test...` subclass names its CLIs in `names` (see `pytest_generate_tests`)."""
 

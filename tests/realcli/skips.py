@@ -20,8 +20,8 @@ FAILED: dict[str, str] = {}
 
 
 def install_before_the_tests(names: set[str], say: Callable[[str], None]) -> None:
-    """Installs what the selected tests need before they start, so that no test's timeout
-    counts an install; a failed install errors the tests that need it, with its output."""
+    """Installs what the selected tests need (`real_clis`, when the first of them is about to
+    run); a failed install errors the tests that need it, with its output."""
     for name in sorted(names):
         cli = CLIS[name]
         if missing_tool(cli) or installed(cli):

@@ -16,11 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Akira
 
 from akira_cli.testing.anthropic_server import Anthropic
 from akira_cli.testing.scripted import Script, ScriptedServer, ToolCall
-from realcli.skips import real, skip_module_unless_installable
+from realcli.clis import RealCli
+from realcli.skips import skip_module_unless_installable
 
 skip_module_unless_installable(("claude",))
 POLLS = 200
@@ -78,18 +80,22 @@ def model(body: dict[str, Any]) -> ToolCall | None:
     return ("mcp__akira__loop_status", {"task_id": started[-1]["task_id"]})
 
 
-def test_claude_code_starts_a_run_and_polls_it_to_completion(akira: Akira, tmp_path: Path) -> None:
-    cli = real("claude")
+@pytest.mark.slow
+@pytest.mark.timeout(func_only=True)  # the install before the first test is no part of it
+@pytest.mark.parametrize("real_cli", ["claude"], indirect=True)
+def test_claude_code_starts_a_run_and_polls_it_to_completion(
+    akira: Akira, tmp_path: Path, real_cli: RealCli
+) -> None:
     akira.write_task("feat", STEPS)
     config = tmp_path / "mcp.json"
     server = {"command": sys.executable, "args": ["-m", "akira_cli", "mcp", "--root", str(akira.root)]}
     config.write_text(json.dumps({"mcpServers": {"akira": server}}), encoding="utf-8")
     script = Script(workdir=akira.root, plan=model, answer="The run has completed.")
     with ScriptedServer(Anthropic(), script) as scripted:
-        env = cli.environment(tmp_path / "home", scripted.url, akira.root)
+        env = real_cli.environment(tmp_path / "home", scripted.url, akira.root)
         env["PYTHONPATH"] = os.pathsep.join(sys.path)  # akira as this test imports it
         env["MCP_TIMEOUT"] = "120000"  # Claude Code's wait for a server to start (ms): a loaded CI machine
-        argv = [str(cli.executable), "-p", "--output-format", "json", "--mcp-config", str(config)]
+        argv = [str(real_cli.executable), "-p", "--output-format", "json", "--mcp-config", str(config)]
         argv += ["--strict-mcp-config", "--allowedTools", "mcp__akira"]
         done = subprocess.run(
             argv,

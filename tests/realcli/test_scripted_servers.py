@@ -101,6 +101,7 @@ def test_gemini_side_calls_get_json_that_fits_their_schema(tmp_path: Path) -> No
     assert json.loads(text) == {"score": 1, "why": "x"}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("report", ["-ra", "-rN"])
 def test_no_npm_skips_with_one_line_that_says_what_to_install(tmp_path: Path, report: str) -> None:
@@ -131,3 +132,59 @@ def test_no_npm_skips_with_one_line_that_says_what_to_install(tmp_path: Path, re
     assert "real claude 2.1.197, codex 0.169.0, gemini 0.61.0 not tested: no npm on PATH: " in lines[0]
     assert lines[0].endswith("install Node.js 20+ with npm (e.g. `apt-get install nodejs npm`)")
     assert "1 skipped" in done.stdout and not (tmp_path / "cache").exists()
+
+
+FAKE_NPM = """#!/bin/sh
+echo "$PYTEST_CURRENT_TEST" >> "$NPM_CALLS"
+echo "no registry here" >&2
+exit 1
+"""
+"""An npm that notes the test it was run for (none at collection), then fails: no network."""
+
+
+def with_fake_npm(tmp_path: Path) -> dict[str, str]:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name, script in (("npm", FAKE_NPM), ("node", "#!/bin/sh\nexit 1\n")):
+        (folder / name).write_text(script)
+        (folder / name).chmod(0o755)
+    cache, calls = tmp_path / "cache", tmp_path / "npm-calls"
+    return {
+        **os.environ,
+        "PATH": f"{folder}:/usr/bin:/bin",
+        "AKIRA_TEST_CLIS": str(cache),
+        "NPM_CALLS": str(calls),
+    }
+
+
+def pytest_run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_collecting_the_real_cli_tests_installs_nothing(tmp_path: Path) -> None:
+    env = with_fake_npm(tmp_path)
+    done = pytest_run(env, "--collect-only", "tests/realcli/test_real_clis.py")
+    assert not (tmp_path / "npm-calls").exists() and not (tmp_path / "cache").exists()
+    assert "installing" not in done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tests/realcli/test_real_clis.py::TestNpmClis::test_ok[claude]" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_real_cli_is_installed_when_its_first_test_is_about_to_run(tmp_path: Path) -> None:
+    """In that test's setup (where `timeout(func_only=True)` leaves it out of the test's time), once,
+    and a failed install errors the test with what the installer said."""
+    env = with_fake_npm(tmp_path)
+    done = pytest_run(env, "tests/realcli/test_real_clis.py", "-k", "test_ok and (claude or codex)")
+    calls = (tmp_path / "npm-calls").read_text().splitlines()
+    first = "tests/realcli/test_real_clis.py::TestNpmClis::test_ok[claude] (setup)"
+    assert calls == [first, first], done.stdout  # claude's and codex's, both before the first test
+    assert (
+        "installing claude 2.1.197 into " in done.stdout and "installing codex 0.169.0 into " in done.stdout
+    )
+    assert "installing claude 2.1.197 failed: " in done.stdout and "no registry here" in done.stdout
+    assert "2 errors" in done.stdout, done.stdout

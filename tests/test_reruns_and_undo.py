@@ -1,0 +1,135 @@
+"""A spec started again once it is done, and `loop undo` on what a run did not commit or had
+pushed: real repositories, a real `akira` process, a bare `origin` and the suite's
+fake `gh` (tests/test_pull_requests.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_git_runs import git
+from test_pull_requests import GH, Forge, start, workspace
+from test_spec_moves import TASKS, ended, repository, running
+
+from akira_cli import api
+from akira_cli.mcp_server.tools import answer
+
+pytestmark = pytest.mark.timeout(900)
+"""Each test runs several real akira processes: on a loaded machine they take minutes."""
+
+
+def run_akira(repo: Path, *args: str) -> tuple[int, str, str]:
+    with running(repo, *args) as process:
+        out, err = process.communicate(timeout=300)
+    return process.returncode, out, err
+
+
+def state_files(repo: Path) -> list[Path]:
+    return sorted((repo / ".state").glob("**/autonomous_loop_*.json"))
+
+
+def completed_kiro_run(tmp_path: Path) -> tuple[Path, Path]:
+    repo, spec, gate = repository(tmp_path, "kiro")
+    (gate / "go").touch()  # step 1 does not wait
+    with running(repo, "loop", "start", "--task", str(spec / "tasks.md")) as process:
+        code, err = ended(process)
+    assert code == 0, err
+    assert (spec / "tasks.md").read_text() == TASKS.replace("[ ]", "[x]")
+    return repo, spec
+
+
+def test_starting_a_completed_spec_again_says_nothing_to_do_and_makes_no_branch(tmp_path: Path) -> None:
+    repo, _ = completed_kiro_run(tmp_path)
+    branches, head, states = git(repo, "branch", "--list"), git(repo, "rev-parse", "HEAD"), state_files(repo)
+    code, out, err = run_akira(repo, "loop", "start", "--task", ".kiro/specs/calc/tasks.md")
+    assert code == 0, err
+    assert out == "" and err.splitlines() == [
+        "akira: nothing to do: every step of .kiro/specs/calc/tasks.md is ticked"
+    ]
+    assert git(repo, "branch", "--list") == branches and git(repo, "rev-parse", "HEAD") == head
+    assert state_files(repo) == states  # no new loop, no report of no work
+    assert len(list((repo / "Logs" / "completion_reports").glob("*.md"))) == 1
+    # the run API (and the MCP tool on it) says the same, and starts nothing either
+    said = api.start(repo, ".kiro/specs/calc/tasks.md")
+    assert said.line().startswith("nothing to do: every step of ")  # the path as shown from here
+    assert said.line().endswith("/.kiro/specs/calc/tasks.md is ticked")
+    tool = answer(lambda: api.start(repo, ".kiro/specs/calc/tasks.md"))
+    assert not tool.is_error and tool.structured_content == said.data()
+    assert git(repo, "branch", "--list") == branches and state_files(repo) == states
+
+
+def test_undo_of_a_step_a_person_ticked_is_refused_and_names_the_run_that_has_its_commit(
+    tmp_path: Path,
+) -> None:
+    repo, spec = completed_kiro_run(tmp_path)
+    [first] = state_files(repo)
+    first_id = first.stem.removeprefix("autonomous_loop_")
+    tasks = spec / "tasks.md"
+    tasks.write_text(tasks.read_text() + "- [ ] 4. Div\n  - Run: `echo d > div.py`\n  - Exists: `div.py`\n")
+    git(repo, "commit", "-qam", "a fourth step")
+    code, _, err = run_akira(repo, "loop", "start", "--task", ".kiro/specs/calc/tasks.md")
+    assert code == 0, err
+    assert git(repo, "branch", "--show-current") == "akira/calc-2"
+    before = (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain"))
+    code, out, err = run_akira(repo, "loop", "undo", "--task-id", "calc", "--step", "2")
+    assert code == 1 and out == ""
+    [line] = err.splitlines()
+    assert "step 2 has no commit on akira/calc-2 to revert (ticked by a person" in line, line
+    assert (
+        f"its commit is in {first_id} on akira/calc: run 'akira loop undo --task-id {first_id} --step 2'"
+        in line
+    )
+    assert (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain")) == before
+    # through the run API, as the MCP tool undo_step calls it: a tool error with the CLI's line
+    tool = answer(lambda: api.undo(repo, "calc", "2"))
+    [said] = [content.text for content in tool.content]  # type: ignore[union-attr]
+    assert tool.is_error and "\n" not in said  # the same line, with --root as it is run from here
+    assert said.startswith(line.removesuffix("'")) and said.endswith(f" --root {repo}'")
+    assert (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain")) == before
+    first.unlink()  # no run remembers the step's commit: this run's own first commit is named
+    [second] = [path.stem.removeprefix("autonomous_loop_") for path in state_files(repo)]
+    code, _, err = run_akira(repo, "loop", "undo", "--task-id", "calc", "--step", "2")
+    assert code == 1 and err.splitlines()[-1].endswith(
+        f"; this run's commits start at step 4: run 'akira loop undo --task-id {second} --step 4'"
+    )
+
+
+def test_undo_of_a_pushed_run_pushes_the_reverts_and_updates_the_pull_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forge = Forge(tmp_path, monkeypatch, ("gh",))
+    akira = workspace(tmp_path, GH + "autonomous_loop:\n  archive_state_file: false\n")
+    code, _, err = start(akira)
+    assert code == 0, err
+    origin = tmp_path / "origin.git"
+    task_id = akira.task_id()
+    undone = akira.cli("loop", "undo", "--task-id", task_id, "--step", "2", timeout=300)
+    assert undone.code == 0, undone.err
+    url = "https://github.com/acme/app/pull/1"
+    assert undone.err.splitlines()[-1].startswith(
+        f"akira: reverted step(s) 2 on akira/feat; pushed to origin; pull request updated: {url}; "
+    )
+    # the remote has the reverts: the pull request shows what the branch now holds
+    assert git(origin, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
+    reverts = git(akira.root, "log", "-2", "--format=%s").splitlines()
+    assert reverts == ['Revert "2 Write b"', 'Revert "feat: done"']
+    edit = forge.calls()[-2]
+    assert edit["argv"][:3] == ["pr", "edit", "akira/feat"] and "feat: 1/2 steps" in edit["argv"]
+    body = str(edit["body"])
+    assert "step(s) 2 undone by a person" in body.split("\n", 1)[0]  # why it stopped, at the top
+    assert forge.verbs()[-1] == "gh pr ready" and forge.calls()[-1]["argv"] == [
+        "pr",
+        "ready",
+        "akira/feat",
+        "--undo",
+    ]
+    prs = json.loads((tmp_path / "prs.json").read_text())
+    assert prs["akira/feat"]["draft"] is True  # the run is paused: its pull request is a draft again
+    state = akira.state()
+    assert state.git is not None and state.git.pr_draft and state.status == "paused"
+    # resume does the step again, pushes, and marks the same pull request ready
+    resumed = akira.cli("loop", "resume", "--task-id", task_id, timeout=300)
+    assert resumed.code == 0, resumed.err
+    assert git(origin, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
+    assert json.loads((tmp_path / "prs.json").read_text())["akira/feat"]["draft"] is False
