@@ -155,11 +155,11 @@ def test_a_verdict_is_read_from_json_or_a_last_verdict_line(
     assert (found.verdict if found else None, found.reasons if found else None) == (verdict, reasons)
 
 
-def test_the_readme_example_config_loads_with_its_reviewer(tmp_path: Path) -> None:
+def test_the_documented_example_config_loads_with_its_reviewer(tmp_path: Path) -> None:
     from akira_cli.config import load_config
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    part = readme.split("## The morning review", 1)[1].split("### A reviewer per step", 1)[1]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "review-and-pull-requests.md").read_text()
+    part = page.split("## A reviewer per step", 1)[1]
     (tmp_path / "config.yaml").write_text(part.split("```yaml\n", 1)[1].split("```", 1)[0])
     config = load_config(tmp_path, tmp_path / "config.yaml", environ={})
     assert config.review.enabled and config.review.agent == "claude" and config.review.max_rounds == 2
