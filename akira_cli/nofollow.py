@@ -79,7 +79,11 @@ def locate(root: Path, parts: list[str], *, create: bool = False, want_dir: bool
     `want_dir`; every folder on the way is opened without following a link, and a link is
     followed by hand while it stays under `root` (`Outside` otherwise). Missing folders are
     listed in `missing` (with `create`) only once the whole path is known to stay in, else they
-    are a `FileNotFoundError`. The caller closes `dir_fd`."""
+    are a `FileNotFoundError`. The caller closes `dir_fd`.
+
+    Kept whole on purpose, although it branches more than any other function: it is a security
+    walk, and every way out of `root` (`..`, a link, absolute or relative, a folder still to be
+    made) is easier to audit in one place than spread over helpers."""
     pending, shown = list(parts), "/".join(parts)
     stack: list[str] = []
     missing: list[str] = []

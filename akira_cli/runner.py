@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -179,84 +179,79 @@ class CommandRunner:
         """One start of the command, and whether it ran (False when its confinement never
         started it)."""
         started = time.monotonic()
-        own_env = None
-        if self.private_env:
-            with _ENVIRON:  # another thread may be putting a variable into it right now
-                own_env = {**os.environ, **(self.env or {}), **(env or {})}
-        argv, executable = ["bash", "-c", command], self.bash
-        status_fd, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK) if wrapper is not None else (-1, -1)
-        if wrapper is not None:
-            with _ENVIRON:
-                merged = own_env or {**os.environ, **(self.env or {}), **(env or {})}
-            argv, own_env = wrapper.wrap([self.bash, "-c", command], self.cwd, merged, status_w)
-            executable = argv[0]
-        if own_env is None:
-            inherit(self.env)
-            inherit(env)
-        if self.ledger is not None:
-            self.ledger.spawning()
-        # Output goes to a pipe of our own: Popen's would come wrapped in a file object (three
-        # syscalls more) that only the stdin path, which uses communicate(), needs.
-        out_fd, write_fd = os.pipe2(os.O_CLOEXEC) if stdin is None else (-1, -1)
+        pipes = _Pipes.open(stdin, split, confined=wrapper is not None)
         try:
+            argv, executable, own_env = self._command_line(command, env, wrapper, pipes.status_w)
+            if self.ledger is not None:
+                self.ledger.spawning()
             process = subprocess.Popen(
                 argv,
                 executable=executable,
                 cwd=self.cwd,
                 env=own_env,
-                stdin=subprocess.PIPE if stdin is not None else _devnull(),
-                stdout=subprocess.PIPE if stdin is not None else write_fd,
-                stderr=subprocess.PIPE if split and stdin is not None else subprocess.STDOUT,
                 start_new_session=True,
-                pass_fds=(status_w,) if wrapper is not None else (),
+                **pipes.popen(),
             )
         except BaseException:
-            for fd in (out_fd, status_fd):
-                if fd >= 0:
-                    os.close(fd)
+            pipes.close()
             raise
         finally:
-            for fd in (write_fd, status_w):
-                if fd >= 0:
-                    os.close(fd)  # the child has its copy; the reader sees the end with it
+            pipes.spawned()
         self.commands += 1
-        err = b""
+        try:
+            out, err, timed_out = self._watch(process, pipes, timeout)
+        finally:
+            ran = pipes.ran()
+            pipes.close()
+        interrupted = self.killed and not timed_out and process.returncode != 0
+        text, errors = (tail(data.decode("utf-8", "replace"), OUTPUT_LIMIT) for data in (out, err))
+        return CommandResult(
+            command, process.returncode, text, time.monotonic() - started, timed_out, interrupted, errors
+        ), ran
+
+    def _command_line(
+        self, command: str, env: dict[str, str] | None, wrapper: CommandWrapper | None, status_w: int
+    ) -> tuple[list[str], str, dict[str, str] | None]:
+        """The argv, the program and the environment (None: akira's own) a command starts with:
+        inside `wrapper` when there is one. Its variables are passed to it when it runs beside
+        other steps' or confined, else put into akira's environment (`inherit`)."""
+        own_env = None
+        if self.private_env:
+            with _ENVIRON:  # another thread may be putting a variable into it right now
+                own_env = {**os.environ, **(self.env or {}), **(env or {})}
+        if wrapper is not None:
+            with _ENVIRON:
+                merged = own_env or {**os.environ, **(self.env or {}), **(env or {})}
+            argv, own_env = wrapper.wrap([self.bash, "-c", command], self.cwd, merged, status_w)
+            return argv, argv[0], own_env
+        if own_env is None:
+            inherit(self.env)
+            inherit(env)
+        return ["bash", "-c", command], self.bash, own_env
+
+    def _watch(
+        self, process: subprocess.Popen[bytes], pipes: _Pipes, timeout: float
+    ) -> tuple[bytes, bytes, bool]:
+        """A started command until it ends: killable (`kill`, the ledger a later run reads), its
+        output and its stderr read, and whether it timed out."""
         with self._lock:
             self._current = process
             if self.killed:  # a forced stop came while the command was starting
-                self._kill_group(process)
+                _kill_group(process)
         try:
             if self.ledger is not None:
                 self.ledger.started(process.pid)
             if self.on_start is not None:
                 self.on_start()
-            if stdin is None:
-                out, timed_out = self._collect(process, out_fd, timeout)
-            else:
-                out, err, timed_out = self._communicate(process, stdin.encode(), timeout)
+            return pipes.read(process, timeout)
         except BaseException:
-            self._kill_group(process)  # nobody would wait for it any more
+            _kill_group(process)  # nobody would wait for it any more
             raise
         finally:
-            if stdin is None:
-                os.close(out_fd)
             with self._lock:
                 self._current = None
             if self.ledger is not None:
                 self.ledger.ended(process.pid)
-            ran = wrapper is None or _ran(status_fd)
-        text = tail(out.decode("utf-8", "replace"), OUTPUT_LIMIT)
-        interrupted = self.killed and not timed_out and process.returncode != 0
-        result = CommandResult(
-            command,
-            process.returncode,
-            text,
-            time.monotonic() - started,
-            timed_out,
-            interrupted,
-            tail(err.decode("utf-8", "replace"), OUTPUT_LIMIT),
-        )
-        return result, ran
 
     def sync_pending(self) -> None:
         """Does what `on_start` does, for an attempt whose agent starts no command right away,
@@ -269,69 +264,127 @@ class CommandRunner:
         self.killed = True
         with self._lock:
             if self._current is not None:
-                self._kill_group(self._current)
-
-    def _collect(self, process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> tuple[bytes, bool]:
-        """Reads output until the command exits or the deadline passes, in one poll loop.
-
-        communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
-        fast command either is most of akira's per-step overhead. A pidfd makes the exit
-        pollable, so a background child that keeps the pipe open cannot hold the step.
-        """
-        pid_fd = os.pidfd_open(process.pid)
-        chunks: list[bytes] = []
-        deadline = time.monotonic() + timeout
-        timed_out = exited = False
-        poller = select.poll()
-        poller.register(out_fd, select.POLLIN)
-        poller.register(pid_fd, select.POLLIN)
-        reading = True
-        while reading:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                self._kill_group(process)
-                break
-            ready = poller.poll(0 if exited else remaining * 1000)
-            if not ready and exited:
-                break  # nothing more is waiting in the pipe (a background child may hold it)
-            for fd, _ in ready:
-                if fd == pid_fd:
-                    exited = True
-                    poller.unregister(pid_fd)
-                elif data := os.read(out_fd, 65536):
-                    chunks.append(data)
-                else:
-                    reading = False
-        os.close(pid_fd)
-        process.wait()
-        return b"".join(chunks), timed_out
-
-    def _communicate(
-        self, process: subprocess.Popen[bytes], data: bytes, timeout: float
-    ) -> tuple[bytes, bytes, bool]:
-        """With input to feed (agent prompts): the standard library's way, not a hot path."""
-        try:
-            out, err = process.communicate(data, timeout)
-            return out, err or b"", False
-        except subprocess.TimeoutExpired:
-            self._kill_group(process)
-            out, err = process.communicate()
-            return out, err or b"", True
-
-    @staticmethod
-    def _kill_group(process: subprocess.Popen[bytes]) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+                _kill_group(self._current)
 
 
-def _ran(status_fd: int) -> bool:
-    """Whether the confinement reported the command's exit (it ran); closes `status_fd`."""
-    try:
+@dataclass
+class _Pipes:
+    """A command's standard streams and its confinement's status pipe. Without input to feed,
+    stdin is /dev/null and the output goes to a pipe of akira's own, read in one poll loop (the
+    hot path): Popen's would come wrapped in a file object (three syscalls more) that only
+    communicate(), which feeds input (an agent's prompt), needs."""
+
+    feed: bytes | None
+    split: bool
+    out: int = -1
+    out_w: int = -1
+    status: int = -1
+    """Where the confinement reports the command's exit (`CommandWrapper.wrap`)."""
+    status_w: int = -1
+
+    @classmethod
+    def open(cls, stdin: str | None, split: bool, *, confined: bool) -> _Pipes:
+        pipes = cls(None if stdin is None else stdin.encode(), split)
+        if confined:
+            pipes.status, pipes.status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        if stdin is None:
+            pipes.out, pipes.out_w = os.pipe2(os.O_CLOEXEC)
+        return pipes
+
+    def popen(self) -> dict[str, Any]:
+        """Popen's `stdin`, `stdout`, `stderr` and `pass_fds`."""
+        fed, passed = self.feed is not None, (self.status_w,) if self.status_w >= 0 else ()
+        out = subprocess.PIPE if fed else self.out_w
+        err = subprocess.PIPE if fed and self.split else subprocess.STDOUT
+        return {
+            "stdin": subprocess.PIPE if fed else _devnull(),
+            "stdout": out,
+            "stderr": err,
+            "pass_fds": passed,
+        }
+
+    def spawned(self) -> None:
+        """The write ends closed: the child has its copies, and the reader sees the end with them."""
+        self.out_w, self.status_w = _close(self.out_w), _close(self.status_w)
+
+    def read(self, process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
+        """The output, the stderr (when `split` with input) and whether the command timed out."""
+        if self.feed is None:
+            out, timed_out = _collect(process, self.out, timeout)
+            return out, b"", timed_out
+        return _communicate(process, self.feed, timeout)
+
+    def ran(self) -> bool:
+        """Whether the command ran: the confinement, if any, reported its exit."""
+        if self.status < 0:
+            return True
         chunks = []
-        with contextlib.suppress(BlockingIOError):
-            while chunk := os.read(status_fd, 4096):
-                chunks.append(chunk)
+        try:
+            with contextlib.suppress(BlockingIOError):
+                while chunk := os.read(self.status, 4096):
+                    chunks.append(chunk)
+        finally:
+            self.status = _close(self.status)
         return b'"exit-code"' in b"".join(chunks)
-    finally:
-        os.close(status_fd)
+
+    def close(self) -> None:
+        self.out, self.status = _close(self.out), _close(self.status)
+
+
+def _close(fd: int) -> int:
+    if fd >= 0:
+        os.close(fd)
+    return -1
+
+
+def _collect(process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> tuple[bytes, bool]:
+    """Reads output until the command exits or the deadline passes, in one poll loop.
+
+    communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
+    fast command either is most of akira's per-step overhead. A pidfd makes the exit
+    pollable, so a background child that keeps the pipe open cannot hold the step.
+    """
+    pid_fd = os.pidfd_open(process.pid)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    timed_out = exited = False
+    poller = select.poll()
+    poller.register(out_fd, select.POLLIN)
+    poller.register(pid_fd, select.POLLIN)
+    reading = True
+    while reading:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            _kill_group(process)
+            break
+        ready = poller.poll(0 if exited else remaining * 1000)
+        if not ready and exited:
+            break  # nothing more is waiting in the pipe (a background child may hold it)
+        for fd, _ in ready:
+            if fd == pid_fd:
+                exited = True
+                poller.unregister(pid_fd)
+            elif data := os.read(out_fd, 65536):
+                chunks.append(data)
+            else:
+                reading = False
+    os.close(pid_fd)
+    process.wait()
+    return b"".join(chunks), timed_out
+
+
+def _communicate(process: subprocess.Popen[bytes], data: bytes, timeout: float) -> tuple[bytes, bytes, bool]:
+    """With input to feed (agent prompts): the standard library's way, not a hot path."""
+    try:
+        out, err = process.communicate(data, timeout)
+        return out, err or b"", False
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        out, err = process.communicate()
+        return out, err or b"", True
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)

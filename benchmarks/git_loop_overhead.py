@@ -91,6 +91,7 @@ def main() -> int:
     options = parser.parse_args()
     akira, bare, ratios = [], [], []
     with temp_dir("akira-git-overhead-") as parent:
+        akira_run(parent, "warm-up", 3)  # imports what a run imports lazily, before any timing
         for round_ in range(options.repeat):
             bare.append(bare_run(parent, f"bare{round_}", options.steps))
             akira.append(akira_run(parent, f"akira{round_}", options.steps))

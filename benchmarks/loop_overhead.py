@@ -67,7 +67,11 @@ def fresh_workspace(parent: Path, name: str, steps: int) -> Path:
 def check_done(root: Path, code: int, steps: int) -> None:
     done = root / "Done" / "bench" / "tasks.md"
     if code != 0 or not done.is_file() or done.read_text().count("- [x]") != steps:
-        raise SystemExit(f"akira run in {root} did not complete all {steps} steps (exit {code})")
+        from akira_cli.state.store import StateStore
+
+        reasons = [state.stop_reason for _, state in StateStore(root / ".state").scan() if state is not None]
+        why = f": {reasons[0]}" if reasons and reasons[0] else ""
+        raise SystemExit(f"akira run in {root} did not complete all {steps} steps (exit {code}){why}")
 
 
 def run_in_process(root: Path, steps: int, profiler: cProfile.Profile | None = None) -> float:
@@ -85,6 +89,12 @@ def run_in_process(root: Path, steps: int, profiler: cProfile.Profile | None = N
         os.chdir(cwd)
     check_done(root, code, steps)
     return took
+
+
+def warm_up(root: Path) -> None:
+    """A short run before any timing: it imports what a run imports lazily (the loop, its
+    agents, the sandbox's and the reviewer's modules), so that no timed run counts an import."""
+    run_in_process(root, 3)
 
 
 def run_subprocess(root: Path, steps: int) -> float:
@@ -174,12 +184,9 @@ def main() -> int:
     args = parser.parse_args()
     steps, repeat = args.steps, args.repeat
 
-    # Import akira (the CLI imports the loop lazily: import it too) before any timing.
-    import akira_cli.loop.session  # noqa: F401
-    from akira_cli.cli import main as _  # noqa: F401
-
     inproc, sub, plain, matched, spawn = [], [], [], [], []
     with temp_dir("akira-bench-overhead-") as parent:
+        warm_up(fresh_workspace(parent, "warm-up", 3))
         for k in range(repeat):
             root = fresh_workspace(parent, f"inproc{k}", steps)
             plain.append(run_plain(steps, parent))  # a pair: the bare loop, then akira

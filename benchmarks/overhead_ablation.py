@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from _common import median, temp_dir
-from loop_overhead import fresh_workspace, run_in_process, run_plain
+from loop_overhead import fresh_workspace, run_in_process, run_plain, warm_up
 
 
 @contextlib.contextmanager
@@ -67,13 +67,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     steps = args.steps
-    import akira_cli.loop.session  # noqa: F401  (the CLI imports the loop lazily)
-    from akira_cli.cli import main as _  # noqa: F401  (imports before any timing)
-
     kinds = variants()
     times: dict[str, list[float]] = {name: [] for name in kinds}
     bare: list[float] = []
     with temp_dir("akira-bench-ablation-") as parent:
+        warm_up(fresh_workspace(parent, "warm-up", 3))
         for k in range(args.repeat):
             bare.append(run_plain(steps, parent))
             for n, (name, patch) in enumerate(kinds.items()):

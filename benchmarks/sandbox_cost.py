@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from _common import median, temp_dir
-from loop_overhead import fresh_workspace, run_in_process, save_small_state
+from loop_overhead import fresh_workspace, run_in_process, save_small_state, warm_up
 
 TARGET_RATIO = 1.5
 
@@ -76,8 +76,6 @@ def main() -> int:
     args = parser.parse_args()
     steps = args.steps
 
-    import akira_cli.cli
-    import akira_cli.loop.session  # noqa: F401 (both imported before any timing)
     from akira_cli.config import Config
     from akira_cli.sandbox.probe import probe
     from akira_cli.sandbox.session import open_sandbox
@@ -87,6 +85,7 @@ def main() -> int:
         raise SystemExit(f"no sandbox here: {found.line()}")
     akira, bare, same, forwarded, plain, saves = [], [], [], [], [], []
     with temp_dir("akira-bench-sandbox-") as parent:
+        warm_up(workspace(parent, "warm-up", 3, args.network))
         shape = fresh_workspace(parent, "shape", 1)
         config = Config()
         config.sandbox.network = args.network

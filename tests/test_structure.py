@@ -1,6 +1,7 @@
 """The house's structure, read from the package's source (its imports, with `ast`): no import
 circle, not even a type-only or a function-level one; the loop's core imports no adapter; the
-run is assembled in one module, which every front end calls; no module over 400 lines."""
+run is assembled in one module, which every front end calls; no module over 400 lines; the
+loop's and the per-step engine's main paths each read on one screen."""
 
 from __future__ import annotations
 
@@ -130,3 +131,35 @@ def test_the_run_is_assembled_in_one_module_that_every_front_end_calls() -> None
 def test_no_module_is_over_400_lines() -> None:
     long = {name: n for name, path in modules().items() if (n := len(path.read_text().splitlines())) > 400}
     assert long == {}
+
+
+MAIN_PATHS = {
+    ("loop/core.py", "AutonomousLoop"): ("run", "work", "boundary", "iterate"),
+    ("loop/engine.py", "StepEngine"): ("attempt", "start", "run", "finish"),
+}
+ONE_SCREEN = 64
+
+
+def method_lines(path: Path, cls: str) -> dict[str, int]:
+    """Each method of `cls` in `path` and its lines, from its `def` to its last line."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return {
+                item.name: (item.end_lineno or item.lineno) - item.lineno + 1
+                for item in node.body
+                if isinstance(item, ast.FunctionDef)
+            }
+    raise AssertionError(f"{cls} is not in {path}")
+
+
+def test_the_loop_and_the_engine_each_read_on_one_screen() -> None:
+    """The loop's main path (a run, its work, the boundary before each step, one attempt) and
+    the engine's (an attempt: its start, its run, its finish) stay short: what they call holds
+    the detail."""
+    for (module, cls), names in MAIN_PATHS.items():
+        lines = method_lines(PACKAGE / module, cls)
+        assert set(names) <= set(lines), (module, names)
+        total = sum(lines[name] for name in names)
+        assert total <= ONE_SCREEN, (
+            f"{cls}'s main path is {total} lines: {dict((n, lines[n]) for n in names)}"
+        )

@@ -163,27 +163,31 @@ def render(spec: Spec, rows: list[Row], shown: str) -> str:
         "| Criterion | Steps | Verified | Review | Checks |",
         "|---|---|---|---|---|",
     ]
-    for row in rows:
-        text = _short(row.criterion.text)
-        steps = ", ".join(
-            step.step_id + (f" `{step.commit[:8]}`" if step.commit else "") + ("" if step.done else " (open)")
-            for step in row.steps
-        )
-        verified = ", ".join(f"{s.step_id}: {VERIFIED[s.verified_by]}" for s in row.steps)
-        reviews = ", ".join(f"{s.step_id}: {s.review}" for s in row.steps if s.review)
-        own = sorted({check for step in row.steps for check in step.checks})
-        project = sorted({check for step in row.steps for check in step.project_checks})
-        checks = ", ".join([*own, *(f"project: {check}" for check in project)])
-        lines.append(
-            f"| **{row.criterion.id}** {_cell(text)} | {_cell(steps) or '—'} | {verified or '—'} "
-            f"| {_cell(reviews) or NO_REVIEW} | {_cell(checks) or '—'} |"
-        )
+    lines += [_line(row) for row in rows]
     missing = [row for row in rows if not row.covered]
     lines += ["", "## Not covered by evidence"]
     if not missing:
         lines.append("- none: every criterion has a step verified by a check of its own")
     lines += [f"- **{row.criterion.id}** {_short(row.criterion.text)}: {_why(row)}" for row in missing]
     return "\n".join(lines) + "\n"
+
+
+def _line(row: Row) -> str:
+    """One criterion's row of the table."""
+    text = _short(row.criterion.text)
+    steps = ", ".join(
+        step.step_id + (f" `{step.commit[:8]}`" if step.commit else "") + ("" if step.done else " (open)")
+        for step in row.steps
+    )
+    verified = ", ".join(f"{s.step_id}: {VERIFIED[s.verified_by]}" for s in row.steps)
+    reviews = ", ".join(f"{s.step_id}: {s.review}" for s in row.steps if s.review)
+    own = sorted({check for step in row.steps for check in step.checks})
+    project = sorted({check for step in row.steps for check in step.project_checks})
+    checks = ", ".join([*own, *(f"project: {check}" for check in project)])
+    return (
+        f"| **{row.criterion.id}** {_cell(text)} | {_cell(steps) or '—'} | {verified or '—'} "
+        f"| {_cell(reviews) or NO_REVIEW} | {_cell(checks) or '—'} |"
+    )
 
 
 VERIFIED = {STEP_CHECK: "yes", PROJECT_ONLY: "project check only", None: "no"}

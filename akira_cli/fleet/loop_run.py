@@ -154,6 +154,7 @@ class LoopRun:
         return len({line.strip() for line in log.stdout.splitlines() if line.strip()})
 
     def loop(self, clone: Path, resumed: bool) -> dict[str, str]:
+        """The loop as a child process, watched until it exits; the run's end from its exit."""
         env = {key: value for key, value in os.environ.items() if key != "AKIRA_FLEET_DATABASE_URL"}
         # ^ the loop's agents never see the queue's password. A recovered run is on its branch.
         # -I: the clone, where the steps write, is never on the loop's import path
@@ -166,13 +167,24 @@ class LoopRun:
         stderr: list[str] = []
         reader = threading.Thread(target=lambda: stderr.extend(process.stderr or []), daemon=True)
         reader.start()
+        started = time.monotonic()
+        self.watch(clone, process)
+        reader.join(timeout=5)
+        self.progress(clone, ())
+        took = time.monotonic() - started
+        self.done = self.ledger(clone)
+        self.report("running", steps_done=self.done, loop_seconds=took)  # trailers: the truth
+        return self.ended(clone, process.returncode, "".join(stderr))
+
+    def watch(self, clone: Path, process: subprocess.Popen[str]) -> None:
+        """Until the loop exits: its progress reported, and a stop or a cancel asked of it at its
+        next step boundary (SIGTERM when it does not stop within `PAUSE_WAIT`)."""
         asked: float | None = None
         last: tuple[Any, ...] = ()
-        started = time.monotonic()
         while True:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=0.25)
-                break
+                return
             last = self.progress(clone, last)
             if asked is None and (self.stopping.is_set() or self.was_cancelled()) and self.pause(clone):
                 asked = time.monotonic()
@@ -181,24 +193,23 @@ class LoopRun:
             if asked is not None and time.monotonic() - asked > PAUSE_WAIT:
                 process.send_signal(signal.SIGTERM)  # the step in flight is lost, no more
                 asked = float("inf")
-        reader.join(timeout=5)
-        self.progress(clone, ())
-        took = time.monotonic() - started
-        self.done = self.ledger(clone)
-        self.report("running", steps_done=self.done, loop_seconds=took)  # trailers: the truth
+
+    def ended(self, clone: Path, code: int | None, stderr: str) -> dict[str, str]:
+        """The run's end once its loop exited with `code`: cancelled, handed back to the queue
+        (the worker stops), or the loop's own outcome."""
         if self.cancel_seen or self.cancelled(self.spec.run_id):
             return self.end("cancelled", "cancelled")
-        if self.stopping.is_set() and process.returncode in (2, 3, -signal.SIGTERM):
+        if self.stopping.is_set() and code in (2, 3, -signal.SIGTERM):
             shutil.rmtree(clone, ignore_errors=True)  # its steps are pushed; the next worker clones anew
             say(
                 f"{self.spec.run_id} paused after {self.done}/{self.total or '?'} steps; "
                 "it goes back to the queue"
             )
             return {"status": "handed_back"}
-        status = EXIT_STATUS.get(process.returncode or 0, "failed")
+        status = EXIT_STATUS.get(code or 0, "failed")
         pull_request = (read_state(self.state_dir(clone)).get("git") or {}).get("pr_url")
         done = f"pull request: {pull_request}" if pull_request else ""  # as a local run reports it
-        return self.end(status, done if status == "completed" else tail("".join(stderr).strip(), 500))
+        return self.end(status, done if status == "completed" else tail(stderr.strip(), 500))
 
     def was_cancelled(self) -> bool:
         """Looked up at most once a second while the loop runs."""

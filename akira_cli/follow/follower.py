@@ -23,7 +23,7 @@ from akira_cli.follow.fix_prompts import FollowPrompts, summary_of
 from akira_cli.follow.forge import Comment, Forge, ForgeError, Seen
 from akira_cli.follow.signature import first_failing_line, log_tail
 from akira_cli.follow.watch import Fix, GiveUp, Green, ReadLogs, Wait, decide
-from akira_cli.git.steps import Message
+from akira_cli.git.step_message import Message
 from akira_cli.redaction import redact
 from akira_cli.sections import FollowSettings
 from akira_cli.state.follow import KEEP_ROUNDS, FixItem, PullRequestWatch, Round

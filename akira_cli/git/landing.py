@@ -26,51 +26,57 @@ class Landing:
 
 
 def land(run: GitRun, base: str, step_commit: str, task_file: str) -> Landing:
-    """Writes the merge of `step_commit` (made from `base`) with HEAD into the work tree. HEAD
-    descends from `base`, so `base` is the merge's base (git 2.39 has no `--merge-base`)."""
+    """Writes the merge of `step_commit` (made from `base`) with HEAD into the work tree."""
     tip = run.plumb.head()[0]
+    tree = merged(run, tip, base, step_commit)
+    if isinstance(tree, Landing):
+        return tree
+    changes = changed(run, tip, tree, task_file)
+    if not changes:
+        return Landing()
+    theirs = dirty(run, changes)
+    if theirs:
+        return Landing(collided=theirs[:20])
+    write(run, changes)
+    return Landing(paths=[run.root / change.name for change in changes])
+
+
+def merged(run: GitRun, tip: str, base: str, step_commit: str) -> str | Landing:
+    """The tree of `step_commit` merged into `tip`, or the collision. `tip` descends from
+    `base`, so `base` is the merge's base (git 2.39 has no `--merge-base`)."""
     if tip == base:
-        tree = run.git.out("rev-parse", f"{step_commit}^{{tree}}")
-    else:
-        done = run.git.run(
-            "merge-tree",
-            "--write-tree",
-            "-z",
-            "--name-only",
-            tip,
-            step_commit,
-            check=False,
-        )
-        fields = done.stdout.decode("utf-8", "replace").split("\0")
-        if done.returncode == 1:
-            names = fields[1 : fields.index("", 1)] if "" in fields[1:] else fields[1:]
-            return Landing(collided=sorted(set(names))[:20] or ["(a conflict git did not name)"])
-        if done.returncode != 0:
-            return Landing(
-                collided=[done.stderr.decode("utf-8", "replace").strip()[:200] or "merge-tree failed"]
-            )
-        tree = fields[0]
+        return run.git.out("rev-parse", f"{step_commit}^{{tree}}")
+    done = run.git.run("merge-tree", "--write-tree", "-z", "--name-only", tip, step_commit, check=False)
+    fields = done.stdout.decode("utf-8", "replace").split("\0")
+    if done.returncode == 1:
+        names = fields[1 : fields.index("", 1)] if "" in fields[1:] else fields[1:]
+        return Landing(collided=sorted(set(names))[:20] or ["(a conflict git did not name)"])
+    if done.returncode != 0:
+        return Landing(collided=[done.stderr.decode("utf-8", "replace").strip()[:200] or "merge-tree failed"])
+    return fields[0]
+
+
+def changed(run: GitRun, tip: str, tree: str, task_file: str) -> list[Change]:
+    """What `tree` changes in `tip`, but the task file and the control plane."""
     raw = run.git.run("diff-tree", "-r", "-z", "--raw", "--no-renames", tip, tree).stdout
     parts = [part for part in raw.decode("utf-8", "surrogateescape").split("\0") if part]
     changes = []
     for at in range(0, len(parts) - 1, 2):
         _, mode, _, blob, _ = parts[at][1:].split(" ")
         changes.append(Change(mode, blob, parts[at + 1]))
-    changes = [c for c in changes if c.name != task_file and not run.is_control(run.root / c.name)]
-    if not changes:
-        return Landing()
+    return [c for c in changes if c.name != task_file and not run.is_control(run.root / c.name)]
+
+
+def dirty(run: GitRun, changes: list[Change]) -> list[str]:
+    """The work tree's files where the merge writes that a person changed (a file a landing
+    cut short by a kill -9 wrote already is the merge's, not theirs)."""
     names = [change.name for change in changes]
-    dirty = run.git.run(
+    found = run.git.run(
         "status", "--porcelain", "-z", "--untracked-files=all", "--", *names, env={"GIT_OPTIONAL_LOCKS": "0"}
     ).stdout
-    if dirty:  # a person's change where the step wrote, or this landing cut short by a kill -9
-        entries = [entry[3:] for entry in dirty.decode("utf-8", "surrogateescape").split("\0") if entry[3:]]
-        blobs = {change.name: change.blob for change in changes}
-        theirs = [name for name in entries if not already_merged(run, name, blobs.get(name))]
-        if theirs:
-            return Landing(collided=theirs[:20])
-    write(run, changes)
-    return Landing(paths=[run.root / name for name in names])
+    entries = [entry[3:] for entry in found.decode("utf-8", "surrogateescape").split("\0") if entry[3:]]
+    blobs = {change.name: change.blob for change in changes}
+    return [name for name in entries if not already_merged(run, name, blobs.get(name))]
 
 
 def already_merged(run: GitRun, name: str, blob: str | None) -> bool:

@@ -8,41 +8,28 @@ the task file with the step's tick (the loop writes the same tick to the file af
 
 from __future__ import annotations
 
-import os
-import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.changes import Snapshot
 from akira_cli.errors import BranchMoved, NeedsPerson
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
-from akira_cli.fileio import atomic_write, read_all
+from akira_cli.fileio import atomic_write
 from akira_cli.git import attempts, moves
 from akira_cli.git.branches import BranchWatch
 from akira_cli.git.cli import GitError
 from akira_cli.git.nested import left_out
 from akira_cli.git.run import GitRun, subject
+from akira_cli.git.step_message import Message, task_bytes, ticked_bytes, trailers
 from akira_cli.git.verify import CommitRefused
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.source import is_done
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace, in_quotes
 
-OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
 IN_HEAD = "HEAD"
 """A file akira committed and nobody changed since: the same as in HEAD, nothing to hash."""
-
-
-@dataclass(frozen=True)
-class Message:
-    """The commit of a step that is not in the task file (a fix after the pull request): its
-    subject and its own trailers, and no tick."""
-
-    subject: str
-    trailers: dict[str, str]
 
 
 class StepCommits:
@@ -105,12 +92,8 @@ class StepCommits:
         if record_git is None:
             return
         self.check_branch(step)
-        head = self.run.plumb.head()[0]
-        if paths is None and self._head and head != self._head:
-            made = self.run.git.out("log", "--format=%h %s", f"{self._head}..{head}", check=False)
-            attempt.agent_commits = made.splitlines()[:20]
-            self.bus.emit(EventType.WARNING, step.id, message=f"the agent committed itself: {made[:300]}")
         if paths is None:
+            self.note_agent_commits(step, attempt)
             paths = [
                 self.workdir / name for kept in [*record.attempts, attempt] for name in kept.files_changed
             ]
@@ -119,25 +102,16 @@ class StepCommits:
         paths = moves.outside(paths, folders)
         message = self.messages.get(step.id)
         ticked = ticked_bytes(task_path, task, step, self.state, self.marks) if message is None else None
-        checks = [c.name for c in (attempt.evaluation.checks if attempt.evaluation else []) if c.passed]
-        trailers = {
-            "Akira-Task": self.state.task_id,
-            "Akira-Step": step.id,
-            **(message.trailers if message is not None else {}),
-            "Akira-Verified": "yes" if attempt.verified else "no",
-            "Akira-Checks": ", ".join(
-                checked(name, attempt.files_changed) for name in checks if name != "agent result"
-            )[:300]
-            or "none",
-        }
-        if attempt.review is not None:  # approved, disputed or none (the `Akira-Review` trailer)
-            trailers["Akira-Review"] = attempt.review.verdict
+        title = message.subject if message is not None else subject(step.id, step.title)
+        changed_now = set(files) if files is not None and self.seen_by_git else None
         try:
-            replaced = {self.home: ticked} if ticked else None  # where the branch keeps it
-            title = message.subject if message is not None else subject(step.id, step.title)
-            changed_now = set(files) if files is not None and self.seen_by_git else None
             sha = self.run.commit(
-                title, trailers, paths, replaced, seen_by_git=self.seen_by_git, changed_now=changed_now
+                title,
+                trailers(self.state.task_id, step, attempt, message),
+                paths,
+                {self.home: ticked} if ticked else None,  # where the branch keeps it
+                seen_by_git=self.seen_by_git,
+                changed_now=changed_now,
             )
         except CommitRefused as exc:
             fail(attempt, exc.output or str(exc))
@@ -152,6 +126,15 @@ class StepCommits:
                     self._hashed[name] = (files[name], IN_HEAD)
             self.bus.emit(EventType.COMMIT, step.id, commit=sha, branch=record_git.branch)
             self.push()
+
+    def note_agent_commits(self, step: Step, attempt: Attempt) -> None:
+        """The commits the agent made itself since the attempt started: kept in the attempt, and
+        a warning (they stay on the branch, below the step's commit)."""
+        head = self.run.plumb.head()[0]
+        if self._head and head != self._head:
+            made = self.run.git.out("log", "--format=%h %s", f"{self._head}..{head}", check=False)
+            attempt.agent_commits = made.splitlines()[:20]
+            self.bus.emit(EventType.WARNING, step.id, message=f"the agent committed itself: {made[:300]}")
 
     @property
     def home(self) -> Path:
@@ -330,65 +313,3 @@ def fail(attempt: Attempt, output: str) -> None:
     attempt.outcome = "failure"
     attempt.error = f"the commit was refused: {output}"[:4000]
     attempt.error_signature = signature(attempt.error)
-
-
-def ticked_bytes(
-    path: Path, task: TaskFile, step: Step, state: LoopState, marks: dict[str, str] | None = None
-) -> bytes | None:
-    """The task file's bytes with `step` ticked, and its parents whose children are then all
-    done, as the loop will tick them after its save; the `[-]` of the other running steps
-    (`marks`) as their boxes were before (a commit carries ticks only). None when the file
-    cannot be read, or is not the task file akira knows (another put at its path, `TaskLocator`)."""
-    known = task_bytes(path, state)
-    if known is None:
-        return None
-    data = bytearray(known)
-    done = state.completed_ids() | {step.id}
-    for other_id, box in (marks or {}).items():
-        other = task.get(other_id)
-        if (
-            other is not None
-            and other_id != step.id
-            and data[other.box_offset - 1 : other.box_offset + 2] == b"[-]"
-        ):
-            data[other.box_offset] = ord(box[:1] or " ")
-    target: Step | None = step
-    while target is not None:
-        at = target.box_offset
-        if bytes(data[at - 1 : at + 2]) in OPEN_BOXES:
-            data[at] = ord("x")
-        parent = task.get(target.parent_id) if target.parent_id else None
-        target = (
-            parent if parent is not None and is_done(task, parent, state.include_optional, done) else None
-        )
-    return bytes(data)
-
-
-def task_bytes(path: Path, state: LoopState) -> bytes | None:
-    """The task file's bytes; None when it cannot be read, or is not the task file akira knows
-    (another put at its path, `TaskLocator`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or state.task_file_identity not in (
-            None,
-            (info.st_dev, info.st_ino),
-        ):
-            return None
-        return read_all(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def checked(name: str, files_changed: list[str]) -> str:
-    """A passed check as a reader of the commit understands it: the evidence an unverified
-    step passed on is the files its attempt changed."""
-    if name != "evidence":
-        return name
-    count = len(files_changed)
-    return f"evidence: {count} file{'' if count == 1 else 's'} changed"

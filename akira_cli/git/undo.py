@@ -10,6 +10,7 @@ from pathlib import Path
 from akira_cli.errors import AkiraError
 from akira_cli.git.cli import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
+from akira_cli.state import gitrun
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.reading import TaskFileError
@@ -24,6 +25,17 @@ def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list
     if record is None:
         raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
     run.check_resume(record)
+    undone = undoable(run, record, state, step_id, store)
+    revert_all(run, record, undone)
+    forget(state, record, undone)
+    return undone
+
+
+def undoable(
+    run: GitRun, record: gitrun.GitRun, state: LoopState, step_id: str, store: StateStore
+) -> list[CompletedStep]:
+    """SID's completion and every later one; why not, when SID is not completed here or has no
+    commit of its own."""
     ids = [done.step_id for done in state.completed_steps]
     if step_id not in ids:
         if step_id in state.completed_ids():
@@ -37,6 +49,12 @@ def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list
     undone = state.completed_steps[ids.index(step_id) :]
     if undone[0].commit is None:
         raise AkiraError(no_commit(run, state, undone, store))
+    return undone
+
+
+def revert_all(run: GitRun, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
+    """The commits of `undone` and the move to Done/ reverted, newest first, with the folders
+    git removed on the way put back."""
     commits = [done.commit for done in undone if done.commit]
     commits += [record.done_commit] if record.done_commit else []
     refuse_dirty(run, commits)
@@ -47,8 +65,13 @@ def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list
         folder.mkdir(parents=True, exist_ok=True)  # git removed it with the last file it held
     if commits:
         record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
-    del state.completed_steps[ids.index(step_id) :]
-    for done in undone:  # an undone step's verdict leaves the review counts
+
+
+def forget(state: LoopState, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
+    """The undone steps no longer completed, their boxes unticked, each to be done again from
+    scratch; the loop paused, and the task file back where the move to Done/ took it from."""
+    del state.completed_steps[len(state.completed_steps) - len(undone) :]
+    for done in undone:  # their reviews go with them
         if done.review is not None and state.reviews.get(done.review, 0) > 0:
             state.reviews[done.review] -= 1
     record.done_commit = None
@@ -65,7 +88,6 @@ def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list
             step.undone_by = "person"
             step.new_window()
             step.approaches.clear()
-    return undone
 
 
 def no_commit(run: GitRun, state: LoopState, undone: list[CompletedStep], store: StateStore) -> str:

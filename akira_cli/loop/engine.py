@@ -88,18 +88,15 @@ class StepEngine(Outcomes):
         agent = self.agent_of(step, lane)
         request = self.request(step, task, record, agent, lane.workdir)
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
-        pending = Pending(
-            step,
-            task,
-            record,
-            agent,
-            request,
-            lane,
-            self.state.iteration,
-            time.monotonic(),
-            self.state.usage.model_copy(),
-        )
-        if lane is self.lane:  # a wave step's lane looks on its own thread, after its slot is ready
+        spent, started = self.state.usage.model_copy(), time.monotonic()
+        pending = Pending(step, task, record, agent, request, lane, self.state.iteration, started, spent)
+        self.look_before(lane, agent)
+        return pending
+
+    def look_before(self, lane: Lane, agent: Agent) -> None:
+        """What the attempt starts from: the work tree (a wave step's lane looks on its own
+        thread, once its slot is ready) and the branches; the start's save made durable."""
+        if lane is self.lane:
             lane.witness.before()
         if self.commits is not None:
             self.commits.watch_branches()
@@ -107,7 +104,6 @@ class StepEngine(Outcomes):
                 self.commits.before(lane.witness.looked())
         if not agent.spawns and lane is self.lane:
             self.runner.sync_pending()  # the start's save, durable before the agent runs
-        return pending
 
     def agent_of(self, step: Step, lane: Lane) -> Agent:
         if is_checkpoint(step):
@@ -132,16 +128,21 @@ class StepEngine(Outcomes):
         pending.plane_changed, files_changed = lane.witness.after()
         pending.task_replaced = lane.witness.replaced
         self.account(pending.record, result, pending.agent.name, pending.spent)
+        self.evaluate(pending, result, files_changed)
+        return pending
+
+    def evaluate(self, pending: Pending, result: AgentResult, files_changed: list[str]) -> None:
+        """The attempt (`pending.attempt`): the checks on the agent's claim, then the review of
+        a success; a forced stop during either interrupts it."""
+        step, lane, agent = pending.step, pending.lane, pending.agent.name
         gating = bool(self.config.checks) and not self.state.advisory_checks
-        extra = evidence_check(step, self.config, pending.agent.name, files_changed, gating)
+        extra = evidence_check(step, self.config, agent, files_changed, gating)
         took = time.monotonic() - pending.started
-        attempt = self.conclude(step, request, result, pending.retries, took, extra, pending.agent.name, lane)
+        attempt = self.conclude(step, pending.request, result, pending.retries, took, extra, agent, lane)
         attempt.iteration, attempt.files_changed = pending.iteration, files_changed
         pending.attempt = attempt
         if self.reviewer is not None and attempt.outcome == "success" and not lane.runner.killed:
-            attempt.review = self.reviewer.review(
-                step, pending.task, pending.record, attempt, pending.agent.name, lane
-            )
+            attempt.review = self.reviewer.review(step, pending.task, pending.record, attempt, agent, lane)
             self.reviewed(attempt)
         if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
             attempt.outcome = "interrupted"
@@ -149,8 +150,6 @@ class StepEngine(Outcomes):
         if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
             hint = self.commits.hint(lane.path, lane.workdir, f"{attempt.error}\n{attempt.output_tail}")
             attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error
-        pending.attempt = attempt
-        return pending
 
     def finish(self, pending: Pending) -> Attempt:
         """Bookkeeping on the loop's thread: the commit (a wave step's lands later, in file

@@ -1,4 +1,5 @@
-"""Where an attempt runs (a lane), and an attempt between its start and its end (`Pending`).
+"""Where an attempt runs (a lane), an attempt between its start and its end (`Pending`), and a
+wave of them in flight (`InFlight`).
 
 The main lane is the work folder of the main work tree, where steps run one at a time. A wave
 step (a `[P]` step) runs in a lane of its own: a worktree slot with its own runner, witness and
@@ -7,12 +8,14 @@ agents, so that its commands, its checks and what it changed never mix with anot
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
+from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
 from akira_cli.loop.witness import Witness
 from akira_cli.runner import CommandRunner
 from akira_cli.state.records import Attempt, StepRecord
@@ -20,6 +23,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
+    from akira_cli.agents.presets.base import UsageLimit
     from akira_cli.control_plane import ControlPlane
 
 
@@ -58,6 +62,56 @@ class Pending:
     """A wave step's commit on its step branch (made in its slot)."""
     error: BaseException | None = None
     """What the run raised (the loop's thread raises it again)."""
+
+
+@dataclass
+class InFlight:
+    """One wave's progress on the loop's thread: the steps that wait, run, are done (to land in
+    file order) and have landed, and the stop that ends the wave."""
+
+    order: list[str]
+    queue: list[Step]
+    free: list[int]
+    """The worktree slots no step runs in."""
+    running: dict[Future[Pending], Pending] = field(default_factory=dict)
+    done: dict[str, Pending] = field(default_factory=dict)
+    landed: list[str] = field(default_factory=list)
+    stop: LoopStop | None = None
+    stopped_at: Step | None = None
+    """The step the escalation is about."""
+    limit: tuple[str, UsageLimit] | None = None
+    """A usage limit a step met: the whole wave waits it out, then runs that step again."""
+
+    @classmethod
+    def of(cls, steps: list[Step], size: int) -> InFlight:
+        return cls([step.id for step in steps], list(steps), list(range(min(size, len(steps)))))
+
+    @property
+    def starting(self) -> bool:
+        """Whether another step starts now: one waits, a slot is free, nothing stops or waits."""
+        return bool(self.queue and self.free) and self.stop is None and self.limit is None
+
+    def halt(self, exc: LoopStop | AkiraError, step: Step) -> None:
+        """A finished step's stop: the first one says why, unless a forced stop comes later."""
+        if self.stop is None or isinstance(exc, ForceStopped):
+            self.stop = exc if isinstance(exc, LoopStop) else NeedsPerson(str(exc))
+            self.stopped_at = step
+
+    def requeue(self, step: Step, reached: UsageLimit) -> None:
+        """A step a usage limit cut short: back in the queue, in file order."""
+        self.queue.insert(0, step)
+        self.queue.sort(key=lambda s: self.order.index(s.id))
+        self.limit = self.limit or (step.id, reached)
+
+    def landable(self) -> Iterator[Pending]:
+        """The done steps that land now, in file order: those before the first that still runs,
+        and none once a forced stop came."""
+        busy = {pending.step.id for pending in self.running.values()}
+        for step_id in self.order:
+            if step_id in busy:
+                break
+            if step_id in self.done and not isinstance(self.stop, ForceStopped):
+                yield self.done.pop(step_id)
 
 
 def slot_lane(

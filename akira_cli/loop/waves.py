@@ -14,12 +14,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.checks import evaluate, step_checks
-from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
+from akira_cli.errors import AkiraError, LoopStop
 from akira_cli.events import EventType
 from akira_cli.fileio import atomic_write
 from akira_cli.git import landing
@@ -27,7 +27,7 @@ from akira_cli.git.nested import left_out, nested_repositories, outside_nested
 from akira_cli.git.run import GitRun, subject
 from akira_cli.git.steps import StepCommits, safe
 from akira_cli.git.worktrees import Slots, slot_view
-from akira_cli.loop.lanes import Lane, Pending, slot_lane
+from akira_cli.loop.lanes import InFlight, Lane, Pending, slot_lane
 from akira_cli.runner import tail
 from akira_cli.state.models import CurrentStep
 from akira_cli.tasks.model import Step, TaskFile
@@ -118,73 +118,75 @@ class Waves:
     def run_wave(self, task: TaskFile, steps: list[Step]) -> None:
         """Runs `steps` up to N at a time and lands them in file order; a stop (a hook, a move,
         a failure that ends a step, a forced stop) lets the running steps finish first."""
-        self.base, order = self.run.plumb.head()[0], [step.id for step in steps]
-        queue, running, done = list(steps), dict[Future[Pending], Pending](), dict[str, Pending]()
-        free, landed = list(range(min(self.size, len(steps)))), list[str]()
-        stop: LoopStop | None = None
-        stopped_at: Step | None = None
-        limit: tuple[str, UsageLimit] | None = None
+        self.base, wave = self.run.plumb.head()[0], InFlight.of(steps, self.size)
         self.failed = []
-        self.loop.bus.emit(EventType.WAVE_STARTED, steps=order[:50], parallel=len(free))
+        self.loop.bus.emit(EventType.WAVE_STARTED, steps=wave.order[:50], parallel=len(wave.free))
         self.slots.prune()
-        with ThreadPoolExecutor(len(free), thread_name_prefix="akira-step") as pool, self.killing():
-            while queue or running:
-                while queue and free and stop is None and limit is None:
-                    try:
-                        self.loop.boundary()
-                    except LoopStop as exc:
-                        stop = exc
-                        break
-                    pending = self.begin(queue.pop(0), task, free.pop(0))
-                    running[pool.submit(self.work, pending)] = pending
-                if running:
-                    finished, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
-                elif limit is not None:
-                    step_id, reset = limit
-                    limit = None
-                    try:
-                        self.loop.engine.limits.wait_out(step_id, reset)
-                    except LoopStop as exc:
-                        stop = exc
+        with ThreadPoolExecutor(len(wave.free), thread_name_prefix="akira-step") as pool, self.killing():
+            while wave.queue or wave.running:
+                self.start_ready(wave, task, pool)
+                if wave.running:
+                    finished, _ = wait(wave.running, timeout=1.0, return_when=FIRST_COMPLETED)
+                elif wave.limit is not None:
+                    self.wait_out(wave)
                     continue
                 else:
                     break
                 for future in finished:
-                    pending = running.pop(future)
-                    assert pending.lane.slot is not None
-                    free.append(pending.lane.slot)
-                    self.forget(pending.step.id)
-                    try:
-                        if pending.attempt is not None and pending.attempt.outcome == "failure":
-                            self.failed.append(pending.step.id)
-                        reached = self.end(pending)
-                        if reached is not None:  # a usage limit: the whole wave waits, then runs it
-                            queue.insert(0, pending.step)
-                            queue.sort(key=lambda s: order.index(s.id))
-                            limit = limit or (pending.step.id, reached)
-                        elif pending.attempt is not None and pending.attempt.outcome == "success":
-                            done[pending.step.id] = pending
-                    except (LoopStop, AkiraError) as exc:
-                        if stop is None or isinstance(exc, ForceStopped):  # the first one says why
-                            stop = exc if isinstance(exc, LoopStop) else NeedsPerson(str(exc))
-                            stopped_at = pending.step
-                busy = {pending.step.id for pending in running.values()}
-                for step_id in order:
-                    if step_id in busy:
-                        break
-                    if step_id in done and not isinstance(stop, ForceStopped):
-                        pending = done.pop(step_id)
-                        try:
-                            self.land(pending, landed)
-                        except LoopStop as exc:  # a hook refused its commit, and that ended the step
-                            stop, stopped_at = stop or exc, stopped_at or pending.step
+                    self.collect(wave, wave.running.pop(future))
+                self.land_ready(wave)
                 if finished:
                     self.loop.checkpoint()
-        if stop is not None:
-            if stopped_at is not None:  # the step the escalation is about
-                self.state.current_step = CurrentStep(step_id=stopped_at.id, description=stopped_at.title)
-            raise stop
+        if wave.stop is not None:
+            if wave.stopped_at is not None:
+                at = wave.stopped_at
+                self.state.current_step = CurrentStep(step_id=at.id, description=at.title)
+            raise wave.stop
         self.failed = []  # a later stop is not about this wave
+
+    def start_ready(self, wave: InFlight, task: TaskFile, pool: ThreadPoolExecutor) -> None:
+        """Steps started while slots are free, each after the loop's boundary (a pause, a move)."""
+        while wave.starting:
+            try:
+                self.loop.boundary()
+            except LoopStop as exc:
+                wave.stop = exc
+                return
+            pending = self.begin(wave.queue.pop(0), task, wave.free.pop(0))
+            wave.running[pool.submit(self.work, pending)] = pending
+
+    def wait_out(self, wave: InFlight) -> None:
+        """Nothing runs and a step met a usage limit: the wave waits until it resets."""
+        assert wave.limit is not None
+        (step_id, reset), wave.limit = wave.limit, None
+        try:
+            self.loop.engine.limits.wait_out(step_id, reset)
+        except LoopStop as exc:
+            wave.stop = exc
+
+    def collect(self, wave: InFlight, pending: Pending) -> None:
+        """A step whose run ended: its slot freed, its attempt finished; a success waits to
+        land, a step a usage limit cut short goes back in the queue."""
+        assert pending.lane.slot is not None
+        wave.free.append(pending.lane.slot)
+        self.forget(pending.step.id)
+        try:
+            if pending.attempt is not None and pending.attempt.outcome == "failure":
+                self.failed.append(pending.step.id)
+            reached = self.end(pending)
+            if reached is not None:
+                wave.requeue(pending.step, reached)
+            elif pending.attempt is not None and pending.attempt.outcome == "success":
+                wave.done[pending.step.id] = pending
+        except (LoopStop, AkiraError) as exc:
+            wave.halt(exc, pending.step)
+
+    def land_ready(self, wave: InFlight) -> None:
+        for pending in wave.landable():
+            try:
+                self.land(pending, wave.landed)
+            except LoopStop as exc:  # a hook refused its commit, and that ended the step
+                wave.stop, wave.stopped_at = wave.stop or exc, wave.stopped_at or pending.step
 
     @contextlib.contextmanager
     def killing(self) -> Iterator[None]:

@@ -13,6 +13,7 @@ from akira_cli.llm.types import LLMSchemaError
 from akira_cli.reasoning.models import (
     ConvergenceAssessment,
     PassRecord,
+    Plan,
     ProfileUpdate,
     RefinementAction,
     RepairConflict,
@@ -38,23 +39,7 @@ class Refinement:
 
     def _refine_after_pass(self, run: Run, record: PassRecord) -> None:
         """Refinement triggers: validation issues, BLOCKED steps, failed steps, convergence."""
-        plan = plan_of(run)
-        issues = record.validation.issues if record.validation else []
-        blocked = [step for step in plan.steps if step.status == "invalid" and not step.invalidation]
-        failed = [s for s in plan.steps if s.id in record.executed_step_ids and s.status == "failed"]
-        replaced = {step.replaces for step in plan.steps}
-        invalidated = [s for s in plan.steps if s.invalidation and s.id not in replaced]
-        convergence = record.convergence or ConvergenceAssessment(
-            converged=False, reason_codes=[], scores={}, thresholds={}
-        )
-        triggers = {
-            "validation_issues": dump_issues(issues),
-            "blocked_steps": [{"id": s.id, "step_output": s.step_output} for s in blocked],
-            "failed_steps": [{"id": s.id, "error": s.error} for s in failed],
-            "invalidated_steps_not_replaced": [{"id": s.id, "reason": s.invalidation} for s in invalidated],
-            "convergence": convergence.model_dump(include={"reason_codes", "scores", "detected_issues"}),
-        }
-        ids = [issue.issue_id for issue in issues] + [step.id for step in blocked]
+        triggers, issues, ids = triggers_of(plan_of(run), record)
         record.refinements, record.conflicts, record.refinement_validation = self._refine(
             run, triggers, issues, ids
         )
@@ -176,3 +161,24 @@ class Refinement:
 
     def _emit(self, type_: str, step_id: str | None = None, **data: Any) -> None:
         self.bus.emit(type_, step_id, **data)
+
+
+def triggers_of(plan: Plan, record: PassRecord) -> tuple[dict[str, Any], list[ValidationIssue], list[str]]:
+    """What a pass leaves for refinement, for the planner; its issues; the ids of the issues
+    and of the BLOCKED steps (the deltas' triggers)."""
+    issues = record.validation.issues if record.validation else []
+    blocked = [step for step in plan.steps if step.status == "invalid" and not step.invalidation]
+    failed = [s for s in plan.steps if s.id in record.executed_step_ids and s.status == "failed"]
+    replaced = {step.replaces for step in plan.steps}
+    invalidated = [s for s in plan.steps if s.invalidation and s.id not in replaced]
+    convergence = record.convergence or ConvergenceAssessment(
+        converged=False, reason_codes=[], scores={}, thresholds={}
+    )
+    triggers = {
+        "validation_issues": dump_issues(issues),
+        "blocked_steps": [{"id": s.id, "step_output": s.step_output} for s in blocked],
+        "failed_steps": [{"id": s.id, "error": s.error} for s in failed],
+        "invalidated_steps_not_replaced": [{"id": s.id, "reason": s.invalidation} for s in invalidated],
+        "convergence": convergence.model_dump(include={"reason_codes", "scores", "detected_issues"}),
+    }
+    return triggers, issues, [issue.issue_id for issue in issues] + [step.id for step in blocked]

@@ -140,6 +140,17 @@ def lay_out(preset: str | None, home: Path, private: Path, environ: Mapping[str,
     layout = Layout(state, gateway(preset, environ, home))
     search = environ.get("PATH")
     installed = any(shutil.which(name, path=search) for name in PRESET_EXECUTABLES.get(preset or "", ()))
+    roots = dict.fromkeys(_state_roots(state, home, environ))  # CODEX_HOME may be ~/.codex
+    for number, real in enumerate(roots):
+        inside = real.is_relative_to(home)
+        layer = private / real.relative_to(home) if inside else private / ".akira-state" / str(number)
+        _lay_root(layout, real, layer, inside=inside, installed=installed)
+    return layout
+
+
+def _state_roots(state: CliState, home: Path, environ: Mapping[str, str]) -> list[Path]:
+    """Where the CLI keeps its state: its roots in `home` (a `*` matches what is there), then the
+    folders its variables move it to."""
     moved = [environ.get(name, "") for name in state.moved_by]
     moved = [m for m in moved if os.path.isabs(m) and not home.is_relative_to(m)]  # never / or ~
     roots: list[Path] = []
@@ -149,26 +160,27 @@ def lay_out(preset: str | None, home: Path, private: Path, environ: Mapping[str,
             roots += sorted(p for p in path.parent.glob(path.name) if p.exists())
         else:
             roots.append(path)
-    roots += [Path(m) for m in moved]
-    for number, real in enumerate(dict.fromkeys(roots)):  # CODEX_HOME may be ~/.codex
-        inside = real.is_relative_to(home)
-        layer = private / real.relative_to(home) if inside else private / ".akira-state" / str(number)
-        if real.is_file():
-            if inside:
-                _copy_or_bind(real, layer, real, layout.binds)
-            continue
-        if not real.is_dir() and (real.suffix or os.path.lexists(real) or not installed):
-            continue  # no `~/.codex` is made in a person's home for a CLI nothing runs
-        try:  # a folder the CLI has not made yet: made, so that its records are kept
-            real.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        layer.mkdir(parents=True, exist_ok=True)
-        if not inside:
-            layout.binds += ["--bind", str(layer), str(real)]
-        layout.roots.append((real, layer))
-        layout.binds += _folder(state, real, layer)
-    return layout
+    return roots + [Path(m) for m in moved]
+
+
+def _lay_root(layout: Layout, real: Path, layer: Path, *, inside: bool, installed: bool) -> None:
+    """One state file (copied when it lies in the home) or folder (made when the CLI is
+    installed, its entries bound or copied into `layer`) laid out."""
+    if real.is_file():
+        if inside:
+            _copy_or_bind(real, layer, real, layout.binds)
+        return
+    if not real.is_dir() and (real.suffix or os.path.lexists(real) or not installed):
+        return  # no `~/.codex` is made in a person's home for a CLI nothing runs
+    try:  # a folder the CLI has not made yet: made, so that its records are kept
+        real.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    layer.mkdir(parents=True, exist_ok=True)
+    if not inside:
+        layout.binds += ["--bind", str(layer), str(real)]
+    layout.roots.append((real, layer))
+    layout.binds += _folder(layout.state, real, layer)
 
 
 def _folder(state: CliState, real: Path, layer: Path) -> list[str]:

@@ -8,6 +8,7 @@ shape (a backticked command followed by prose, say) is a detail too, with a warn
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 DIRECTIVES = ("run", "fallback", "verify", "exists", "contains", "timeout", "depends")
@@ -51,33 +52,51 @@ def _spans(text: str) -> tuple[list[str], str]:
 
 def read(key: str, value: str) -> Reading:
     """`value` in the shape `key` requires, or a near miss (worth a warning), or nothing."""
-    value = value.strip()
+    reader = _READERS.get(key)
+    return reader(value.strip()) if reader is not None else Reading()
+
+
+def _command(value: str) -> Reading:
+    """One backticked value (a command, or a path for `Exists`)."""
     spans, rest = _spans(value)
-    if key in COMMAND_KEYS or key == "exists":
-        if len(spans) == 1 and not rest and spans[0].strip():
-            return Reading(spans[0].strip())
-        if spans:
-            return Reading(near_miss="only one backticked value may follow the key, and nothing else")
-        return Reading()
-    if key == "contains":
-        if len(spans) == 2 and not rest and spans[0].strip() and spans[1]:
-            return Reading((spans[0].strip(), spans[1]))
-        if spans:
-            return Reading(near_miss="it needs a backticked path, then backticked text, and nothing else")
-        return Reading()
-    if key == "timeout":
-        if WHOLE_NUMBER_RE.fullmatch(value) and int(value) > 0:
-            return Reading(float(value))
-        if value[:1].isdigit():
-            return Reading(near_miss="it needs a whole number of seconds, such as 120")
-        return Reading()
-    if key == "depends":
-        if ID_LIST_RE.fullmatch(value):
-            return Reading([word.strip() for word in value.split(",")])
-        if re.match(STEP_ID + r"\b", value):
-            return Reading(near_miss="it needs step ids separated by commas, and nothing else")
-        return Reading()
+    if len(spans) == 1 and not rest and spans[0].strip():
+        return Reading(spans[0].strip())
+    if spans:
+        return Reading(near_miss="only one backticked value may follow the key, and nothing else")
     return Reading()
+
+
+def _path_and_text(value: str) -> Reading:
+    spans, rest = _spans(value)
+    if len(spans) == 2 and not rest and spans[0].strip() and spans[1]:
+        return Reading((spans[0].strip(), spans[1]))
+    if spans:
+        return Reading(near_miss="it needs a backticked path, then backticked text, and nothing else")
+    return Reading()
+
+
+def _seconds(value: str) -> Reading:
+    if WHOLE_NUMBER_RE.fullmatch(value) and int(value) > 0:
+        return Reading(float(value))
+    if value[:1].isdigit():
+        return Reading(near_miss="it needs a whole number of seconds, such as 120")
+    return Reading()
+
+
+def _step_ids(value: str) -> Reading:
+    if ID_LIST_RE.fullmatch(value):
+        return Reading([word.strip() for word in value.split(",")])
+    if re.match(STEP_ID + r"\b", value):
+        return Reading(near_miss="it needs step ids separated by commas, and nothing else")
+    return Reading()
+
+
+_READERS: dict[str, Callable[[str], Reading]] = {
+    **dict.fromkeys((*COMMAND_KEYS, "exists"), _command),
+    "contains": _path_and_text,
+    "timeout": _seconds,
+    "depends": _step_ids,
+}
 
 
 def find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
