@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from akira_cli.api.lookup import find_path, load_task, store_for, workspace_and_config
 from akira_cli.errors import AkiraError
-from akira_cli.sections import FollowSettings
 from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
@@ -239,6 +238,7 @@ def follow(
     run = git_run(workspace, cfg, state)  # never switch branches under a person's feet
     assert run is not None and state.git is not None and state.git.pr_url
     from akira_cli.follow.follower import start_watch
+    from akira_cli.sections import FollowSettings
 
     store.unarchive(state.task_id)
     state.follow, state.status, state.stop_reason = True, "following", ""
