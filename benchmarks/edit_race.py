@@ -42,7 +42,8 @@ from _person import Person, boxes_aside, task_text
 
 from akira_cli.events import EventType, read_events
 from akira_cli.state.store import StateStore
-from akira_cli.tasks.parser import TaskFileError, parse_task_text
+from akira_cli.tasks.parser import parse_task_text
+from akira_cli.tasks.reading import TaskFileError
 
 TASK = "Specs/race/tasks.md"
 STATUS = re.compile(rb'"status":"(\w+)"')

@@ -5,8 +5,8 @@
 Times `akira loop start --no-wait` in-process (`akira_cli.cli.main([...])`, so interpreter
 start-up and imports are not counted) and as a subprocess, against the floor of any crash-safe
 loop: a bare Python loop that runs the same N `subprocess.run(["bash", "-c", "true"])` and,
-after each, saves a small JSON state the way SPEC 11 asks akira to (temp file, fsync,
-`os.replace`, fsync of the folder). Target (issue 11): ratio <= 1.5.
+after each, saves a small JSON state the way docs/guarantees.md promises (temp file, fsync,
+`os.replace`, fsync of the folder). Target (flat cost): ratio <= 1.5.
 
 The runs alternate (bare loop, then akira, then the next pair), and the ratio is the median of
 each pair's akira/bare: this VM's speed drifts by 10-30% over minutes, and a pair shares it.
@@ -118,7 +118,7 @@ def run_spawn_only(steps: int, cwd: Path) -> float:
 
 
 def save_small_state(folder: Path, state: dict[str, object]) -> None:
-    """SPEC 11's durable write: temp file, fsync, os.replace, fsync of the folder."""
+    """The durable write: temp file, fsync, os.replace, fsync of the folder."""
     tmp = folder / "state.json.tmp"
     with open(tmp, "w") as handle:
         json.dump(state, handle)

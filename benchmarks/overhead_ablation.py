@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/overhead_ablation.py [--steps 1000] [--repeat 3]
 
 Diagnostic only. Each variant patches akira in this process (never on disk) to skip one thing
-SPEC 11 asks for, runs `loop start` on N `- Run: \\`true\\`` steps, and prints its median
+docs/guarantees.md promises, runs `loop start` on N `- Run: \\`true\\`` steps, and prints its median
 ms/step next to the full run and to the bare crash-safe loop of loop_overhead.py. The runs are
 interleaved so that drift of the machine spreads over all variants. The figure for a part is
 what the loop would save without it; none of these is an option of akira.

@@ -24,7 +24,8 @@ from realcli.gh import real_gh
 from test_git_runs import git
 
 from akira_cli.cli import main
-from akira_cli.testing.github_pulls import Forge, Job, Thread
+from akira_cli.testing.github_actions import Job
+from akira_cli.testing.github_pulls import Forge, Thread
 from akira_cli.testing.github_server import GitHubServer
 
 AGENT = r'''

@@ -154,7 +154,7 @@ def loaded_by(*args: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
 @pytest.mark.slow
 def test_help_and_status_import_only_what_they_use(tmp_path: Any) -> None:
     """`akira --help` and `loop status` start fast because the loop, the LLM client, watchdog
-    and Rich's live display are imported only by the commands that run them (issue 11)."""
+    and Rich's live display are imported only by the commands that run them."""
     assert loaded_by("--help", heavy=(*HEAVY, "pydantic", "akira_cli.sections")) == []
     assert loaded_by("loop", "status", "--root", str(tmp_path), heavy=(*HEAVY, "akira_cli.sections")) == []
     assert "akira_cli.loop.session" in loaded_by("loop", "start", "--root", str(tmp_path), "--task", "x")

@@ -13,7 +13,8 @@ import pytest
 from follow_support import Night, log
 from test_git_runs import git
 
-from akira_cli.testing.github_pulls import Comment, Job, Thread
+from akira_cli.testing.github_actions import Job
+from akira_cli.testing.github_pulls import Comment, Thread
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -13,18 +13,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, SecretStr
 
-from akira_cli.config import BudgetSettings, LLMSettings, ModelPrice, ResourceLimits
 from akira_cli.errors import BudgetExceeded
 from akira_cli.events import Event, EventBus, EventType
-from akira_cli.llm import (
-    ChatResult,
-    LLMClient,
-    LLMError,
-    LLMSchemaError,
-    LLMTransientError,
-    Usage,
-    configured,
-)
+from akira_cli.llm.client import LLMClient
+from akira_cli.llm.types import ChatResult, LLMError, LLMSchemaError, LLMTransientError, configured
+from akira_cli.sections import BudgetSettings, LLMSettings, ModelPrice, ResourceLimits
 from akira_cli.testing import (
     FakeOpenAI,
     Reply,
@@ -35,6 +28,7 @@ from akira_cli.testing import (
     text,
     tool_call,
 )
+from akira_cli.usage import Usage
 
 USER = [{"role": "user", "content": "hi"}]
 TOOLS = [

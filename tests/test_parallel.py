@@ -1,4 +1,4 @@
-"""Parallel `[P]` steps (SPEC 13), in real repositories with real worktrees: a wave runs its steps
+"""Parallel `[P]` steps, in real repositories with real worktrees: a wave runs its steps
 at once, lands them one at a time in file order, re-runs a step that collides after the wave,
 brings the environment a worktree lacks, survives a kill -9 mid-wave, and leaves no worktree
 behind.
@@ -19,8 +19,8 @@ from conftest import Akira
 from test_git_runs import commits, git, repo, trailers
 
 from akira_cli.config import Config
-from akira_cli.prompts import StepPrompts
 from akira_cli.state.models import LoopState
+from akira_cli.step_prompts import StepPrompts
 from akira_cli.tasks.parser import parse_task_text
 
 __all__ = ["repo"]

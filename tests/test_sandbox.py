@@ -1,7 +1,7 @@
-"""The sandbox (SPEC 15), for real: real `bwrap`, the real proxy, real HTTP servers on 127.0.0.1.
+"""The sandbox (docs/sandbox.md), for real: real `bwrap`, the real proxy, real HTTP servers on 127.0.0.1.
 
 A hostile agent (as the claude preset's `agent.command`) and a hostile `Run:` step try every
-escape of SPEC 15; each refusal is checked from outside: the planted secrets and the token in
+escape docs/sandbox.md lists; each refusal is checked from outside: the planted secrets and the token in
 akira's environment are never readable nor in anything akira writes, no file appears outside
 the work tree, the control plane is byte-identical, the forbidden server gets no request while
 the allowed one is reached, akira survives, a `setsid nohup sleep` is gone when the step is, and
@@ -26,7 +26,7 @@ from conftest import Akira
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)")
+pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
 
 SSH_KEY = "SSH-PRIVATE-KEY-5d1c0a9e7b3f"
 AWS_KEY = "AWS-SECRET-8c2e4f6a1b9d"
@@ -37,7 +37,7 @@ SECRETS = (SSH_KEY, AWS_KEY, NETRC, TOKEN, AWS_ENV)
 SLEEP_MARK = "314159"
 
 HOSTILE = r"""#!/bin/bash
-# A hostile agent: it tries every escape of SPEC 15 and notes what it saw in loot.txt.
+# A hostile agent: it tries every escape of the sandbox and notes what it saw in loot.txt.
 [ -t 0 ] || cat > /dev/null
 L=loot.txt
 {

@@ -63,7 +63,8 @@ def start(
     from akira_cli.git.worktrees import require_git
     from akira_cli.review.build import preflight as review_preflight
     from akira_cli.sandbox.session import baseline, resolve
-    from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import read_task_bytes
     from akira_cli.tasks.source import TaskSource
 
     overrides = {
@@ -164,9 +165,9 @@ def resume(
     from akira_cli.api.agent_preflight import at_resume
     from akira_cli.api.models import Note, Resumed
     from akira_cli.config import load_config
-    from akira_cli.control import ResumeRequest, apply_resume, write_request
     from akira_cli.hooks import remove_hooks
     from akira_cli.reports import take_guidance
+    from akira_cli.resume_requests import ResumeRequest, apply_resume, write_request
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
