@@ -1,1 +1,1 @@
-__version__ = "0.1.0"
+"""akira: works through a spec's task list unattended (the map: CONTRIBUTING.md)."""

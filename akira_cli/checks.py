@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli import nofollow
-from akira_cli.config import ProjectCheck
 from akira_cli.errors import LoopStop
 from akira_cli.runner import CommandRunner, tail
-from akira_cli.state.models import CheckResult, Evaluation
+from akira_cli.sections import ProjectCheck
+from akira_cli.state.records import CheckResult, Evaluation
 from akira_cli.tasks.model import Step
 
 MAX_CONTAINS = 16_000_000

@@ -17,23 +17,24 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from akira_cli import redaction
 from akira_cli.errors import AkiraError
-from akira_cli.sections import AgentSettings as AgentSettings
-from akira_cli.sections import BudgetSettings as BudgetSettings
-from akira_cli.sections import EvaluationSettings as EvaluationSettings
-from akira_cli.sections import FleetSettings as FleetSettings
-from akira_cli.sections import FollowSettings as FollowSettings
-from akira_cli.sections import GitSettings as GitSettings
-from akira_cli.sections import LLMSettings as LLMSettings
-from akira_cli.sections import LoopSettings as LoopSettings
-from akira_cli.sections import ModelPrice as ModelPrice
-from akira_cli.sections import NotifySettings as NotifySettings
-from akira_cli.sections import ProjectCheck as ProjectCheck
-from akira_cli.sections import ReasoningSettings as ReasoningSettings
-from akira_cli.sections import ReflectionSettings as ReflectionSettings
-from akira_cli.sections import ResourceLimits as ResourceLimits
-from akira_cli.sections import ReviewSettings as ReviewSettings
-from akira_cli.sections import SandboxSettings as SandboxSettings
-from akira_cli.sections import Section as Section
+from akira_cli.sections import (
+    AgentSettings,
+    BudgetSettings,
+    EvaluationSettings,
+    FleetSettings,
+    FollowSettings,
+    GitSettings,
+    LLMSettings,
+    LoopSettings,
+    NotifySettings,
+    ProjectCheck,
+    ReasoningSettings,
+    ReflectionSettings,
+    ResourceLimits,
+    ReviewSettings,
+    SandboxSettings,
+    Section,
+)
 
 CONFIG_RELPATH = Path("config/autonomous_loop.yaml")
 

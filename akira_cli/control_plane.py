@@ -1,4 +1,4 @@
-"""The control plane is not the agent's (SPEC 11).
+"""The control plane is not the agent's (docs/guarantees.md).
 
 The running task file, `config/`, `.hooks/`, `.state/`, `.git/` and akira's reports steer akira.
 The `llm` agent's `write_file` refuses them; what a `command` or `script` agent changes there

@@ -17,15 +17,9 @@ class AkiraError(Exception):
 
 
 class UsageError(AkiraError):
+    """Options that do not go together, or a value of the wrong shape: exit 2, as click's."""
+
     exit_code: ClassVar[int] = 2
-
-
-class TransientError(Exception):
-    """Infrastructure trouble worth retrying with backoff (network, 429/5xx, busy lock)."""
-
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 class LoopStop(Exception):

@@ -50,7 +50,6 @@ class EventType(StrEnum):
     STEP_FAILED = "step_failed"
     ATTEMPT_STARTED = "attempt_started"
     ATTEMPT_INTERRUPTED = "attempt_interrupted"
-    COMMAND_OUTPUT = "command_output"
     TRANSIENT_RETRY = "transient_retry"
     EVALUATION = "evaluation"
     REFLECTION_GENERATED = "reflection_generated"

@@ -1,4 +1,4 @@
-"""Notifications (SPEC 3): `notify.command` runs when a loop completes, needs action, pauses or
+"""Notifications: `notify.command` runs when a loop completes, needs action, pauses or
 waits for a usage limit, with AKIRA_EVENT, AKIRA_TASK_ID, AKIRA_STATUS, AKIRA_MESSAGE and
 AKIRA_FILE in its environment. It runs in a thread, so it never blocks the loop, and a failure
 is logged as a warning, never fatal."""
@@ -9,9 +9,9 @@ import os
 import subprocess
 import threading
 
-from akira_cli.config import NotifySettings
 from akira_cli.events import Event, EventBus, EventType
 from akira_cli.redaction import redact
+from akira_cli.sections import NotifySettings
 from akira_cli.workspace import Workspace
 
 

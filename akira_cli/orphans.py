@@ -1,4 +1,4 @@
-"""No orphans (SPEC 11): every command akira starts runs in its own process group, and the group
+"""No orphans (docs/guarantees.md): every command akira starts runs in its own process group, and the group
 ids of the running ones are kept in `.state/autonomous_loop_<id>.pgid`. After a `kill -9` of
 akira the next run of the task kills the groups still listed there before any step runs, so a
 step never runs twice at once.

@@ -1,4 +1,4 @@
-"""The reaper (SPEC 11, No orphans): a small process, started with each run, that kills the run's
+"""The reaper (a child never outlives akira): a small process, started with each run, that kills the run's
 command groups as soon as akira dies, a `kill -9` included, with no resume needed.
 
 akira holds the write end of a pipe that is the reaper's standard input; no command inherits it

@@ -1,4 +1,4 @@
-"""Secrets never reach the disk (SPEC 11): every value that config or the environment marks as
+"""Secrets never reach the disk (docs/guarantees.md): every value that config or the environment marks as
 secret is replaced by `***` in everything akira writes, agent output and model replies included.
 
 The set of secrets is process-wide: one akira process works one task, and every writer (the

@@ -290,7 +290,7 @@ def escalation(
     kept: list[str] | None = None,
     others: list[str] | None = None,
 ) -> Path:
-    """`kept`: a parallel run's worktrees and step branches, kept for inspection (SPEC 13);
+    """`kept`: a parallel run's worktrees and step branches, kept for inspection (parallel steps);
     `others`: the other steps that failed in the same wave, each described after the first."""
     step = state.current_step
     record = state.steps.get(step.step_id) if step else None

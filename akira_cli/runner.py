@@ -57,7 +57,7 @@ def tail(text: str, limit: int) -> str:
 
 
 class CommandWrapper(Protocol):
-    """Turns a command line into the one that runs it confined (`sandbox.Sandbox`, SPEC 15)."""
+    """Turns a command line into the one that runs it confined (`sandbox.Sandbox`, docs/sandbox.md)."""
 
     def wrap(
         self, argv: Sequence[str], cwd: Path, environ: Mapping[str, str], status_fd: int | None = None

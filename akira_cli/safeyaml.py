@@ -1,4 +1,4 @@
-"""YAML read with bounds: size, nesting depth and aliases (SPEC 11, no alias bombs), and no
+"""YAML read with bounds: size, nesting depth and aliases (no alias bombs, docs/guarantees.md), and no
 key twice in one mapping (PyYAML keeps the last one silently).
 
 PyYAML's `safe_load` builds an alias once and shares it, but anything that walks the result

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
 from akira_cli.errors import BudgetExceeded
-from akira_cli.sections import BudgetSettings
+
+if TYPE_CHECKING:
+    from akira_cli.sections import BudgetSettings
 
 
 class Usage(BaseModel):

@@ -59,7 +59,7 @@ def init_workspace(root: Path, sandboxed: bool = False) -> None:
 
     Unsandboxed unless asked: these benchmarks measure the loop's own cost against bare loops
     that start no `bwrap`; the sandbox's cost is `sandbox_cost.py`'s, against a bare loop that
-    starts each command under the same `bwrap` flags (SPEC 15)."""
+    starts each command under the same `bwrap` flags (docs/sandbox.md)."""
     subprocess.run(
         [*akira_command(), "init", str(root)],
         check=True,

@@ -1,7 +1,7 @@
 """A person edits tasks.md while the loop runs, with pauses and resumes in between: a completed
 step is never run again, whatever the person does to the file meanwhile.
 
-    .venv/bin/python benchmarks/edit_race.py [--seed 1] [--rounds 10] [--seconds 12] [--steps 80]
+    .venv/bin/python benchmarks/edit_race.py [--seed 1] [--rounds 10] [--first 1] [--seconds 12] [--steps 80]
                                              [--keep DIR] [--no-sandbox]
 
 Each round builds a workspace whose task has `--steps` steps, each running
@@ -28,6 +28,7 @@ ledger lines) are kept under --keep. The verdict is PASS when every count is 0 i
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import subprocess
@@ -41,7 +42,8 @@ from _person import Person, boxes_aside, task_text
 
 from akira_cli.events import EventType, read_events
 from akira_cli.state.store import StateStore
-from akira_cli.tasks.parser import TaskFileError, parse_task_text
+from akira_cli.tasks.parser import parse_task_text
+from akira_cli.tasks.reading import TaskFileError
 
 TASK = "Specs/race/tasks.md"
 STATUS = re.compile(rb'"status":"(\w+)"')
@@ -102,12 +104,12 @@ class Operator:
             self.note("hook written by hand")
             self.counts["hook by hand"] += 1
             return
-        done = subprocess.run(
-            [*akira_command(), "loop", "stop", "--task-id", self.task_id, "--root", str(self.root)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        stop = [*akira_command(), "loop", "stop", "--task-id", self.task_id, "--root", str(self.root)]
+        try:  # a loaded machine can take many seconds to start a CLI: a slow stop is no defect
+            done = subprocess.run(stop, capture_output=True, text=True, timeout=ROUND_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.note(f"akira loop stop still running after {ROUND_SECONDS:.0f} s: killed")
+            return
         self.note(f"akira loop stop -> {done.returncode} {done.stderr.strip()[:160]}")
         self.counts["akira loop stop"] += 1
 
@@ -290,6 +292,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--first", type=int, default=1, help="the first round's number (shards of a seed)")
     parser.add_argument("--seconds", type=float, default=12.0, help="how long the person edits")
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--keep", type=Path, default=None, help="where the rounds are kept")
@@ -297,9 +300,17 @@ def main() -> None:
     args = parser.parse_args()
     base = args.keep or Path(f"/tmp/akira_edit_race/seed_{args.seed}_{time.strftime('%Y%m%d_%H%M%S')}")
     base.mkdir(parents=True, exist_ok=True)
-    print(f"edit race: seed {args.seed}, {args.rounds} rounds of {args.steps} steps, kept in {base}")
+    # akira's processes run with their bytecode cached, as an installed tool does (pip compiles
+    # it): where PYTHONDONTWRITEBYTECODE is set, each would compile akira from source again.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
+    last = args.first + args.rounds - 1
+    print(
+        f"edit race: seed {args.seed}, rounds {args.first}-{last} of {args.steps} steps, kept in {base}",
+        flush=True,
+    )
     totals: Counter[str] = Counter()
-    for number in range(1, args.rounds + 1):
+    for number in range(args.first, last + 1):
         totals.update(one_round(base, args.seed, number, args.steps, args.seconds, not args.no_sandbox))
     defects = {kind: totals[kind] for kind in KINDS}
     print(f"\n{args.rounds} rounds, {totals['edits']} edits, {totals['pauses']} pauses and resumes")

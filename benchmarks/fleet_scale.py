@@ -1,4 +1,4 @@
-"""The fleet's drain time and the queue's own cost (SPEC 14), on SQLite and on Postgres.
+"""The fleet's drain time and the queue's own cost, on SQLite and on Postgres.
 
     .venv/bin/python benchmarks/fleet_scale.py [--runs 40] [--steps 5] [--workers 1,2,4] [--no-postgres]
 

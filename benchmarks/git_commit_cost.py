@@ -1,4 +1,4 @@
-"""What a step's commit costs on a large repository (SPEC 12, Cost).
+"""What a step's commit costs on a large repository: what git-native runs cost.
 
     .venv/bin/python benchmarks/git_commit_cost.py [--files 10000] [--commits 30]
 
@@ -21,11 +21,11 @@ from pathlib import Path
 
 from _common import temp_dir
 
-from akira_cli.config import GitSettings
 from akira_cli.git.cli import find
 from akira_cli.git.run import GitRun
 from akira_cli.git.verify import CommitHooks
 from akira_cli.runner import CommandRunner
+from akira_cli.sections import GitSettings
 
 
 def git(root: Path, *args: str) -> None:

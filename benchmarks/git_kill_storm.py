@@ -1,4 +1,4 @@
-"""A kill -9 storm in a git repository (issue 20): exactly one commit per step, whatever the kills.
+"""A kill -9 storm in a git repository: exactly one commit per step, whatever the kills.
 
     .venv/bin/python benchmarks/git_kill_storm.py [--kills 40] [--steps 12] [--seed 7] [--parallel N]
 
@@ -6,7 +6,7 @@ A 12-step task whose steps each write a file of their own, in a git repository; 
 then kill -9 at random moments (while steps run, commit and save), `loop resume` after each,
 until the kills are spent and the run has finished. Counted as defects: a step with no commit or
 more than one, a commit the state does not record, a branch that does not end with the move to
-Done/, a dirty `git status`, and a lock left in `.git/`. With `--parallel N` (issue 21) the steps
+Done/, a dirty `git status`, and a lock left in `.git/`. With `--parallel N` the steps
 are one `[P]` wave run N at a time in worktrees, so the kills land mid-wave; a worktree or a step
 branch left at the end is a defect too.
 """

@@ -1,12 +1,12 @@
 """Loop overhead in a git repository: akira's git-native run against a bare crash-safe loop that
-commits each step too (issue 20).
+commits each step too (git-native runs).
 
     .venv/bin/python benchmarks/git_loop_overhead.py [--steps 300] [--repeat 3]
 
 Each of the N steps writes one file (`echo N > out/N.txt`), so each gets a commit. akira runs
 `loop start --no-wait` in-process in a git repository (a task branch, a commit per step with its
 trailers, the move to Done/ committed). The bare loop, in a repository of its own, does what any
-crash-safe loop that commits must: the same command, a durable save of a small state (SPEC 11),
+crash-safe loop that commits must: the same command, a durable save of a small state,
 then `git add` and `git commit` of that one named file. The runs alternate and the ratio is the
 median of each pair's akira/bare. Target: ratio <= 1.5.
 """
@@ -91,6 +91,7 @@ def main() -> int:
     options = parser.parse_args()
     akira, bare, ratios = [], [], []
     with temp_dir("akira-git-overhead-") as parent:
+        akira_run(parent, "warm-up", 3)  # imports what a run imports lazily, before any timing
         for round_ in range(options.repeat):
             bare.append(bare_run(parent, f"bare{round_}", options.steps))
             akira.append(akira_run(parent, f"akira{round_}", options.steps))

@@ -12,7 +12,7 @@ Three cases, each run through the real CLI (`akira loop start`, `akira reason --
 Against the fake server a scripted model answers every call (the tool turns write hello.txt and
 call finish; the reasoning calls get valid replies), so the figures count akira's own calls and
 do not depend on a model. It also reports the replies akira abandoned (the server saw the client
-go): each one is a reply a single-slot server would have kept generating. Goals (issue 24):
+go): each one is a reply a single-slot server would have kept generating. Goals:
 (a) at most 4 calls an attempt; in (b) the engine runs only on the retry; (c) no more than before.
 """
 

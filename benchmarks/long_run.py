@@ -10,7 +10,7 @@ samples the process's resident memory (/proc) and the state file's size. The RSS
 those of the first and the last fifth of the iterations (by the event log's stamps): the end of
 the run is left out, because its completion report reads the whole history (it is written once,
 and its memory grows with the run; a sample every 0.25 s may or may not fall in it).
-Target (issue 11): last/first <= 1.2, with the state file and the events bounded and the RSS flat.
+Target (flat cost): last/first <= 1.2, with the state file and the events bounded and the RSS flat.
 """
 
 from __future__ import annotations

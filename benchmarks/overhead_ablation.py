@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/overhead_ablation.py [--steps 1000] [--repeat 3]
 
 Diagnostic only. Each variant patches akira in this process (never on disk) to skip one thing
-SPEC 11 asks for, runs `loop start` on N `- Run: \\`true\\`` steps, and prints its median
+docs/guarantees.md promises, runs `loop start` on N `- Run: \\`true\\`` steps, and prints its median
 ms/step next to the full run and to the bare crash-safe loop of loop_overhead.py. The runs are
 interleaved so that drift of the machine spreads over all variants. The figure for a part is
 what the loop would save without it; none of these is an option of akira.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from _common import median, temp_dir
-from loop_overhead import fresh_workspace, run_in_process, run_plain
+from loop_overhead import fresh_workspace, run_in_process, run_plain, warm_up
 
 
 @contextlib.contextmanager
@@ -67,13 +67,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     steps = args.steps
-    import akira_cli.loop.session  # noqa: F401  (the CLI imports the loop lazily)
-    from akira_cli.cli import main as _  # noqa: F401  (imports before any timing)
-
     kinds = variants()
     times: dict[str, list[float]] = {name: [] for name in kinds}
     bare: list[float] = []
     with temp_dir("akira-bench-ablation-") as parent:
+        warm_up(fresh_workspace(parent, "warm-up", 3))
         for k in range(args.repeat):
             bare.append(run_plain(steps, parent))
             for n, (name, patch) in enumerate(kinds.items()):

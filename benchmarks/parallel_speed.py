@@ -1,4 +1,4 @@
-"""Parallel `[P]` steps (SPEC 13): wall time with 1, 2, 4 and 8 workers, and what a step costs
+"""Parallel `[P]` steps: wall time with 1, 2, 4 and 8 workers, and what a step costs
 in a long wave on a large repository.
 
     .venv/bin/python benchmarks/parallel_speed.py [--sleep 2] [--steps 200] [--files 10000]

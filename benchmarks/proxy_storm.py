@@ -1,4 +1,4 @@
-"""A storm of idle connections against the sandbox's proxy (SPEC 15): one sandboxed command opens
+"""A storm of idle connections against the sandbox's proxy (docs/sandbox.md): one sandboxed command opens
 N connections to it (processes of 800 each) and holds them. The proxy takes a bounded number,
 answers the rest 503, and akira stays under its open-file limit, prints no traceback, warns
 once, and serves the next command's request as it did before the storm.

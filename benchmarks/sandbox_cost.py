@@ -1,4 +1,4 @@
-"""The sandbox's cost (SPEC 15): akira on N sandboxed `- Run: \\`true\\`` steps versus a bare
+"""The sandbox's cost (docs/sandbox.md): akira on N sandboxed `- Run: \\`true\\`` steps versus a bare
 durable loop that starts each `true` under `bwrap --unshare-all`, bwrap alone.
 
     .venv/bin/python benchmarks/sandbox_cost.py [--steps 1000] [--repeat 1] [--network allow]
@@ -7,11 +7,11 @@ akira runs in-process (`akira_cli.cli.main`, interpreter start-up not counted) w
 `sandbox.mode: on` and the default `network: allow`, so every step's command goes through bwrap
 and reaches the run's proxy. The bare loop starts `bash -c true` under bwrap with the mounts
 akira's sandbox makes (the same `Sandbox.flags()`, no proxy) and `--unshare-all` (a network
-namespace of its own each time, nothing listening in it), and after each makes SPEC 11's durable
+namespace of its own each time, nothing listening in it), and after each makes a durable
 save of a small JSON state. Target: ratio <= 1.5. Also printed, to show where the time goes:
 the bare loop with akira's own command line (the step's network room and bwrap, `netns.py`);
 with the forwarder that runs in front of each command where rooms cannot be made; plain `bash
--c true`; and the bare loop's saves alone (SPEC 11's temp file, fsync, rename, fsync of the
+-c true`; and the bare loop's saves alone (a durable save's temp file, fsync, rename, fsync of the
 folder; akira's own save is one fdatasync of its save log, so akira can come out cheaper than
 the bare loop). The runs alternate (bare, then akira) and the ratio is the median of each pair's.
 """
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from _common import median, temp_dir
-from loop_overhead import fresh_workspace, run_in_process, save_small_state
+from loop_overhead import fresh_workspace, run_in_process, save_small_state, warm_up
 
 TARGET_RATIO = 1.5
 
@@ -58,7 +58,7 @@ def was_sandboxed(root: Path) -> bool:
 
 
 def saves_alone(steps: int, cwd: Path) -> float:
-    """SPEC 11's durable save (temp file, fsync, rename, fsync of the folder) without a command:
+    """A durable save (temp file, fsync, rename, fsync of the folder) without a command:
     what the bare loop pays per step besides the start (akira's save is one fdatasync)."""
     folder = cwd / "save-state"
     folder.mkdir(exist_ok=True)
@@ -76,8 +76,6 @@ def main() -> int:
     args = parser.parse_args()
     steps = args.steps
 
-    import akira_cli.cli
-    import akira_cli.loop.session  # noqa: F401 (both imported before any timing)
     from akira_cli.config import Config
     from akira_cli.sandbox.probe import probe
     from akira_cli.sandbox.session import open_sandbox
@@ -87,6 +85,7 @@ def main() -> int:
         raise SystemExit(f"no sandbox here: {found.line()}")
     akira, bare, same, forwarded, plain, saves = [], [], [], [], [], []
     with temp_dir("akira-bench-sandbox-") as parent:
+        warm_up(workspace(parent, "warm-up", 3, args.network))
         shape = fresh_workspace(parent, "shape", 1)
         config = Config()
         config.sandbox.network = args.network

@@ -6,7 +6,7 @@ The floor is a one-command Typer app (written to a temp folder) run with the sam
 its `--help`, and its plain run (the command prints one line). akira's `--help` is compared with
 the first, `akira loop status` (in a workspace holding three finished loops and one paused) with
 the second. Every command is run `--runs` times, interleaved, and the medians are compared.
-Target (issue 11): ratio <= 1.5 for both.
+Target (flat cost): ratio <= 1.5 for both.
 
 Both run with their modules' bytecode cached, as an installed tool runs: pip compiles a
 package's bytecode when it installs it, and a first run writes what is missing. Where

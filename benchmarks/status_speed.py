@@ -6,7 +6,7 @@ Builds a workspace whose `.state/` holds N valid state files made with `LoopStat
 with `StateStore.save`: a mix of running (a few with a live lock held by this script, the
 rest interrupted), paused, needs_action, completed and failed loops, many with completed steps,
 attempts and failures so they are realistic in size. Then times `akira loop status` and
-`akira loop status --json`. Target (SPEC 11): under 1 s.
+`akira loop status --json`. Target (docs/guarantees.md): under 1 s.
 """
 
 from __future__ import annotations
@@ -28,15 +28,8 @@ LIVE = 5  # running loops whose lock this script holds, so they show as Active
 
 
 def build_states(root: Path, count: int) -> tuple[int, list[object]]:
-    from akira_cli.state.models import (
-        Attempt,
-        CheckResult,
-        CompletedStep,
-        CurrentStep,
-        Evaluation,
-        FailedStep,
-        LoopState,
-    )
+    from akira_cli.state.models import CompletedStep, CurrentStep, FailedStep, LoopState
+    from akira_cli.state.records import Attempt, CheckResult, Evaluation
     from akira_cli.state.store import StateStore
 
     store = StateStore(root / ".state")

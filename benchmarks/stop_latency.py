@@ -7,7 +7,7 @@ Each trial makes a fresh workspace with a task of `- Run: \\`sleep 0.05\\`` step
 (polled), the loop is between actions: the hook `.hooks/stop_autonomous_loop_<id>.md` is
 created at that moment, and the state file is polled every 5 ms until `"status": "paused"`.
 The latency includes finishing the step in flight (at most one `sleep`, 50 ms) since a
-running command is never killed by a stop hook. Target (SPEC 11): median < 1 s.
+running command is never killed by a stop hook. Target (docs/guarantees.md): median < 1 s.
 """
 
 from __future__ import annotations

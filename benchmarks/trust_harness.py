@@ -1,4 +1,4 @@
-"""Crash-and-fault harness (SPEC 11): hostile agents, kill -9 storms, racing starts, leaks.
+"""Crash-and-fault harness (docs/guarantees.md): hostile agents, kill -9 storms, racing starts, leaks.
 
 Each scenario prints what it tried and its defect count; every defect count should be 0.
 

@@ -1,4 +1,4 @@
-"""Agent CLI presets (SPEC 7) against fake CLIs put first on PATH: real subprocesses that replay
+"""Agent CLI presets against fake CLIs put first on PATH: real subprocesses that replay
 what the real CLIs printed (tests/support/cli_replay.py: Claude Code 2.1.197's JSON result, codex 0.169's
 `exec --json` events, gemini 0.61's JSON, aider 0.86's cost lines), their failures and their
 usage-limit messages."""

@@ -1,4 +1,4 @@
-"""Issue 29 #9: a missing agent executable is refused at `loop start` and `loop resume` before
+"""A missing agent executable is refused at `loop start` and `loop resume` before
 anything starts: exit 1, one line naming the executable, PATH and agent.command, no branch, no
 state, nothing on disk changed. Real git repositories, akira as a real subprocess."""
 

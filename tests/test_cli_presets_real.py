@@ -1,7 +1,7 @@
-"""The agent CLI presets against what the real CLIs print (issue 28 items 1-13, aider, and issue
-29 #8): `akira loop start` end to end with fakes that replay the captures of claude 2.1.197,
-codex 0.169.0, gemini 0.61.0 and aider 0.86.2 (tests/support/cli_replay.py), and the presets' readers
-on the same captures."""
+"""The agent CLI presets against what the real CLIs print (every preset's reader, aider, and
+provider faults waited out): `akira loop start` end to end with fakes that replay the captures
+of claude 2.1.197, codex 0.169.0, gemini 0.61.0 and aider 0.86.2 (tests/support/cli_replay.py), and
+the presets' readers on the same captures."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from akira_cli.agents.presets import PRESETS, limits
-from akira_cli.config import AgentSettings, ModelPrice
+from akira_cli.agents.presets import limits
+from akira_cli.agents.presets.base import PRESETS
 from akira_cli.events import EventType
+from akira_cli.sections import AgentSettings, ModelPrice
 from tests.support.cli_replay import install, replay
 from tests.support.workspace import Akira
 
@@ -62,13 +63,13 @@ def provider_waits(akira: Akira) -> list[dict[str, object]]:
     ]
 
 
-# -- claude (items 1-3) --------------------------------------------------------------------------
+# -- claude --------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_claude_plan_limit_inside_the_json_result_is_a_usage_limit_wait(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 1: `You've hit your session limit · resets 8:02pm (UTC)`, is_error, exit 1 (and
+    """`You've hit your session limit · resets 8:02pm (UTC)`, is_error, exit 1 (and
     `api_error_status: 429`, which the limit outranks)."""
     fake("plan_limit")
     akira.write_config("agent:\n  max_limit_wait_seconds: 1\n")
@@ -101,7 +102,7 @@ def test_claude_plan_limit_wordings_and_their_reset_times() -> None:
 def test_claude_api_errors_are_waited_out_costing_no_attempt(
     akira: Akira, fake, case: str, status: int
 ) -> None:  # type: ignore[no-untyped-def]
-    """Item 2 and issue 29 #8: a 529/429/5xx after the CLI's own retries is waited out."""
+    """A 529/429/5xx after the CLI's own retries is waited out."""
     fake(case, "ok+write")
     result = start(akira, "claude")
     assert result.code == 0, result.err
@@ -129,7 +130,7 @@ def test_claude_bad_key_is_one_clear_line_and_needs_action(akira: Akira, fake) -
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_claude_permission_denials_are_the_failure_text_and_reach_the_next_prompt(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 3: `subtype: success`, the refused write only in `permission_denials`."""
+    """`subtype: success`, the refused write only in `permission_denials`."""
     fake("denied", "ok+write")
     result = start(akira, "claude")
     assert result.code == 0, result.err
@@ -140,13 +141,13 @@ def test_claude_permission_denials_are_the_failure_text_and_reach_the_next_promp
     assert went_wrong and "Write(step_1.txt)" in went_wrong[0]
 
 
-# -- codex (items 4-10) --------------------------------------------------------------------------
+# -- codex ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_runs_with_the_flags_0_169_takes(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 4: no `--full-auto` (exit 2 on 0.169); `--sandbox workspace-write` instead."""
+    """No `--full-auto` (exit 2 on 0.169); `--sandbox workspace-write` instead."""
     fake("ok+write")
     result = start(akira, "codex")
     assert result.code == 0, result.err
@@ -158,7 +159,7 @@ def test_codex_runs_with_the_flags_0_169_takes(akira: Akira, fake) -> None:  # t
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_resume_takes_its_sandbox_as_a_config_override(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 4: `exec resume` rejects `--sandbox` too."""
+    """`exec resume` rejects `--sandbox` too."""
     fake("lazy", "resume_ok+write", "ok+write")
     akira.write_config("agent:\n  session: continue\n")
     result = start(akira, "codex")
@@ -171,7 +172,7 @@ def test_codex_resume_takes_its_sandbox_as_a_config_override(akira: Akira, fake)
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_runs_outside_a_git_repository(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 5: a fresh `akira init` workspace is no repository."""
+    """A fresh `akira init` workspace is no repository."""
     assert not (akira.root / ".git").exists()
     fake("ok+write")
     assert start(akira, "codex").code == 0
@@ -179,7 +180,7 @@ def test_codex_runs_outside_a_git_repository(akira: Akira, fake) -> None:  # typ
 
 
 def test_codex_exit_code_counts() -> None:
-    """Item 6: the refusals above, with no event on stdout, read as failures."""
+    """The refusals above, with no event on stdout, read as failures."""
     codex = PRESETS["codex"]
     for case in ("full_auto", "not_git"):
         out, err, code = replay("codex", case)
@@ -192,7 +193,7 @@ def test_codex_exit_code_counts() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_resume_counts_only_what_the_turn_added(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 7: `turn.completed.usage` on `exec resume` is the thread's running total."""
+    """`turn.completed.usage` on `exec resume` is the thread's running total."""
     fake("lazy", "resume_ok+write", "ok+write")
     akira.write_config("agent:\n  session: continue\n")
     assert start(akira, "codex").code == 0
@@ -205,7 +206,7 @@ def test_codex_resume_counts_only_what_the_turn_added(akira: Akira, fake) -> Non
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_usage_limit_with_a_curly_apostrophe_is_a_wait(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 8: `You’ve hit your usage limit … try again at 8:03 PM.` (U+2019)."""
+    """`You’ve hit your usage limit … try again at 8:03 PM.` (U+2019)."""
     fake("usage_limit")
     akira.write_config("agent:\n  max_limit_wait_seconds: 1\n")
     result = start(akira, "codex")
@@ -218,21 +219,21 @@ def test_codex_usage_limit_with_a_curly_apostrophe_is_a_wait(akira: Akira, fake)
 
 
 def test_codex_reader_on_the_captures() -> None:
-    """Items 8-10 at the reader, with stdout and stderr merged as the old runner gave them."""
+    """The usage limit, a reconnect and the request count at the reader, with stdout and stderr merged as the old runner gave them."""
     codex = PRESETS["codex"]
     out, err, code = replay("codex", "recovered")
-    assert not codex.read(out + err, code).failed  # item 9
+    assert not codex.read(out + err, code).failed  # a reconnect is no failure
     out, err, code = replay("codex", "ok")
-    assert codex.read(out + err, code).usage.calls == 2  # item 10: a file write, then the answer
+    assert codex.read(out + err, code).usage.calls == 2  # a file write, then the answer
     out, err, code = replay("codex", "usage_limit")
-    assert limits.detect(out) is not None  # item 8: U+2019
+    assert limits.detect(out) is not None  # the limit's U+2019 apostrophe
     assert "\u2019" in out
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_recovered_reconnect_is_a_success(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 9: `Reconnecting... 1/5`, then `turn.completed` and exit 0: one attempt, paid once."""
+    """`Reconnecting... 1/5`, then `turn.completed` and exit 0: one attempt, paid once."""
     fake("recovered+write")
     akira.write_config(f"agent:\n  command: {CODEX_0_169}\n")
     assert start(akira, "codex").code == 0
@@ -244,7 +245,7 @@ def test_codex_recovered_reconnect_is_a_success(akira: Akira, fake) -> None:  # 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_codex_calls_per_model_request_and_cached_input_priced_as_cached(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 10: a file write and a final answer are 2 model requests; cached input is cheaper."""
+    """A file write and a final answer are 2 model requests; cached input is cheaper."""
     fake("ok+write")
     akira.write_config(
         f"agent:\n  command: {CODEX_0_169}\n"
@@ -262,7 +263,7 @@ def test_a_cached_price_prices_the_cached_part_of_the_input() -> None:
     assert ModelPrice(input_per_1m=2.0).cost(1_000_000, 0, 600_000) == pytest.approx(2.0)
 
 
-# -- gemini (items 11-13) ------------------------------------------------------------------------
+# -- gemini --------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -275,8 +276,8 @@ def test_gemini_gets_write_tools(
     flag: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Item 11: headless gemini offers no write tools without an approval mode."""
-    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")  # item 12 apart
+    """Headless gemini offers no write tools without an approval mode."""
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")  # the untrusted folder apart
     fake("ok+write")
     if mode:
         akira.write_config(f"agent:\n  permission_mode: {mode}\n")
@@ -290,9 +291,9 @@ def test_gemini_gets_write_tools(
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_gemini_trusts_the_workspace_folder(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 12: in a folder it does not trust gemini exits 55."""
+    """In a folder it does not trust gemini exits 55."""
     fake("ok+write")
-    akira.write_config("agent:\n  extra_args: [--approval-mode, auto_edit]\n")  # item 11 apart
+    akira.write_config("agent:\n  extra_args: [--approval-mode, auto_edit]\n")  # no write tools apart
     result = start(akira, "gemini")
     assert result.code == 0, result.err
     assert "--skip-trust" in fake.calls()[0]["argv"]  # type: ignore[operator]
@@ -301,7 +302,7 @@ def test_gemini_trusts_the_workspace_folder(akira: Akira, fake) -> None:  # type
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_gemini_stdout_and_stderr_are_read_apart(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 13: a run that recovered from a 500 has stack traces and the error's JSON on
+    """A run that recovered from a 500 has stack traces and the error's JSON on
     stderr and its answer on stdout; the session id is read; calls from `api.totalRequests`."""
     fake("recovered+write")
     akira.write_config("agent:\n  extra_args: [--approval-mode, auto_edit, --skip-trust]\n")  # 11, 12 apart
@@ -319,7 +320,7 @@ def test_gemini_stdout_and_stderr_are_read_apart(akira: Akira, fake) -> None:  #
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_gemini_exit_code_is_the_http_status_mod_256(akira: Akira, fake) -> None:  # type: ignore[no-untyped-def]
-    """Item 13: 529 exits 17 with the error on stderr after stack traces: waited out; a 401 (exit
+    """529 exits 17 with the error on stderr after stack traces: waited out; a 401 (exit
     145) asks a person."""
     out, err, code = replay("gemini", "api_529")
     assert code == 17 and PRESETS["gemini"].read(out, code, err).fault is not None
@@ -373,7 +374,7 @@ def test_aider_rate_limit_it_gave_up_on_is_waited_out(akira: Akira, fake) -> Non
     assert state.usage.prompt_tokens == 2400
 
 
-# -- issue 29 #8: every preset, the cap, the stop hook ----------------------------------------
+# -- provider faults: every preset, the cap, the stop hook --------------------------------------
 
 
 @pytest.mark.timeout(120)

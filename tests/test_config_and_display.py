@@ -94,7 +94,7 @@ def test_log_every_iteration_false_keeps_the_rest_of_the_log(akira: Akira) -> No
 
 @pytest.mark.slow
 def test_reinjected_context_carries_the_current_state(akira: Akira) -> None:
-    """Seed 004 P-6: the continuation context in each prompt is the current one."""
+    """The continuation context in each prompt is the current one."""
     agent = akira.root / "agent.py"
     agent.write_text(
         "import pathlib, sys, os\n"

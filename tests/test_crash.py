@@ -1,4 +1,4 @@
-"""Crash safety (SPEC 11): kill -9 a running loop at many moments, resume each time, and prove
+"""Crash safety (docs/guarantees.md): kill -9 a running loop at many moments, resume each time, and prove
 
 - every state file is valid JSON and a valid `LoopState` after every crash;
 - every step ends up in `completed_steps` exactly once, and nothing completed is ever lost;

@@ -1,4 +1,4 @@
-"""The spec's acceptance criteria (SPEC 16): real Kiro requirements.md and spec-kit spec.md files
+"""The spec's acceptance criteria (the morning review): real Kiro requirements.md and spec-kit spec.md files
 (tests/data/criteria, sources in its SOURCES.tsv), the ids steps name, unknown ids warned about
 at start with their line, and the table the completion report and `loop progress --json` end
 with, from real loops."""
@@ -14,7 +14,8 @@ import pytest
 from akira_cli.cli import main
 from akira_cli.criteria.refs import requirement_texts, served, unknown_id_warnings
 from akira_cli.criteria.spec import load_spec
-from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+from akira_cli.tasks.parser import parse_task_text
+from akira_cli.tasks.reading import read_task_bytes
 from tests.support.workspace import Akira
 
 DATA = Path(__file__).parent / "data" / "criteria"

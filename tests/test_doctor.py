@@ -1,4 +1,4 @@
-"""`akira doctor` (issue 28): the agent CLI (on PATH, its version, auth and flags) against fake
+"""`akira doctor`: the agent CLI (on PATH, its version, auth and flags) against fake
 CLIs on PATH that print what the pinned real CLIs print for `--version` and `--help`
 (tests/data/doctor/), and against the pinned real CLIs themselves when they are installed."""
 
@@ -107,7 +107,7 @@ def test_codex_auth_from_the_model_provider_it_is_pointed_at(
 def test_a_flag_the_cli_does_not_list_fails_with_its_fix(
     akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """codex 0.169's `exec --help` has no --full-auto (issue 28 #4): `codex exec` exits 2 on it."""
+    """codex 0.169's `exec --help` has no --full-auto: `codex exec` exits 2 on it."""
     machine.install("codex")
     machine.setenv("CODEX_API_KEY", "sk-test-0123456789")
     akira.write_config("agent:\n  preset: codex\n  extra_args: ['--full-auto', '--skip-git-repo-check']\n")
@@ -242,7 +242,7 @@ def test_the_pinned_real_cli_passes_its_version_and_flag_checks(
     assert f"{cli} {PINS[cli].version}" in found_rows["version"]["detail"]
     flags = found_rows["flags"]
     line = found_rows["agent"]["detail"]
-    if cli == "codex" and "--full-auto" in line:  # issue 28 #4, until the preset drops it
+    if cli == "codex" and "--full-auto" in line:  # the flag codex 0.169 refuses, until the preset drops it
         assert flags["status"] == "fail" and rejected(flags) == ["--full-auto"], flags
     else:
         assert flags["status"] == "ok", flags

@@ -1,4 +1,4 @@
-"""`akira doctor` (issue 28): git, the sandbox slot and the LLM endpoint, with real git and a
+"""`akira doctor`: git, the sandbox slot and the LLM endpoint, with real git and a
 real HTTP server on 127.0.0.1 (reached, never asked for a model)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import pytest
 
-from akira_cli.doctor import CHECKS, DoctorContext, Finding, register_check
+from akira_cli.doctor.base import CHECKS, DoctorContext, Finding, register_check
 from tests.support.doctor import Machine, doctor, rows
 from tests.support.workspace import Akira
 

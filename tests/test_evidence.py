@@ -1,4 +1,4 @@
-"""Done means done (SPEC 6, Evidence): an agent's exit 0 is a claim. Real loops, real command
+"""Done means done (evidence, not claims): an agent's exit 0 is a claim. Real loops, real command
 agents (bash scripts) that do or do not change files."""
 
 from __future__ import annotations

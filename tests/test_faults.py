@@ -1,5 +1,5 @@
 """Faults of the machine and odd inputs: one line on stderr, exit 1, no traceback, and the state
-left valid and resumable (SPEC 11, Faults). Real subprocesses on real (tmpfs) file systems."""
+left valid and resumable (docs/guarantees.md, faults). Real subprocesses on real (tmpfs) file systems."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What keeps an iteration cheap (issue 11) must not change what akira writes or reads."""
+"""What keeps an iteration cheap (flat cost) must not change what akira writes or reads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fleet (SPEC 14) for real: DBOS on a SQLite file (and on a throwaway Postgres cluster when
+"""The fleet for real: DBOS on a SQLite file (and on a throwaway Postgres cluster when
 its binaries are on PATH), real worker processes, real git remotes, real kill -9 and SIGTERM.
 
 Steps write a ledger outside the repositories (`start`/`end` lines, `overlap` when a step found
@@ -150,7 +150,7 @@ def assert_no_step_ran_twice_at_once(ledger: Path) -> None:
     """No step's command started while an earlier one of the same step still lived: each holds a
     lock of its step for its life (the kernel lets go when its processes are gone) and notes an
     `overlap` when it finds the lock taken. A lock, not a pid: in the sandbox a command's `$$` is
-    a pid of its own PID namespace (SPEC 15)."""
+    a pid of its own PID namespace (the sandbox's)."""
     overlaps = [line for line in ledger_lines(ledger) if line[0] == "overlap"]
     assert overlaps == [], f"steps ran twice at once: {overlaps}"
 

@@ -1,4 +1,4 @@
-"""The fleet's edges (issue 29, 11-13) for real: workers on SQLite with their log in a file,
+"""The fleet's edges a new user meets, for real: workers on SQLite with their log in a file,
 real git with a bare origin. Cancelling a running run, the run's branch from `git.branch`, and
 what a worker says and leaves behind in --work-dir."""
 
@@ -74,7 +74,7 @@ def origin(tmp_path: Path) -> Path:
     """A person's repository (an akira workspace) with a bare origin the workers clone."""
     root = tmp_path / "repo"
     assert main(["init", str(root)]) == 0
-    share_with_steps(root, tmp_path)  # the steps' ledger and gate lie in the test's folder (SPEC 15)
+    share_with_steps(root, tmp_path)  # the steps' ledger and gate: outside the work tree
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")
     git(root, "config", "user.email", "person@example.com")

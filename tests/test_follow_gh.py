@@ -13,7 +13,8 @@ import pytest
 
 from tests.support.follow import Night, log
 from tests.support.git import git
-from tests.support.servers.github_pulls import Comment, Job, Thread
+from tests.support.servers.github_actions import Job
+from tests.support.servers.github_pulls import Comment, Thread
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -1,4 +1,4 @@
-"""The edges of git-native runs a new user meets (SPEC 12, issue 29): a step that changes no file
+"""The edges of git-native runs a new user meets: a step that changes no file
 still gets its commit, akira's reports never show in `git status`, and `loop undo` leaves the
 folders an earlier step made. Real repositories, a Kiro spec worked in place, and a command
 agent (a shell script that acts by step id)."""

@@ -1,4 +1,4 @@
-"""Git-native runs (SPEC 12), in real temporary repositories with real hooks: the task branch,
+"""Git-native runs, in real temporary repositories with real hooks: the task branch,
 one commit per completed step, the person's work left alone, hooks that refuse, kill -9 at the
 commit, and the refusals that name the git command to run."""
 

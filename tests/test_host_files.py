@@ -1,4 +1,4 @@
-"""akira's own file work on the host never obeys what a step wrote (SPEC 15, "The host side").
+"""akira's own file work on the host never obeys what a step wrote (docs/sandbox.md, the host side).
 
 A hostile step, from a `Run:` line or an agent script, plants a trap where akira reads or writes
 for itself: the spec's design.md linked to a key in a planted fake home, `Logs`, `Done` and the
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # above `start`'s own
 SANDBOXED = pytest.param(
     (),
     id="sandboxed",
-    marks=pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)"),
+    marks=pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
 )
 UNSANDBOXED = ("--no-sandbox",)
 MODES = [SANDBOXED, pytest.param(UNSANDBOXED, id="no-sandbox")]

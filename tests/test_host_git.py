@@ -1,4 +1,4 @@
-"""The host side of the sandbox, for git (SPEC 15): nothing a step writes runs, or steers, the
+"""The host side of the sandbox, for git (docs/sandbox.md): nothing a step writes runs, or steers, the
 git that akira runs on the host after it, nor the person's own `git status` the next morning.
 
 A hostile step plants each trap for host-side git: `.git` renamed and replaced, a
@@ -31,7 +31,7 @@ from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 
 pytestmark = [
-    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)"),
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
     pytest.mark.slow,
 ]
 

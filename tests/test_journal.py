@@ -1,4 +1,4 @@
-"""Bounded state (schema 2) and the journal (issue 11): a long run keeps a small state file, the
+"""Bounded state (schema 2) and the journal (flat cost): a long run keeps a small state file, the
 full history is in `.state/history/<id>.jsonl`, the ledger survives steps leaving the state
 file, and version 1 files are read."""
 
@@ -12,14 +12,8 @@ import pytest
 
 from akira_cli.events import EventType
 from akira_cli.state.journal import read_history
-from akira_cli.state.models import (
-    KEEP_ATTEMPTS,
-    KEEP_ENTRIES,
-    KEEP_FINISHED,
-    Attempt,
-    CompletedStep,
-    LoopState,
-)
+from akira_cli.state.models import KEEP_FINISHED, CompletedStep, LoopState
+from akira_cli.state.records import KEEP_ATTEMPTS, KEEP_ENTRIES, Attempt
 from akira_cli.state.store import StateStore
 from tests.support.workspace import Akira
 

@@ -1,4 +1,4 @@
-"""The state is the ledger, and the control plane is not the agent's (SPEC 11). Real loops with
+"""The state is the ledger, and the control plane is not the agent's (docs/guarantees.md). Real loops with
 real command agents (bash scripts) that tick boxes, add directives and edit config."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_ticks_an_agent_makes_are_claims_that_the_checks_decide(akira: Akira) ->
           - Explain the feature in prose.
         """,
     )
-    # without the sandbox, which would refuse the agent's write to the task file (SPEC 15): what
+    # without the sandbox, which would refuse the agent's write to the task file: what
     # the ledger does when nothing refuses it
     result = akira.cli("loop", "start", "--task", str(task), "--no-sandbox")
     assert result.code == 0, result.err
@@ -111,7 +111,7 @@ def test_directives_an_agent_adds_wait_for_a_person_and_config_edits_are_not_obe
         """,
     )
     task = akira.write_task("f", "- [ ] 1. One\n  - Exists: `one.txt`\n")
-    # without the sandbox, which would refuse both writes (SPEC 15): section 11's rule on its own
+    # without the sandbox, which would refuse both writes: the ledger's rule on its own
     paused = akira.cli("loop", "start", "--task", str(task), "--no-wait", "--no-sandbox")
     assert paused.code == 3, paused.err
     assert not (akira.root / "pwned").exists() and not (akira.root / "pwned_by_config").exists()

@@ -17,11 +17,11 @@ import pytest
 
 from akira_cli.agents.llm import ToolStepExecutor
 from akira_cli.agents.tools import Toolbox
-from akira_cli.config import LLMSettings
 from akira_cli.events import Event, EventBus, EventType
 from akira_cli.llm.client import LLMClient
-from akira_cli.reasoning import PlanStep
+from akira_cli.reasoning.models import PlanStep
 from akira_cli.runner import CommandRunner
+from akira_cli.sections import LLMSettings
 from tests.support.llm_agent import HEALTH, Model, call, run_step
 from tests.support.servers.fake_openai import (
     FakeOpenAI,
@@ -315,7 +315,7 @@ def test_a_stop_hook_stops_between_tool_calls_never_inside_one(akira: Akira, fak
 
     model = Model([hook_then_write, call("finish", summary="done")])
     # The command stands in for a person making the hook: unsandboxed, since in the sandbox
-    # .hooks/ is read-only to a step (SPEC 15).
+    # .hooks/ is read-only to a step (docs/sandbox.md).
     assert run_step(akira, fake_openai, model, VERIFY_ONLY, "sandbox:\n  mode: off\n") == 3
     assert (akira.root / "slept").exists() and not (akira.root / "health.py").exists()
     (attempt,) = akira.state().steps["1"].attempts

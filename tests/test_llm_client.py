@@ -13,18 +13,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, SecretStr
 
-from akira_cli.config import BudgetSettings, LLMSettings, ModelPrice, ResourceLimits
 from akira_cli.errors import BudgetExceeded
 from akira_cli.events import EventType
-from akira_cli.llm import (
-    ChatResult,
-    LLMClient,
-    LLMError,
-    LLMSchemaError,
-    LLMTransientError,
-    Usage,
-    configured,
-)
+from akira_cli.llm.client import LLMClient
+from akira_cli.llm.types import ChatResult, LLMError, LLMSchemaError, LLMTransientError, configured
+from akira_cli.sections import BudgetSettings, LLMSettings, ModelPrice, ResourceLimits
+from akira_cli.usage import Usage
 from tests.support.llm_client import USER, Harness
 from tests.support.servers.fake_openai import (
     FakeOpenAI,

@@ -1,4 +1,4 @@
-"""Calls on slow servers (SPEC 9): every call streams, `llm.timeout` is the longest wait for the
+"""Calls on slow servers (the `llm` agent's calls): every call streams, `llm.timeout` is the longest wait for the
 next chunk, a reply akira gives up on has its connection closed, a timed-out call is sent again
 at most once, usage comes from the usage chunk or is estimated, and a server that does not stream
 is used without it. And the host mends what it can of a sloppy structured reply.
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from akira_cli.events import EventType
-from akira_cli.llm import LLMTransientError
+from akira_cli.llm.types import LLMTransientError
 from akira_cli.reasoning.models import TaskProfile
 from tests.support.llm_client import USER, Harness
 from tests.support.servers.fake_openai import FakeOpenAI, json_reply, stalling, text, tool_calls, trickling

@@ -1,4 +1,4 @@
-"""Edges a new user meets from the README alone (issue 29's follow-up): real repositories in
+"""Edges a new user meets from the README alone: real repositories in
 temp folders whose names hold a space, akira run as a subprocess as a person runs it."""
 
 from __future__ import annotations

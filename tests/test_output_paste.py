@@ -1,4 +1,4 @@
-"""What akira prints (issue 29 #14, SPEC 3): paths and commands that paste as they are, help
+"""What akira prints: paths and commands that paste as they are, help
 texts that say what each command takes, commit trailers and a panel a reader understands, and a
 config file whose key is given twice refused. Real workspaces, real git, real subprocesses."""
 
@@ -91,7 +91,7 @@ def test_help_texts_say_what_each_command_takes(tmp_path: Path) -> None:
     cancel = help_text(tmp_path, "fleet", "cancel")
     assert "Usage: akira fleet cancel [OPTIONS] RUN_ID" in cancel and "{" not in cancel, cancel
     assert "Usage: akira reason [OPTIONS] TEXT" in help_text(tmp_path, "reason")
-    assert "Usage: akira init [OPTIONS] [DIR]" in help_text(tmp_path, "init")  # as SPEC 3 writes them
+    assert "Usage: akira init [OPTIONS] [DIR]" in help_text(tmp_path, "init")  # as the README writes them
     timeout = option_help(help_text(tmp_path, "fleet", "worker"), "--worker-timeout")
     assert "(default: fleet.worker_timeout_seconds, 60)" in timeout, timeout
 

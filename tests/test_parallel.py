@@ -1,4 +1,4 @@
-"""Parallel `[P]` steps (SPEC 13), in real repositories with real worktrees: a wave runs its steps
+"""Parallel `[P]` steps, in real repositories with real worktrees: a wave runs its steps
 at once, lands them one at a time in file order, re-runs a step that collides after the wave,
 brings the environment a worktree lacks, survives a kill -9 mid-wave, and leaves no worktree
 behind.
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from akira_cli.config import Config
-from akira_cli.prompts import StepPrompts
 from akira_cli.state.models import LoopState
+from akira_cli.step_prompts import StepPrompts
 from akira_cli.tasks.parser import parse_task_text
 from tests.support.git import commits, git, trailers
 from tests.support.parallel import start, tasks

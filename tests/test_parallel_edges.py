@@ -1,4 +1,4 @@
-"""The edges of parallel `[P]` steps a new user meets (SPEC 13, issue 29), in real repositories
+"""The edges of parallel `[P]` steps a new user meets, in real repositories
 with real worktrees: commits carry ticks only, an escalation tells of every step that failed,
 a linked environment survives a slot's reuse, and the worktree hint is given where it helps."""
 

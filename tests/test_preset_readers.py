@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from akira_cli.agents.presets import PRESETS
+from akira_cli.agents.presets.base import PRESETS
 
 CLIS = Path(__file__).parent / "data" / "clis"
 

@@ -1,4 +1,4 @@
-"""No orphans, one live process per task, unique ids (SPEC 11). Real processes, real signals,
+"""No orphans, one live process per task, unique ids (docs/guarantees.md). Real processes, real signals,
 real kill -9; every wait is for a condition with a generous deadline."""
 
 from __future__ import annotations

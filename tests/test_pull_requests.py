@@ -1,4 +1,4 @@
-"""The pull request (SPEC 16), in real git repositories with a bare `origin`, and a fake `gh`
+"""The pull request (the morning review's hand-off), in real git repositories with a bare `origin`, and a fake `gh`
 and `glab` first on PATH (`tests/support/fake_forge.py`) that log their argv and body and answer as the real
 ones do: `gh pr create` prints the URL, `gh pr view --json url` answers for an open pull request
 and exits 1 with "no pull requests found" otherwise; glab likewise with merge requests."""
@@ -209,7 +209,7 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     assert forge.verbs() == ["gh pr view", "gh pr create"]
     argv = forge.calls()[1]["argv"]
     assert isinstance(argv, list)
-    assert rows[0]["branch"] == "akira/feat"  # a fleet run's branch is a local run's (issue 29 #12)
+    assert rows[0]["branch"] == "akira/feat"  # a fleet run's branch is a local run's, from `git.branch`
     assert argv[:6] == ["pr", "create", "--base", "main", "--head", "akira/feat"] and "--draft" in argv
 
 

@@ -1,5 +1,5 @@
 """The pinned real agent CLIs (~/.cache/akira/test-clis) run a step of `akira loop start` inside
-the sandbox (SPEC 15, on by default), each pointed at its scripted model server on 127.0.0.1 as a
+the sandbox (on by default), each pointed at its scripted model server on 127.0.0.1 as a
 person points it at a gateway (tests/realcli/clis.py). The server is reached through the run's
 proxy: claude's and gemini's base-URL variables and codex's model provider (its config.toml's
 `base_url` and `env_key`) let their gateway in by themselves; aider's `.aider.conf.yml` names
@@ -23,7 +23,7 @@ from tests.support.servers.scripted import Script, ScriptedServer
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)"),
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
 ]
 
 EXTRA = {

@@ -14,16 +14,12 @@ from typing import Any
 
 import pytest
 
-from akira_cli.config import LLMSettings, ReasoningSettings
 from akira_cli.events import Event, EventBus
 from akira_cli.llm.client import LLMClient
-from akira_cli.reasoning import (
-    PlanStep,
-    ReasoningEngine,
-    ReasoningResult,
-    StepOutcome,
-    ToolCallRecord,
-)
+from akira_cli.reasoning.engine import ReasoningEngine
+from akira_cli.reasoning.executor import StepOutcome
+from akira_cli.reasoning.models import PlanStep, ReasoningResult, ToolCallRecord
+from akira_cli.sections import LLMSettings, ReasoningSettings
 from tests.support.reasoning import GOOD, LOW, NO_ISSUES, SIMPLE, Script, outcome, step
 from tests.support.servers.fake_openai import FakeOpenAI, error, text
 

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.reasoning import prompts
 from akira_cli.reasoning.convergence import ConvergenceReply, assess
 from akira_cli.reasoning.models import Delta, Invalidation, Plan, PlanStep, TaskProfile, TTLAllocation
 from akira_cli.reasoning.planner import DeltaApplier, repair_conflicts
 from akira_cli.reasoning.profile import ttl_for
 from akira_cli.reasoning.validation import structural_issues
+from akira_cli.sections import ReasoningSettings
 
 
 def profile(depth: int, sufficiency: float, breadth: str, confidence: str) -> TaskProfile:

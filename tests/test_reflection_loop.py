@@ -306,7 +306,7 @@ def test_transient_exit_codes_of_the_agent_cost_no_iteration(akira: Akira) -> No
 
 def test_an_error_inside_the_evaluation_means_incomplete() -> None:
     from akira_cli.checks import evaluate
-    from akira_cli.state.models import CheckResult
+    from akira_cli.state.records import CheckResult
 
     class Broken:
         name = "broken"

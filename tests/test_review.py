@@ -1,4 +1,4 @@
-"""The reviewer per step (SPEC 16), in real git repositories with a bare `origin`: rounds of
+"""The reviewer per step (the morning review), in real git repositories with a bare `origin`: rounds of
 review, disputed steps, failing reviewers, the reasons in the next prompt, one commit per step
 with its `Akira-Review` trailer, the reviewer's usage apart, `review.when` and parallel waves."""
 

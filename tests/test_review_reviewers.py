@@ -1,4 +1,4 @@
-"""The reviewer per step (SPEC 16): the reviewers (a command, codex, the llm endpoint), no git,
+"""The reviewer per step (the morning review): the reviewers (a command, codex, the llm endpoint), no git,
 reading verdicts, its settings, and a reviewed commit across kill -9 and undo."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reviewer and a preset's gateway under the sandbox (SPEC 15, 16), for real: real `bwrap`,
+"""The reviewer and a preset's gateway under the sandbox, for real: real `bwrap`,
 the real proxy, real HTTP servers on 127.0.0.1.
 
 - The reviewer (a fake `claude` first on PATH) runs with the work tree read-only: what it tries
@@ -26,7 +26,7 @@ from tests.support.workspace import Akira
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)"),
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
 ]
 
 WRITING_REVIEWER = """\

@@ -1,7 +1,7 @@
-"""The sandbox (SPEC 15), for real: real `bwrap`, the real proxy, real HTTP servers on 127.0.0.1.
+"""The sandbox (docs/sandbox.md), for real: real `bwrap`, the real proxy, real HTTP servers on 127.0.0.1.
 
 A hostile agent (as the claude preset's `agent.command`) and a hostile `Run:` step try every
-escape of SPEC 15; each refusal is checked from outside: the planted secrets and the token in
+escape docs/sandbox.md lists; each refusal is checked from outside: the planted secrets and the token in
 akira's environment are never readable nor in anything akira writes, no file appears outside
 the work tree, the control plane is byte-identical, the forbidden server gets no request while
 the allowed one is reached, akira survives, a `setsid nohup sleep` is gone when the step is, and
@@ -24,7 +24,7 @@ from akira_cli.sections import SandboxSettings
 from tests.support.sandbox import AWS_KEY, NETRC, SSH_KEY, Server, plant
 from tests.support.workspace import Akira
 
-pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)")
+pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
 
 TOKEN = "ghp_TOKENa1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
 AWS_ENV = "AWSENV-7f3e9a1c5b2d8e4f"
@@ -32,7 +32,7 @@ SECRETS = (SSH_KEY, AWS_KEY, NETRC, TOKEN, AWS_ENV)
 SLEEP_MARK = "314159"
 
 HOSTILE = r"""#!/bin/bash
-# A hostile agent: it tries every escape of SPEC 15 and notes what it saw in loot.txt.
+# A hostile agent: it tries every escape of the sandbox and notes what it saw in loot.txt.
 [ -t 0 ] || cat > /dev/null
 L=loot.txt
 {

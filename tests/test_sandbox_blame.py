@@ -110,7 +110,7 @@ def test_a_refused_host_is_named_with_the_line_that_allows_it(
     assert attempts and all(a.error.splitlines()[0] == line for a in attempts), attempts[-1].error
     assert line in state.sandbox_refused
     from akira_cli.config import Config
-    from akira_cli.prompts import StepPrompts
+    from akira_cli.step_prompts import StepPrompts
     from akira_cli.workspace import Workspace
 
     config = Config()

@@ -1,4 +1,4 @@
-"""The sandbox's network under `network: allow` (SPEC 15), for real: real `bwrap`, `nsenter`, the
+"""The sandbox's network under `network: allow`, for real: real `bwrap`, `nsenter`, the
 real proxy and HTTP servers on 127.0.0.1.
 
 Each work tree's commands start in a private network namespace that akira keeps for the run (a
@@ -37,7 +37,7 @@ from tests.support.workspace import Akira
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap (SPEC 15)"),
+    pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
 ]
 
 LOOK = """readlink /proc/self/ns/net

@@ -1,4 +1,4 @@
-"""The sandbox's set-up (SPEC 15): a `bwrap` that cannot make a user namespace gives the `on`
+"""The sandbox's set-up (docs/sandbox.md): a `bwrap` that cannot make a user namespace gives the `on`
 refusal (exit 1, one line, cause and fix, nothing saved) and the `auto` warning (the run goes on
 unsandboxed, and the state, `status` and the report say so); the proxy's host rules; a `[P]`
 step's slot cannot write the main work tree; the reviewer's read-only sandbox."""
@@ -25,7 +25,7 @@ from tests.support.git import git
 from tests.support.workspace import Akira
 
 WORKS = probe(SandboxSettings()).ok
-needs_bwrap = pytest.mark.skipif(not WORKS, reason="needs a working bwrap (SPEC 15)")
+needs_bwrap = pytest.mark.skipif(not WORKS, reason="needs a working bwrap")
 
 FAKE_BWRAP = "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
 

@@ -17,7 +17,8 @@ import pytest
 
 from akira_cli.errors import AkiraError
 from akira_cli.state import savelog
-from akira_cli.state.models import Attempt, LoopState
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt
 from akira_cli.state.store import StateStore
 from tests.support.workspace import Akira
 
@@ -99,7 +100,7 @@ def test_the_log_never_overrides_a_newer_state_file_or_another_loop(tmp_path: Pa
 
 def test_saves_while_running_sync_the_log_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One fdatasync per save in between; the state file itself is fsynced on the first save
-    and whenever the status is not `running` (SPEC 11: temp file, fsync, replace, folder fsync)."""
+    and whenever the status is not `running` (a durable save: temp file, fsync, replace, folder fsync)."""
     calls: list[str] = []
     real_fsync, real_fdatasync = os.fsync, os.fdatasync
 
@@ -243,7 +244,7 @@ def test_an_agent_that_writes_the_save_log_is_reported(akira: Akira) -> None:
         "- [ ] 1. one\n  - Run: `printf junk >> .state/autonomous_loop_$AKIRA_TASK_ID.wal`\n"
         "- [ ] 2. two\n  - Run: `true`\n",
     )
-    # without the sandbox, which would refuse the write (SPEC 15): the report on its own
+    # without the sandbox, which would refuse the write: the report on its own
     assert akira.run("loop", "start", "--task", "Specs/wal/tasks.md", "--no-sandbox").code == 0
     changed = [(e.step_id, e.data["paths"]) for e in akira.events() if e.type == "control_plane_changed"]
     assert changed == [("1", [f".state/autonomous_loop_{akira.task_id()}.wal"])]

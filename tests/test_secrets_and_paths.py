@@ -1,4 +1,4 @@
-"""Nothing akira writes holds a secret; nothing read from a file is trusted as a path (SPEC 11)."""
+"""Nothing akira writes holds a secret; nothing read from a file is trusted as a path (docs/guarantees.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The spec tools' own layouts, worked in place in a real git repository, from any subfolder
-(SPEC 2), with a command agent that really edits files."""
+(the task-file format), with a command agent that really edits files."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from akira_cli.errors import AkiraError
-from akira_cli.state.models import Attempt, LoopState, PostActionReflection
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt, PostActionReflection
 from akira_cli.state.store import StateStore
 
 

@@ -23,7 +23,8 @@ import pytest
 from akira_cli import fileio
 from akira_cli.errors import AkiraError
 from akira_cli.state import savelog
-from akira_cli.state.models import Attempt, LoopState
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt
 from akira_cli.state.store import StateStore
 
 TASK = "task_20260101_000000"

@@ -13,13 +13,8 @@ import pytest
 
 from akira_cli.errors import AkiraError
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import (
-    SETTLE_SECONDS,
-    TaskFileError,
-    parse_task_file,
-    parse_task_text,
-    read_task_bytes,
-)
+from akira_cli.tasks.parser import parse_task_file, parse_task_text
+from akira_cli.tasks.reading import SETTLE_SECONDS, TaskFileError, read_task_bytes
 from tests.support.servers.plans import kiro_plan
 
 DATA = Path(__file__).parent / "data" / "tasks"

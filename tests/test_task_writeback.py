@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from akira_cli.tasks.parser import TaskFileError, parse_task_file
+from akira_cli.tasks.parser import parse_task_file
+from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.writeback import load_requirements, set_box
 
 DATA = Path(__file__).parent / "data" / "tasks"

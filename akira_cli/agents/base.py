@@ -11,7 +11,7 @@ from akira_cli.errors import AkiraError
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
-    from akira_cli.agents.presets import ProviderFault, UsageLimit
+    from akira_cli.agents.presets.base import ProviderFault, UsageLimit
     from akira_cli.config import Config
     from akira_cli.events import EventBus
     from akira_cli.llm.client import LLMClient
@@ -118,7 +118,7 @@ def choose_kind(kind: str, step: Step, config: Config) -> str:
         return "llm"
     if config.agent.command or config.agent.preset:
         return "command"
-    from akira_cli.agents.presets import PRESETS, found_on_path
+    from akira_cli.agents.presets.base import PRESETS, found_on_path
 
     found = found_on_path()
     seen = f"found on PATH: {', '.join(found)}" if found else "none of them is on PATH"

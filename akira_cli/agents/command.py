@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from akira_cli.agents.base import AgentContext, AgentRequest, AgentResult, register_agent
-from akira_cli.agents.presets import PRESETS, CliReport, Preset
+from akira_cli.agents.presets.base import PRESETS, CliReport, Preset
 from akira_cli.agents.session_totals import SessionTotals
-from akira_cli.config import AgentSettings
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import atomic_write, name_path
 from akira_cli.runner import CommandResult, CommandRunner, tail
+from akira_cli.sections import AgentSettings
 
 
 class CommandAgent:

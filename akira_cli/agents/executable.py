@@ -1,4 +1,4 @@
-"""Which agent CLI a run starts, and whether its executable is there (issue 29 #9).
+"""Which agent CLI a run starts, and whether its executable is there.
 
 A run whose agent CLI is missing is refused before anything starts (no branch, no state), the
 way the "no agent configured" refusal is; `akira doctor` reports the same finding.
@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 from akira_cli.errors import AkiraError
 
 if TYPE_CHECKING:
-    from akira_cli.agents.presets import Preset
-    from akira_cli.config import AgentSettings, Config
+    from akira_cli.agents.presets.base import Preset
+    from akira_cli.config import Config
+    from akira_cli.sections import AgentSettings
     from akira_cli.tasks.model import Step
 
 ASSIGNMENT = "="
@@ -50,7 +51,7 @@ class AgentCommand:
 def agent_command(kind: str, config: Config) -> AgentCommand | None:
     """The agent CLI of agent kind `kind` (`command` or a preset's name); None for the agents that
     start no CLI (`script`, `llm`, and `auto` when nothing names one)."""
-    from akira_cli.agents.presets import PRESETS
+    from akira_cli.agents.presets.base import PRESETS
 
     settings = config.agent
     if kind in PRESETS:

@@ -1,6 +1,6 @@
 """The `llm` agent: a tool-using coding agent that plans and works through the reasoning engine.
 
-Each attempt is one `ReasoningEngine` run (SPEC.md section 9) over the step's title and details,
+Each attempt is one `ReasoningEngine` run (docs/design.md) over the step's title and details,
 with the akira step prompt (progress, checks, the retry context of failed attempts) as context.
 The engine profiles, plans, validates and refines; each plan step is then carried out by
 `ToolStepExecutor`, a chat conversation in which the model uses the workspace tools until it calls
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from akira_cli.llm.client import LLMClient
-    from akira_cli.reasoning import PlanStep, ReasoningResult, StepOutcome, ToolCallRecord
-    from akira_cli.reasoning.models import Clarity
+    from akira_cli.reasoning.executor import StepOutcome
+    from akira_cli.reasoning.models import Clarity, PlanStep, ReasoningResult, ToolCallRecord
 
 APPROACH = "llm (reasoning)"
 APPROACH_DIRECT = "llm (direct)"
@@ -77,7 +77,7 @@ class ToolStepExecutor:
         self._lock = threading.Lock()
 
     def execute(self, step: PlanStep, prompt: str) -> StepOutcome:
-        from akira_cli.reasoning import StepOutcome  # lazy: openai loads only when used
+        from akira_cli.reasoning.executor import StepOutcome  # lazy: openai loads only when used
 
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": _prompt("llm_agent_system.md")},
@@ -134,7 +134,7 @@ class LLMAgent:
         self.context = context
 
     def run(self, request: AgentRequest) -> AgentResult:
-        from akira_cli.reasoning import ReasoningEngine  # lazy: openai loads only when used
+        from akira_cli.reasoning.engine import ReasoningEngine  # lazy: openai loads only when used
 
         config = self.context.config
         checks = step_checks(
@@ -171,7 +171,7 @@ class LLMAgent:
         """One tool conversation over the akira step itself: no profile, plan, validation or
         convergence call. The step's checks decide, as for any agent."""
         from akira_cli.llm.types import LLMError, LLMTransientError
-        from akira_cli.reasoning import PlanStep
+        from akira_cli.reasoning.models import PlanStep
 
         deadline = None if request.step.timeout is None else time.monotonic() + request.step.timeout
         executor = ToolStepExecutor(
@@ -220,8 +220,8 @@ class LLMAgent:
 
 
 def direct(mode: str, has_checks: bool, attempt: int) -> bool:
-    """Whether an attempt is one tool conversation instead of an engine run (SPEC 9, Cost:
-    depth is earned): always in `direct` mode, never in `full`; in `adaptive`, the first attempt
+    """Whether an attempt is one tool conversation instead of an engine run (depth is
+    earned, not spent up front): always in `direct` mode, never in `full`; in `adaptive`, the first attempt
     of a step whose host checks will decide."""
     return mode == "direct" or (mode == "adaptive" and has_checks and attempt == 1)
 
@@ -294,7 +294,7 @@ def _actions(executor: ToolStepExecutor) -> list[str]:
 
 
 def _record(name: str, arguments: str, result: ToolResult) -> ToolCallRecord:
-    from akira_cli.reasoning import ToolCallRecord
+    from akira_cli.reasoning.models import ToolCallRecord
 
     try:
         parsed = json.loads(arguments or "{}")
@@ -308,7 +308,7 @@ def _record(name: str, arguments: str, result: ToolResult) -> ToolCallRecord:
 
 
 def _unfinished(note: str, records: list[ToolCallRecord]) -> StepOutcome:
-    from akira_cli.reasoning import StepOutcome
+    from akira_cli.reasoning.executor import StepOutcome
 
     return StepOutcome(step_output=note.strip("; "), clarity_state="PARTIALLY_CLEAR", tool_calls=records)
 

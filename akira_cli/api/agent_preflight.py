@@ -1,6 +1,6 @@
-"""The agent CLI's executable, checked at `loop start` and `loop resume` before anything starts
-(issue 29 #9): a missing `claude` is one line and exit 1, not a branch, a state and two failed
-attempts with `bash: line 1: claude: command not found`."""
+"""The agent CLI's executable, checked at `loop start` and `loop resume` before anything starts:
+a missing `claude` is one line and exit 1, not a branch, a state and two failed attempts
+with `bash: line 1: claude: command not found`."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def at_resume(workspace: Workspace, cfg: Config, state: LoopState) -> None:
     from akira_cli.api.run import agent_workdir
     from akira_cli.errors import AkiraError
     from akira_cli.loop.conditions import TaskLocator
-    from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import read_task_bytes
 
     path = TaskLocator.of(workspace, state).locate(Path(state.task_path))
     if path is None:

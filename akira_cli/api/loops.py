@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from akira_cli.api.lookup import find_path, load_task, store_for, workspace_and_config
 from akira_cli.errors import AkiraError
-from akira_cli.sections import FollowSettings
 from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
@@ -64,7 +63,8 @@ def start(
     from akira_cli.git.worktrees import require_git
     from akira_cli.review.build import preflight as review_preflight
     from akira_cli.sandbox.session import baseline, resolve
-    from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import read_task_bytes
     from akira_cli.tasks.source import TaskSource
 
     overrides = {
@@ -165,9 +165,9 @@ def resume(
     from akira_cli.api.agent_preflight import at_resume
     from akira_cli.api.models import Note, Resumed
     from akira_cli.config import load_config
-    from akira_cli.control import ResumeRequest, apply_resume, write_request
     from akira_cli.hooks import remove_hooks
     from akira_cli.reports import take_guidance
+    from akira_cli.resume_requests import ResumeRequest, apply_resume, write_request
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
@@ -238,6 +238,7 @@ def follow(
     run = git_run(workspace, cfg, state)  # never switch branches under a person's feet
     assert run is not None and state.git is not None and state.git.pr_url
     from akira_cli.follow.follower import start_watch
+    from akira_cli.sections import FollowSettings
 
     store.unarchive(state.task_id)
     state.follow, state.status, state.stop_reason = True, "following", ""

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def criteria_warnings(task_file: TaskFile) -> list[str]:
-    """The spec's criteria file that does not parse, and ids steps name that it lacks (SPEC 16)."""
+    """The spec's criteria file that does not parse, and ids steps name that it lacks, as warnings."""
     from akira_cli.criteria.refs import unknown_id_warnings
     from akira_cli.criteria.spec import load_spec
 

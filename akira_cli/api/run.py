@@ -9,11 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from akira_cli.agents import REGISTRY, Agent, AgentContext
-from akira_cli.agents.base import choose_kind
+from akira_cli.agents.base import REGISTRY, Agent, AgentContext, choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
-from akira_cli.config import Config, FollowSettings
+from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.loop.conditions import TaskLocator
@@ -22,13 +21,14 @@ from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.orphans import ChildLedger
-from akira_cli.prompts import StepPrompts
 from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner
+from akira_cli.sections import FollowSettings
 from akira_cli.state.lock import TaskLock
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore
+from akira_cli.step_prompts import StepPrompts
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
@@ -62,7 +62,7 @@ def run(
         state.sandboxed = sandbox is not None
         loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks)
         stack.callback(loop.locator.close)
-        loop.engine.runner.wrapper = sandbox  # every command of the run starts inside (SPEC 15)
+        loop.engine.runner.wrapper = sandbox  # every command of the run starts inside the sandbox
         return loop
 
     return finished(
@@ -138,7 +138,7 @@ def step_commits(
     bus: EventBus,
     runner: CommandRunner,
 ) -> StepCommits | None:
-    """A git-native run's commits (SPEC 12), when it started as one; its HEAD must be on the
+    """A git-native run's commits (one per completed step), when it started as one; its HEAD must be on the
     task branch: a resume never switches branches under a person's feet. With `git.verify`, the
     repository's hooks run as the steps' commands do (in the sandbox)."""
     run = git_run(workspace, config, state)
@@ -256,7 +256,7 @@ def forges(config: Config, root: Path) -> Callable[[str], Forge]:
 def sandbox_for(
     workspace: Workspace, config: Config, state: LoopState, bus: EventBus
 ) -> contextlib.AbstractContextManager[Sandbox | None]:
-    """The run's sandbox and its proxy (SPEC 15), or None."""
+    """The run's sandbox and its proxy (docs/sandbox.md), or None."""
     from akira_cli.sandbox.blame import shown_host
     from akira_cli.sandbox.session import open_sandbox
 

@@ -74,7 +74,7 @@ def progress(root: str | Path | None, task_id: str) -> Progress:
 
 
 def criteria(state: LoopState, store: StateStore) -> dict[str, object]:
-    """The spec's acceptance criteria and their evidence (SPEC 16), as the report's table."""
+    """The spec's acceptance criteria and their evidence (the criteria table), as the report's table."""
     from akira_cli.criteria.table import table_for, to_json
 
     found = table_for(Path(state.task_path), state, store.all_completed(state))

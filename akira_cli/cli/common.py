@@ -11,11 +11,6 @@ from typing import Annotated, Any, ParamSpec
 import typer
 from typer.core import TyperCommand
 
-from akira_cli.api.lookup import find_path, load_task, same_file, store_for, workspace_and_config
-
-__all__ = ["find_path", "load_task", "same_file", "store_for", "workspace_and_config"]
-
-
 P = ParamSpec("P")
 
 ROOT_HELP = (
@@ -58,8 +53,8 @@ JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Machine-re
 
 
 class PlainUsage(TyperCommand):
-    """A command whose usage line names a required argument as SPEC 3 does (`RUN_ID`, `TEXT`),
-    not in the braces Typer puts around it (`{RUN_ID}`)."""
+    """A command whose usage line names a required argument as the README writes it (`RUN_ID`,
+    `TEXT`), not in the braces Typer puts around it (`{RUN_ID}`)."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = super().collect_usage_pieces(ctx)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from akira_cli.cli.common import ExtraConfigOption, RootOption, exits, workspace_and_config
+from akira_cli.api.lookup import workspace_and_config
+from akira_cli.cli.common import ExtraConfigOption, RootOption, exits
 
 app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 

@@ -19,7 +19,7 @@ from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
-    from akira_cli.doctor import Finding
+    from akira_cli.doctor.base import Finding
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 
@@ -36,7 +36,8 @@ def doctor(
     """Check that a run can start here: the agent CLI, its auth and flags, git, the sandbox, the
     LLM endpoint, the push remote and the pull request's tool, the reviewer's CLI."""
     from akira_cli.config import load_config
-    from akira_cli.doctor import Finding, context_for, run_checks
+    from akira_cli.doctor import context_for, run_checks
+    from akira_cli.doctor.base import Finding
 
     workspace = Workspace.resolve(root)
     try:

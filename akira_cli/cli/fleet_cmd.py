@@ -1,4 +1,4 @@
-"""`akira fleet add | worker | status | cancel` (SPEC 14). dbos is imported only in here, inside
+"""`akira fleet add | worker | status | cancel`: the fleet's commands. dbos is imported only in here, inside
 the commands, and only when it is installed (the `fleet` extra)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ DatabaseOption = Annotated[
 def context(root: str | None, database_url: str | None) -> tuple[str, Any]:
     """The database URL and the fleet settings: from the workspace when there is one; a worker
     on a machine with no workspace needs only the URL."""
-    from akira_cli.cli.common import workspace_and_config
+    from akira_cli.api.lookup import workspace_and_config
     from akira_cli.config import Config
     from akira_cli.fleet.database import ENV_URL, require_dbos
     from akira_cli.fleet.database import database_url as resolve

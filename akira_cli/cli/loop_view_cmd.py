@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from akira_cli.cli.common import JsonOption, RootOption, TaskIdOption, exits, load_task
+from akira_cli.api.lookup import load_task
+from akira_cli.cli.common import JsonOption, RootOption, TaskIdOption, exits
 from akira_cli.cli.loop_cmd import app
 from akira_cli.workspace import Workspace
 

@@ -1,4 +1,4 @@
-"""`akira reason "TEXT"`: the multi-pass reasoning engine on free text (SPEC 9)."""
+"""`akira reason "TEXT"`: the multi-pass reasoning engine on free text, without a task file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from akira_cli.cli.common import ExtraConfigOption, JsonOption, RootOption, workspace_and_config
+from akira_cli.api.lookup import workspace_and_config
+from akira_cli.cli.common import ExtraConfigOption, JsonOption, RootOption
 from akira_cli.errors import LoopStop
 
 

@@ -1,2 +1,2 @@
-"""The spec's acceptance criteria (SPEC 16): Kiro's requirements.md and spec-kit's spec.md, the
+"""The spec's acceptance criteria (the morning review): Kiro's requirements.md and spec-kit's spec.md, the
 ids the steps name, and the table of evidence per criterion that the report ends with."""

@@ -1,4 +1,4 @@
-"""The criteria table (SPEC 16): one row per acceptance criterion, with the steps that name it,
+"""The criteria table (the morning review): one row per acceptance criterion, with the steps that name it,
 whether each was verified, its review and the checks that ran. The completion report ends with
 it, `loop progress --json` carries it, and the pull request's body shows it."""
 
@@ -116,7 +116,8 @@ def review_of(record: object) -> str | None:
 def table_for(task_path: Path, state: LoopState, done: list[CompletedStep]) -> tuple[Spec, list[Row]] | None:
     """The feature's criteria and their rows; None when no criteria file lies beside the task
     file or it names no criteria (the warning says why, at start)."""
-    from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import TaskFileError, read_task_bytes
 
     spec = load_spec(task_path)
     if spec is None or not spec.criteria:

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli.doctor import agent_cli, auth, host, remote, reviewer, start  # registration, in report order
-from akira_cli.doctor.base import CHECKS, Check, DoctorContext, Finding, register_check
+from akira_cli.doctor.base import CHECKS, DoctorContext, Finding
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
 
-__all__ = ["CHECKS", "Check", "DoctorContext", "Finding", "context_for", "register_check", "run_checks"]
 _ = auth, host, remote, reviewer, start
 
 

@@ -76,7 +76,7 @@ class AgentOnPath:
         kind = context.kind
         if kind in ("script", "llm") or (kind == "auto" and context.config.llm.base_url):
             return Finding("agent", "ok", f"agent kind {kind}: no agent CLI is started")
-        from akira_cli.agents.presets import PRESETS, found_on_path
+        from akira_cli.agents.presets.base import PRESETS, found_on_path
 
         found = found_on_path()
         seen = f"found on PATH: {', '.join(found)}" if found else "none of them is on PATH"

@@ -69,7 +69,7 @@ class Git:
 
 
 class Sandbox:
-    """The sandbox (SPEC 15): `bwrap` tried once with a step's flags, as `loop start` tries it.
+    """The sandbox (docs/sandbox.md): `bwrap` tried once with a step's flags, as `loop start` tries it.
     `sandbox.mode: on` without a working sandbox stops a run (fail); `auto` runs unconfined with a
     warning (warn). What it refused the workspace's failed steps, each with the line that allows
     it (warn)."""

@@ -20,7 +20,7 @@ def reviewer_command(config: Config) -> AgentCommand | None:
     """The command line a review runs (a preset's in its read-only mode, or `review.agent`'s
     own); None for `llm` or no reviewer."""
     from akira_cli.agents.executable import agent_command
-    from akira_cli.agents.presets import PRESETS
+    from akira_cli.agents.presets.base import PRESETS
     from akira_cli.review.agent import reviewer_settings
     from akira_cli.sections import AgentSettings
 

@@ -1,4 +1,4 @@
-"""A fleet run's task branch (SPEC 14): the name a local run of the task would get, from
+"""A fleet run's task branch (the fleet): the name a local run of the task would get, from
 `git.branch` in the clone's configuration (default `akira/{feature}`), with `-2`, `-3` when the
 name is taken on the remote or by another live run. The worker that first takes the run chooses
 it and records it with the run's progress, so a worker recovering the run finds the branch."""

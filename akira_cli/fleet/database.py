@@ -1,4 +1,4 @@
-"""The fleet's database (SPEC 14): DBOS's system database (its queue and workflows) and two
+"""The fleet's database (the fleet): DBOS's system database (its queue and workflows) and two
 small tables of akira's own beside them, the workers' heartbeats and the runs' progress.
 
 A SQLite file on one machine (`.state/fleet.sqlite` by default), Postgres for many. `dbos` is

@@ -1,18 +1,17 @@
-"""One fleet run on a worker (SPEC 14): clone, setup, a git-native loop that pushes each step's
+"""One fleet run on a worker (the fleet): clone, setup, a git-native loop that pushes each step's
 commit, and progress reported while it runs.
 
 The clone is made fresh each time the run is taken, by this worker or by one recovering it: if
 the run's branch is on the remote already, it is cloned and the loop continues on it (its
 committed ticks and `Akira-Step` trailers say which steps are done: git history is the ledger
 across machines); else the ref is cloned and the loop makes the branch. The loop is a child
-process that dies with the worker (PR_SET_PDEATHSIG), so a dead worker's loop never runs on
-beside the one that recovers it.
+process that dies with the worker (`deathsig.py`), so a dead worker's loop never runs on beside
+the one that recovers it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import shlex
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from akira_cli.fleet.database import Tables
+from akira_cli.fleet.deathsig import tethered
 from akira_cli.fleet.runs import RunSpec, git_out
 from akira_cli.redaction import url_without_password
 from akira_cli.runner import tail
@@ -35,13 +35,6 @@ EXIT_STATUS = {0: "completed", 3: "needs_action", 4: "needs_action"}
 """A loop's exit code as the run's status: a pause nobody asked for waits for a person too."""
 PAUSE_WAIT = 25.0
 """How long a worker that is told to stop lets a loop run to its next step boundary."""
-
-
-def die_with_parent() -> None:
-    """In the loop's child: SIGKILL when the worker dies (Linux); akira's reaper then kills the
-    loop's own commands."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -141,14 +134,13 @@ class LoopRun:
             return None
         self.report("running", message=f"setup: {command}")
         try:
-            with open_sandbox(config, clone, clone, lambda: None, lambda *_: None) as sandbox:  # SPEC 15
+            with open_sandbox(config, clone, clone, lambda: None, lambda *_: None) as sandbox:  # confined
                 argv, env = ["bash", "-c", command], None
                 if sandbox is not None:
                     argv, env = sandbox.wrap(argv, clone, dict(os.environ))
                 done = subprocess.run(
-                    argv, cwd=clone, env=env, capture_output=True, text=True, timeout=3600,
-                    preexec_fn=die_with_parent,
-                )  # fmt: skip
+                    tethered(argv), cwd=clone, env=env, capture_output=True, text=True, timeout=3600
+                )
         except subprocess.TimeoutExpired:
             return f"`{command}` took more than an hour"
         if done.returncode == 0:
@@ -165,11 +157,12 @@ class LoopRun:
         """The loop as a child process, watched until it exits; the run's end from its exit."""
         env = {key: value for key, value in os.environ.items() if key != "AKIRA_FLEET_DATABASE_URL"}
         # ^ the loop's agents never see the queue's password. A recovered run is on its branch.
-        command = [sys.executable, "-m", "akira_cli.fleet.child", "--task", str(clone / self.spec.task)]
+        # -I: the clone, where the steps write, is never on the loop's import path
+        command = [sys.executable, "-I", "-m", "akira_cli.fleet.child", "--task", str(clone / self.spec.task)]
         command += ["--push", "origin", "--branch", "" if resumed else self.branch]
         process = subprocess.Popen(
-            command, cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            preexec_fn=die_with_parent,
+            tethered(command), cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         stderr: list[str] = []
         reader = threading.Thread(target=lambda: stderr.extend(process.stderr or []), daemon=True)
@@ -215,7 +208,7 @@ class LoopRun:
             return {"status": "handed_back"}
         status = EXIT_STATUS.get(code or 0, "failed")
         pull_request = (read_state(self.state_dir(clone)).get("git") or {}).get("pr_url")
-        done = f"pull request: {pull_request}" if pull_request else ""  # SPEC 16, as a local run
+        done = f"pull request: {pull_request}" if pull_request else ""  # as a local run reports it
         return self.end(status, done if status == "completed" else tail(stderr.strip(), 500))
 
     def was_cancelled(self) -> bool:

@@ -1,4 +1,4 @@
-"""A fleet run (SPEC 14): one task file, at a path relative to its repository, in one repository
+"""A fleet run (the fleet): one task file, at a path relative to its repository, in one repository
 at one ref. Adding one enqueues a DBOS workflow; at most one run per repository and task path
 is live (DBOS's deduplication on the queue refuses a second). Status comes from DBOS's
 workflows and the progress the workers report."""
@@ -195,7 +195,7 @@ def cancel(url: str, run_id: str) -> str:
 
 
 def rows(url: str) -> list[dict[str, Any]]:
-    """One row per run, with SPEC 14's keys, oldest first."""
+    """One row per run, with the keys `fleet status --json` prints, oldest first."""
     client = open_client(url)
     tables = Tables(url)
     try:

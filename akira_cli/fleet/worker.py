@@ -1,4 +1,4 @@
-"""A fleet worker (SPEC 14): a DBOS executor that takes runs from the queue, up to
+"""A fleet worker (the fleet): a DBOS executor that takes runs from the queue, up to
 `--concurrency` at once, and runs each one (`loop_run.LoopRun`).
 
 - Its executor id is its name. It heartbeats into `akira_fleet_workers`; a worker whose heartbeat

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.errors import AkiraError, LoopStop, NeedsPerson, PullRequestGreen, PullRequestNeedsPerson
 from akira_cli.events import EventBus, EventType, utcnow
+from akira_cli.follow.fix_prompts import FollowPrompts, summary_of
 from akira_cli.follow.forge import Comment, Forge, ForgeError, Seen
-from akira_cli.follow.prompts import FollowPrompts, summary_of
 from akira_cli.follow.signature import first_failing_line, log_tail
 from akira_cli.follow.watch import Fix, GiveUp, Green, ReadLogs, Wait, decide
 from akira_cli.git.step_message import Message
@@ -287,7 +287,8 @@ class Follower:
         self.loop.bus.emit(EventType.FOLLOW, item.step_id, action="replied", thread=item.reply_to)
 
     def task(self) -> TaskFile:
-        from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+        from akira_cli.tasks.parser import parse_task_text
+        from akira_cli.tasks.reading import TaskFileError, read_task_bytes
 
         path = Path(self.loop.state.task_path)
         try:

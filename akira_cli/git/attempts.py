@@ -1,4 +1,4 @@
-"""A failed attempt's changes on a git-native run (SPEC 12): the work tree before the attempt as
+"""A failed attempt's changes on a git-native run, kept as a patch: the work tree before the attempt as
 HEAD plus the blobs of the paths already changed, the attempt's patch against it, and going back
 to it (`git.failed_attempt: reset`). The person's index is never used: trees are built in a
 temporary one."""

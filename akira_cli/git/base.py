@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from akira_cli.config import GitSettings
 from akira_cli.errors import AkiraError
 from akira_cli.git.cli import Git
+from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 
 

@@ -1,5 +1,5 @@
-"""No branch but the task's moves during a run (SPEC 12's promise that the person's other
-branches are theirs): the branches are read before an attempt and after it, and one that a
+"""No branch but the task's moves during a run (the person's other branches are
+theirs): the branches are read before an attempt and after it, and one that a
 step moved, made or deleted is named with the commands to look at it and to put it back. akira
 never sets it back itself: the person decides, and the run pauses until they resume it.
 

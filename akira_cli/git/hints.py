@@ -1,4 +1,4 @@
-"""The worktree hint (SPEC 13): a wave step that failed in its worktree slot because something
+"""The worktree hint (parallel steps): a wave step that failed in its worktree slot because something
 the main work tree has was not there.
 
 A worktree holds tracked files only. When a failed attempt's output names a path that is

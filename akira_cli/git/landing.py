@@ -1,4 +1,4 @@
-"""A wave step's commit brought onto the task branch (SPEC 13), without touching the person's
+"""A wave step's commit brought onto the task branch, one at a time, without touching the person's
 index: git merges the step's commit into the tip in memory (`merge-tree`, from the wave's base),
 and the files the merge changed are written into the main work tree. The loop then runs the
 step's checks there and commits those files as the step's commit (`StepCommits.commit`).

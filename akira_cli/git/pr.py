@@ -1,4 +1,4 @@
-"""The pull request (SPEC 16): when a git-native run completes or stops with needs_action, one
+"""The pull request (the night's hand-off): when a git-native run completes or stops with needs_action, one
 pull request from the task branch to `git.base` (else the branch it started from), opened with
 `gh pr create` (or `glab mr create`) and updated with `gh pr edit` (or `glab mr update`) ever
 after.

@@ -1,4 +1,4 @@
-"""A git-native run (SPEC 12): the task branch, and one commit per completed step.
+"""A git-native run (docs/design.md): the task branch, and one commit per completed step.
 
 A step's commit is made from a temporary index (`GIT_INDEX_FILE`): HEAD's tree, the files the
 step's attempts changed as the work tree has them, and the task file with the step's tick (put
@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from akira_cli.config import GitSettings
 from akira_cli.errors import AkiraError
 from akira_cli.git.base import base_commit, refuse_elsewhere
 from akira_cli.git.cli import Git, GitError, Repository, find, output_of
@@ -30,6 +29,7 @@ from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nes
 from akira_cli.git.plumbing import Plumbing
 from akira_cli.git.verify import CommitHooks
 from akira_cli.redaction import redact
+from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.workspace import in_quotes
@@ -65,7 +65,7 @@ class Found:
     step_id: str
     verified: bool
     review: str | None = None
-    """The `Akira-Review` trailer (SPEC 16), when a reviewer looked at the step."""
+    """The `Akira-Review` trailer (the reviewer's verdict), when a reviewer looked at the step."""
 
 
 class GitRun:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.fileio import read_all
-from akira_cli.state.models import Attempt, LoopState
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 

@@ -1,4 +1,4 @@
-"""The loop's commits (SPEC 12): one per completed step, one for the move to Done/, and the
+"""The loop's commits (git-native runs): one per completed step, one for the move to Done/, and the
 commits a kill -9 left unrecorded, found again by their trailers.
 
 A step's commit is made when its evaluation passed and before the step is recorded complete, so
@@ -22,7 +22,8 @@ from akira_cli.git.nested import left_out
 from akira_cli.git.run import GitRun, subject
 from akira_cli.git.step_message import Message, task_bytes, ticked_bytes, trailers
 from akira_cli.git.verify import CommitRefused
-from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
+from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace, in_quotes

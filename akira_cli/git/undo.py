@@ -1,4 +1,4 @@
-"""`akira loop undo --step SID` (SPEC 12): revert the commits akira made for SID and every later
+"""`akira loop undo --step SID`: revert the commits akira made for SID and every later
 step (and the move to Done/), newest first, with `git revert` (one revert commit each: history is
 never rewritten); those steps are no longer completed, their boxes are unticked, and the loop is
 left paused for a resume to run them again."""
@@ -13,7 +13,7 @@ from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 from akira_cli.state import gitrun
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.state.store import StateStore
-from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.writeback import set_box
 from akira_cli.workspace import Workspace, command_line, in_quotes
 

@@ -1,4 +1,4 @@
-"""Worktree slots for parallel steps (SPEC 13): at most N worktrees per task under
+"""Worktree slots for parallel `[P]` steps: at most N worktrees per task under
 `.akira/worktrees/<task_id>/<slot>`, each switched from step to step.
 
 A fresh `git worktree add` checks out every tracked file; a slot that is reused is switched to

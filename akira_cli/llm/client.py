@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
-from akira_cli.config import BudgetSettings, LLMSettings, ResourceLimits
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm import stream, wire
 from akira_cli.llm.mend import mend
@@ -37,6 +36,7 @@ from akira_cli.llm.types import (
     LLMTruncated,
     Redactor,
 )
+from akira_cli.sections import BudgetSettings, LLMSettings, ResourceLimits
 from akira_cli.usage import Usage, check_budget
 
 T = TypeVar("T", bound=BaseModel)

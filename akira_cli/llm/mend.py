@@ -1,4 +1,4 @@
-"""What the host mends in a structured reply before it asks the model again (SPEC 9, JSON repair).
+"""What the host mends in a structured reply before it asks the model again (JSON repair).
 
 Only what can be mended without guessing meaning, each with a note naming the field:
 - a number outside its bounds is clamped to them (`information_sufficiency: 1.5` becomes 1);

@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 import openai
 
 from akira_cli.backoff import backoff
-from akira_cli.config import LLMSettings
 from akira_cli.events import EventType
 from akira_cli.llm import stream, wire
 from akira_cli.llm.types import Failure, FormatRejected, LLMError, LLMTransientError, Redactor
+from akira_cli.sections import LLMSettings
 from akira_cli.transient import is_transient_status
 
 R = TypeVar("R")

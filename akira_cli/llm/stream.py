@@ -1,4 +1,4 @@
-"""Streamed chat completions (SPEC 9, Cost: calls on slow servers).
+"""Streamed chat completions (a slow server is waited for, a silent one is not).
 
 Every call streams (`stream: true` with `stream_options.include_usage`). A local server on a
 laptop makes a few tokens a second and keeps generating for a client that has gone away; a

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from akira_cli import redaction
-from akira_cli.config import LLMSettings
 from akira_cli.errors import AkiraError
+from akira_cli.sections import LLMSettings
 from akira_cli.usage import Usage
 
 NO_KEY = "sk-no-key-required"

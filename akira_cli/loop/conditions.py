@@ -1,4 +1,4 @@
-"""Stop conditions, checked before every iteration (SPEC 5)."""
+"""Stop conditions, checked before every iteration and while a step runs (docs/design.md)."""
 
 from __future__ import annotations
 

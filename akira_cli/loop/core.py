@@ -1,4 +1,4 @@
-"""The autonomous loop (SPEC 5): check stop conditions, run one attempt, save, repeat.
+"""The autonomous loop (docs/design.md): check stop conditions, run one attempt, save, repeat.
 
 Stopping is done with `LoopStop` exceptions; `settle` turns each into its status, report and
 exit code. An iteration costs one durable write: the save at the next boundary (the next step's
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from akira_cli import nofollow
 from akira_cli.config import Config
-from akira_cli.control import ResumeRequest, apply_resume, take_request
 from akira_cli.errors import (
     AkiraError,
     ForceStopped,
@@ -35,11 +34,12 @@ from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
-from akira_cli.state.models import Attempt, CompletedStep, CurrentStep, LoopState
-from akira_cli.state.records import passed_checks
+from akira_cli.resume_requests import ResumeRequest, apply_resume, take_request
+from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.records import Attempt, passed_checks
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line, in_quotes
@@ -67,7 +67,7 @@ class AutonomousLoop:
     agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None = None
     """Agents that run their commands through a given runner (a parallel step's lane)."""
     waves: Waves | None = None
-    """Parallel `[P]` waves (SPEC 13), on a git-native run with `parallel` above 1."""
+    """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1."""
     follower: Follower | None = None
     """After the pull request: its checks and reviews followed (`follow:`)."""
 

@@ -1,4 +1,4 @@
-"""The per-step engine (SPEC 6): execute -> evaluate -> classify -> reflect -> re-plan.
+"""The per-step engine (docs/design.md): execute -> evaluate -> classify -> reflect -> re-plan.
 
 One call to `attempt` is one iteration of the loop. Transient failures are retried here with
 backoff and cost no iteration; strategic ones are recorded, reflected on, and either retried by
@@ -29,9 +29,10 @@ from akira_cli.loop.partners import Commits, Reviewer
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
-from akira_cli.prompts import reinjection_reason
 from akira_cli.runner import CommandRunner, tail
-from akira_cli.state.models import Attempt, LoopState, StepRecord
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt, StepRecord
+from akira_cli.step_prompts import reinjection_reason
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 from akira_cli.workspace import Workspace
@@ -64,9 +65,9 @@ class StepEngine(Outcomes):
     limits: LimitWaiter
     judge: Judge | None = None
     commits: Commits | None = None
-    """On a git-native run, the step commits (SPEC 12)."""
+    """On a git-native run, the step commits (one per completed step)."""
     reviewer: Reviewer | None = None
-    """`review.agent`'s reviewer (SPEC 16), when one is set."""
+    """`review.agent`'s reviewer (the morning review), when one is set."""
     held: LoopStop | None = None
     """A stop found after an attempt whose result still counts (a branch the step moved): the
     loop raises it at the next step boundary, once the attempt is recorded."""
@@ -252,14 +253,14 @@ class StepEngine(Outcomes):
         return (self.workspace.root / folder).resolve() if folder else self.workspace.root
 
     def context_due(self) -> bool:
-        """Seed 004's rules for a kept conversation: the whole context again every N iterations
+        """The rules for a kept conversation: the whole context again every N iterations
         or when it is stale (a new step has no session yet, so it always gets it)."""
         reason = reinjection_reason(self.state, self.config.autonomous_loop)
         return reason is not None and reason != "after_failure"
 
     def note_reinjection(self, step: Step) -> None:
         """Fresh-context agents get the continuation context in every prompt; this records when
-        seed 004's rules (every N iterations, after a failure, when stale) call for it."""
+        the reinjection rules (every N iterations, after a failure, when stale) call for it."""
         reason = reinjection_reason(self.state, self.config.autonomous_loop)
         if reason:
             self.state.context.last_reinjected_iteration = self.state.iteration

@@ -1,4 +1,4 @@
-"""Evidence-based completion (SPEC 6): an agent's exit 0 is a claim, not evidence.
+"""Evidence-based completion (docs/guarantees.md): an agent's exit 0 is a claim, not evidence.
 
 A step is verified when at least one deterministic check ran for it (its own or a project
 check) and all passed. A step with no check at all is complete only when the attempt left
@@ -20,7 +20,7 @@ from akira_cli.agents.base import AgentRequest, AgentResult
 from akira_cli.config import Config
 from akira_cli.errors import NeedsPerson
 from akira_cli.runner import CommandRunner
-from akira_cli.state.models import CheckResult
+from akira_cli.state.records import CheckResult
 from akira_cli.tasks.model import Step
 
 CHECKPOINT_RE = re.compile(r"\bcheck[- ]?point\b|\bensure all tests pass", re.I)

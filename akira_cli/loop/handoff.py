@@ -1,4 +1,4 @@
-"""Handing the night's work off as a pull request (SPEC 16), when the run completes or stops
+"""Handing the night's work off as a pull request (the morning review), when the run completes or stops
 with needs_action: the branch pushed once more, then one pull request opened or updated with
 the completion report, written for a reader of the forge, as its body."""
 
@@ -56,7 +56,7 @@ def hand_off(
         return None
     try:
         return _hand_off(workspace, config, state, store, commits, bus, stop, record)
-    except (OSError, subprocess.SubprocessError) as exc:  # never fatal (SPEC 16): one warning
+    except (OSError, subprocess.SubprocessError) as exc:  # never fatal to the run: one warning
         _warn(bus, f"no pull request: {describe_os_error(exc, AGAIN) if isinstance(exc, OSError) else exc}")
         return None
 
@@ -157,7 +157,8 @@ def fit(body: str, workspace: Workspace, state: LoopState) -> str:
 
 def title(state: LoopState, done: set[str]) -> str:
     """`<feature>: <done>/<total> steps`, counted in the task file as it is now."""
-    from akira_cli.tasks.parser import TaskFileError, parse_task_text, read_task_bytes
+    from akira_cli.tasks.parser import parse_task_text
+    from akira_cli.tasks.reading import TaskFileError, read_task_bytes
 
     path = Path(state.task_path)
     feature = state.feature or path.parent.name

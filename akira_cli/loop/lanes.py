@@ -2,7 +2,7 @@
 wave of them in flight (`InFlight`).
 
 The main lane is the work folder of the main work tree, where steps run one at a time. A wave
-step (SPEC 13) runs in a lane of its own: a worktree slot with its own runner, witness and
+step (a `[P]` step) runs in a lane of its own: a worktree slot with its own runner, witness and
 agents, so that its commands, its checks and what it changed never mix with another step's.
 """
 
@@ -18,12 +18,12 @@ from akira_cli.agents.base import Agent, AgentRequest, AgentResult
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop, NeedsPerson
 from akira_cli.loop.witness import Witness
 from akira_cli.runner import CommandRunner
-from akira_cli.state.models import Attempt, StepRecord
+from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
-    from akira_cli.agents.presets import UsageLimit
+    from akira_cli.agents.presets.base import UsageLimit
     from akira_cli.control_plane import ControlPlane
 
 

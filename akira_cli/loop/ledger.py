@@ -1,4 +1,4 @@
-"""The state is the ledger (SPEC 11).
+"""The state is the ledger: a completed step never runs again (docs/guarantees.md).
 
 A step the state records as completed is never run again, whatever the task file says later: a
 reverted box is ticked back and logged. A box akira did not tick is a claim, and the state says

@@ -1,4 +1,4 @@
-"""Loop and reflection metrics derived from the state (seed 000 req. 5, seed 004 metrics).
+"""Loop and reflection metrics derived from the state (success rate, iterations per step, failures, lessons).
 
 The state's lists are bounded (schema 2): what was trimmed off is summed in `state.history`, so
 every figure covers the whole run and costs the same at iteration 10,000 as at iteration 10.

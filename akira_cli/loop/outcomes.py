@@ -1,4 +1,4 @@
-"""What an attempt's outcome does (SPEC 6): a success resets the streaks, a failure is
+"""What an attempt's outcome does (docs/design.md, the engine): a success resets the streaks, a failure is
 recorded and reflected on, and ends the step when it repeats or the step is exhausted; no file
 changed and no check passed, several times in a row, stops the loop."""
 
@@ -11,7 +11,8 @@ from akira_cli.errors import NoProgress, PersistentFailure, StepExhausted
 from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.runner import CommandWrapper
-from akira_cli.state.models import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, FailedStep, LoopState, StepRecord
+from akira_cli.state.models import FailedStep, LoopState
+from akira_cli.state.records import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, StepRecord
 from akira_cli.tasks.model import Step
 from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from akira_cli.changes import Snapshot
     from akira_cli.errors import LoopStop
     from akira_cli.runner import CommandRunner
-    from akira_cli.state.models import Attempt, CompletedStep, LoopState, StepRecord
-    from akira_cli.state.records import ReviewResult
+    from akira_cli.state.models import CompletedStep, LoopState
+    from akira_cli.state.records import Attempt, ReviewResult, StepRecord
     from akira_cli.tasks.model import Step, TaskFile
 
 

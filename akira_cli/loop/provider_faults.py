@@ -1,4 +1,4 @@
-"""Provider faults are not failures (SPEC 7, issue 29 #8): an agent CLI whose model provider is
+"""Provider faults are not failures (no attempt is spent on them): an agent CLI whose model provider is
 overloaded or failing (429, 5xx, 529) is run again after a capped exponential backoff, each
 wait logged as a `transient_retry` event. No iteration, failure or reflection is spent; a stop
 hook ends the wait; past `agent.max_transient_wait_seconds` in a row a person is asked. A
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from akira_cli.agents.presets import ProviderFault
+from akira_cli.agents.presets.base import ProviderFault
 from akira_cli.backoff import backoff
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType

@@ -1,5 +1,5 @@
 """The task file as the loop sees it: parsed on change, the next step to run, the checkboxes
-akira writes, and the ledger applied to what others wrote (SPEC 2, SPEC 11).
+akira writes, and the ledger applied to what others wrote (the task file is the person's; docs/guarantees.md).
 
 A step's box is ticked only after the state that completes it is on disk (`hold`, then
 `flush` from the loop's save), so a tick on disk always has its completion on disk.
@@ -19,7 +19,7 @@ from akira_cli.loop.ledger import Ledger
 from akira_cli.review.summary import disputed_note
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import TaskFileError
+from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.source import TaskSource, earns_tick, is_done
 from akira_cli.workspace import Workspace, command_line, in_quotes
 

@@ -1,4 +1,4 @@
-"""Usage limits are not failures (SPEC 7): an agent CLI whose plan limit is reached is waited
+"""Usage limits are not failures: an agent CLI whose plan limit is reached is waited
 out. No iteration, failure or reflection is spent; the state records `waiting_until` (so that
 `status` shows it and a resume waits out the rest); a stop hook ends the wait at once; past
 `agent.max_limit_wait_seconds` a person is asked, with the reset time."""
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from akira_cli.agents.presets import UsageLimit
+from akira_cli.agents.presets.base import UsageLimit
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType
 from akira_cli.state.models import LoopState

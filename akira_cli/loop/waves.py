@@ -1,4 +1,4 @@
-"""Parallel steps (SPEC 13): a wave of consecutive sibling `[P]` steps runs up to N at a time,
+"""Parallel steps (docs/design.md, waves): a wave of consecutive sibling `[P]` steps runs up to N at a time,
 each in a worktree slot, and lands on the task branch one at a time in file order.
 
 The scheduler (`wave`) says what is ready. Step runners work on threads of their own, each in
@@ -35,13 +35,14 @@ from akira_cli.tasks.source import is_done
 
 if TYPE_CHECKING:
     from akira_cli.agents.base import Agent
-    from akira_cli.agents.presets import UsageLimit
+    from akira_cli.agents.presets.base import UsageLimit
     from akira_cli.config import Config
     from akira_cli.events import EventBus
     from akira_cli.loop.engine import StepEngine
     from akira_cli.loop.taskbook import TaskBook
     from akira_cli.runner import CommandRunner
-    from akira_cli.state.models import Attempt, LoopState
+    from akira_cli.state.models import LoopState
+    from akira_cli.state.records import Attempt
     from akira_cli.workspace import Workspace
 
 
@@ -258,7 +259,7 @@ class Waves:
         return pending
 
     def keep_patch(self, pending: Pending, names: list[str]) -> None:
-        """A failed attempt's work, as in the main work tree (SPEC 12): saved as a patch, its
+        """A failed attempt's work, as in the main work tree (never committed): saved as a patch, its
         `--stat` for the reflection and the next prompt. The slot is reset when it is reused."""
         attempt, lane = pending.attempt, pending.lane
         assert attempt is not None and lane.path is not None

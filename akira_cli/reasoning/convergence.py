@@ -1,7 +1,7 @@
 """Convergence: the model scores the work, the host compares the scores with the thresholds.
 
-Completeness, coherence and consistency default to >= 0.95, 0.90 and 0.90 (FR-050); custom
-criteria add named thresholds. The validator's report goes into the judgement (FR-049). The
+Completeness, coherence and consistency default to >= 0.95, 0.90 and 0.90; custom
+criteria add named thresholds. The validator's report goes into the judgement. The
 model never says "stop": `converged` is computed here from its scores and the plan's state.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.llm.client import LLMClient
 from akira_cli.reasoning import prompts
 from akira_cli.reasoning.models import ConvergenceAssessment, Plan, Reply, ValidationReport
+from akira_cli.sections import ReasoningSettings
 
 
 class ConvergenceReply(Reply):

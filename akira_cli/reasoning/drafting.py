@@ -1,5 +1,5 @@
 """The plan from the model's draft: mended where it names no step, built through the guarded
-ADD operation, and never empty (seed 001, Phase B; issue 19)."""
+ADD operation, and never empty (Phase B: a draft that parses but changes nothing is asked again)."""
 
 from __future__ import annotations
 

@@ -2,15 +2,15 @@
 
 Every run ends by raising `Stop`, which carries its label and reason codes; the result is
 assembled from what the run recorded, whatever stopped it. The model only fills in structured
-replies; the decisions to continue, refine, adapt or stop are all taken here (FR-018).
+replies; the decisions to continue, refine, adapt or stop are all taken here.
 
 TTL is counted in execution passes (see `profile.ttl_for`). An optional wall-clock budget is
 checked at phase boundaries and at safe step boundaries: before a step starts, never inside one,
-so a running tool is never interrupted (FR-019, FR-020).
+so a running tool is never interrupted.
 
 A refinement is tried on a copy of the plan first; the steps it would add or change are then
 validated (host checks, one LLM call) and a delta whose step gets a high-severity issue is
-refused before the real plan changes (FR-033). A converged or pass-TTL-expired run that ends in
+refused before the real plan changes. A converged or pass-TTL-expired run that ends in
 several terminal steps gets one more call that merges their outputs (see `synthesis`).
 """
 
@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm.client import LLMClient
 from akira_cli.llm.types import LLMError, LLMSchemaError
@@ -42,6 +41,7 @@ from akira_cli.reasoning.profile import infer_profile, ttl_for
 from akira_cli.reasoning.refining import Refinement
 from akira_cli.reasoning.run import Run, Stop, dump_issues, last_completed, plan_of
 from akira_cli.reasoning.validation import SemanticValidator
+from akira_cli.sections import ReasoningSettings
 
 
 class ReasoningEngine(Refinement):
@@ -347,7 +347,7 @@ def _usage(client: LLMClient) -> tuple[int, int, int]:
 
 
 def _incoming(plan: Plan, step: PlanStep) -> str:
-    """The actual upstream context: the outputs of the step's dependencies (FR-014)."""
+    """The actual upstream context: the outputs of the step's dependencies."""
     parts = []
     for dep_id in step.dependencies:
         dep = plan.get(dep_id)

@@ -19,7 +19,7 @@ from akira_cli.reasoning.models import Clarity, PlanStep, Reply, ToolCallRecord
 class StepOutcome(Reply):
     step_output: str
     clarity_state: Clarity = "CLEAR"
-    """CLEAR or PARTIALLY_CLEAR complete the step; BLOCKED makes it invalid (FR-016)."""
+    """CLEAR or PARTIALLY_CLEAR complete the step; BLOCKED makes it invalid."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
 
 
@@ -52,7 +52,7 @@ class LLMStepExecutor:
 
 
 def step_prompt(step: PlanStep, task: str) -> str:
-    """The seed's step prompt (FR-014), from the step's own fields."""
+    """A plan step's prompt, from the step's own fields."""
     tools = ", ".join(call.name for call in step.tool_calls) or "none"
     return prompts.render(
         "step",

@@ -24,7 +24,7 @@ IssueType = Literal[
 ]
 Label = Literal["converged", "non_converged", "ttl_expired", "failed"]
 EXECUTED: frozenset[str] = frozenset({"complete", "failed"})
-"""Statuses of executed steps: these are immutable (FR-017, FR-029)."""
+"""Statuses of executed steps: these are immutable."""
 SEVERITY_RANK: dict[str, int] = {"low": 1, "medium": 2, "high": 3}
 
 
@@ -39,7 +39,7 @@ class Reply(BaseModel):
 
 
 class TaskProfile(Reply):
-    """Phase A's view of the task (seed: Key Entities, TaskProfile)."""
+    """Phase A's view of the task (the TaskProfile: how hard, how open, how risky)."""
 
     reasoning_depth: int = Field(ge=1, le=5)
     """1 (trivial) .. 5 (deep multi-stage reasoning)."""
@@ -49,11 +49,11 @@ class TaskProfile(Reply):
     output_breadth: Literal["narrow", "moderate", "broad"]
     confidence_requirement: Literal["low", "medium", "high"]
     raw_inference: str = ""
-    """The model's own words on how each dimension was determined (FR-008)."""
+    """The model's own words on how each dimension was determined."""
 
     @classmethod
     def default(cls) -> TaskProfile:
-        """The fallback when inference fails (FR-007)."""
+        """The fallback when inference fails."""
         return cls(
             reasoning_depth=3,
             information_sufficiency=0.5,
@@ -92,7 +92,7 @@ class ToolCallRecord(Reply):
 
 
 class PlanStep(Record):
-    """One declarative step (seed: Key Entities, Step; FR-010)."""
+    """One declarative step (a node of the plan)."""
 
     id: str
     description: str
@@ -105,7 +105,7 @@ class PlanStep(Record):
     status: StepStatus = "pending"
     tool_calls: list[PlannedToolCall] = Field(default_factory=list)
     parent_id: str | None = None
-    """Set for a nested step: the step it refines (FR-026)."""
+    """Set for a nested step: the step it refines."""
     depth: int = 1
     """Nesting level: top-level steps are 1, their sub-steps 2, and so on."""
     step_output: str | None = None
@@ -113,7 +113,7 @@ class PlanStep(Record):
     executed_tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     error: str | None = None
     invalidation: str | None = None
-    """Why a refinement invalidated this step after it ran (FR-028). Its status is then
+    """Why a refinement invalidated this step after it ran. Its status is then
     `invalid`, but it stays executed: its content and output are kept as they were."""
     replaces: str | None = None
     """The invalidated step this one was added to stand in for."""
@@ -165,7 +165,7 @@ class Plan(Record):
 
 
 class Delta(Reply):
-    """One refinement operation (FR-011). Ids are stable: MODIFY/REMOVE name an existing step."""
+    """One refinement operation. Ids are stable: MODIFY/REMOVE name an existing step."""
 
     op: Literal["ADD", "MODIFY", "REMOVE"]
     step_id: str = ""
@@ -194,7 +194,7 @@ class Delta(Reply):
 
 
 class Invalidation(Reply):
-    """The planner's report that its rewrite conflicts with an executed step (FR-028)."""
+    """The planner's report that its rewrite conflicts with an executed step."""
 
     step_id: str
     reason: str = ""
@@ -209,7 +209,7 @@ class ValidationIssue(Record):
     """A step id, or `plan` / `answer`."""
     proposed_repair: str = ""
     repair: Delta | None = None
-    """The repair as a delta, when the validator proposed one (advisory, FR-043)."""
+    """The repair as a delta, when the validator proposed one (advisory)."""
     source: Literal["host", "llm"] = "llm"
     code: str = ""
     """Host checks: `unknown_tool`, `dependency_cycle`, `missing_dependency`."""
@@ -254,7 +254,7 @@ ActionType = Literal["step_add", "subplan_create", "step_modify", "step_remove",
 
 
 class RefinementAction(Record):
-    """One delta as the host handled it (seed: Key Entities, Refinement Action)."""
+    """One delta as the host handled it (a refinement action and its result)."""
 
     type: ActionType
     target: str
@@ -267,7 +267,7 @@ class RefinementAction(Record):
 
 
 class RepairConflict(Record):
-    """A validator repair the planner's refinement overrode (FR-059)."""
+    """A validator repair the planner's refinement overrode."""
 
     target: str
     issue_id: str
@@ -295,7 +295,7 @@ class PassRecord(Record):
     convergence: ConvergenceAssessment | None = None
     refinements: list[RefinementAction] = Field(default_factory=list)
     refinement_validation: ValidationReport | None = None
-    """The check of the refined fragments before they were accepted (FR-033)."""
+    """The check of the refined fragments before they were accepted."""
     invalidated_step_ids: list[str] = Field(default_factory=list)
     conflicts: list[RepairConflict] = Field(default_factory=list)
     profile_update: ProfileUpdate | None = None

@@ -1,12 +1,12 @@
 """The recursive planner: a declarative plan, then refinement by ADD/MODIFY/REMOVE deltas only.
 
 The model proposes; `DeltaApplier` decides. It keeps step ids stable, refuses any change to an
-executed step (FR-017, FR-029), enforces the nesting and refinement limits (FR-030, FR-031,
-FR-035) by marking the fragment for manual intervention, and refuses a delta that would create
-a dependency cycle (the structural half of validating a fragment before acceptance, FR-033; the
-engine adds the semantic half and passes its vetoes back in as `vetoed`).
+executed step, enforces the nesting and refinement limits by marking the fragment for manual
+intervention, and refuses a delta that would create a dependency cycle (the structural half of
+validating a fragment before acceptance; the engine adds the semantic half and passes its vetoes
+back in as `vetoed`).
 
-When the model reports that its rewrite conflicts with an executed step (`invalidate`, FR-028),
+When the model reports that its rewrite conflicts with an executed step (`invalidate`),
 the applier marks that step `invalid` and records why; its content stays as it was. Only
 executed steps can be invalidated, and doing so costs no refinement attempt (nothing is
 rewritten). An invalidated step never runs again: an ADD with `replaces` stands in for it.
@@ -61,7 +61,7 @@ class PlanDraft(Reply):
 class RefinementReply(Reply):
     deltas: list[Delta] = Field(default_factory=list)
     invalidate: list[Invalidation] = Field(default_factory=list)
-    """Executed steps the deltas contradict (FR-028); the host marks them `invalid`."""
+    """Executed steps the deltas contradict; the host marks them `invalid`."""
     follow_up_questions: list[str] = Field(default_factory=list)
 
 
@@ -138,7 +138,7 @@ class DeltaApplier:
         return actions
 
     def invalidate(self, plan: Plan, item: Invalidation) -> RefinementAction:
-        """Marks an executed step `invalid` (FR-028); anything else is refused."""
+        """Marks an executed step `invalid`; anything else is refused."""
         reason = item.reason.strip() or "(the planner gave no reason)"
         action = RefinementAction(type="step_mark_invalid", target=item.step_id, reason=reason)
         step = plan.get(item.step_id)
@@ -323,7 +323,7 @@ def _insert_position(plan: Plan, parent: PlanStep | None) -> int:
 def repair_conflicts(
     actions: Sequence[RefinementAction], issues: Sequence[ValidationIssue]
 ) -> list[RepairConflict]:
-    """Validator repairs that disagree with an accepted planner change on the same step (FR-059).
+    """Validator repairs that disagree with an accepted planner change on the same step.
 
     The planner's change stands; the validator's repair stays in the report as advisory.
     """

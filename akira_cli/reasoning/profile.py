@@ -1,6 +1,6 @@
 """Phase A: infer the TaskProfile with one call, and map it to a TTL and caps.
 
-`ttl_for` is the documented deterministic mapping (FR-004). It adds no semantic judgement:
+`ttl_for` is the documented deterministic mapping. It adds no semantic judgement:
 
     passes     = reasoning_depth + 1
                  + 1 if information_sufficiency < 0.5
@@ -11,19 +11,19 @@
     per_frag   = settings.max_refinements_per_fragment
 
 Each value is then capped by its global setting (`max_passes`, `max_nesting_depth`,
-`max_refinements_total`); every cut is listed in `cap_hits`, so no cap applies silently
-(FR-025). Examples with the default settings: the default profile (3, 0.5, moderate, moderate,
+`max_refinements_total`); every cut is listed in `cap_hits`, so no cap applies silently.
+Examples with the default settings: the default profile (3, 0.5, moderate, moderate,
 medium) gets 4 passes; (1, 0.9, none, narrow, low) gets 2; (5, 0.2, extensive, broad, high)
 asks for 9 and is capped to 6.
 """
 
 from __future__ import annotations
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.llm.client import LLMClient
 from akira_cli.llm.types import LLMError
 from akira_cli.reasoning import prompts
 from akira_cli.reasoning.models import TaskProfile, TTLAllocation
+from akira_cli.sections import ReasoningSettings
 
 
 def ttl_for(profile: TaskProfile, settings: ReasoningSettings) -> TTLAllocation:
@@ -52,10 +52,10 @@ def ttl_for(profile: TaskProfile, settings: ReasoningSettings) -> TTLAllocation:
 
 
 def infer_profile(client: LLMClient, task: str, context: str) -> tuple[TaskProfile, str | None]:
-    """One call (FR-001). Any failure, schema or API, yields the default profile and the reason.
+    """One model call. Any failure, schema or API, yields the default profile and the reason.
 
     A schema error is repaired by the client's structured retry; the profile is never
-    inferred a second time because of it (FR-005).
+    inferred a second time because of it.
     """
     try:
         messages = prompts.messages("profile", task=task, context=context or "(none)")

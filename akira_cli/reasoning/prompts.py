@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import json
-from string import Template
 from typing import Any
 
 from pydantic import BaseModel
 
-from akira_cli.templates import template
-
-
-def _template(name: str) -> Template:
-    return template(f"reasoning_{name}.md")
+from akira_cli import templates
 
 
 def render(name: str, **values: Any) -> str:
     """Fills `reasoning_<name>.md`; models and lists are shown as indented JSON."""
-    shown = {key: _show(value) for key, value in values.items()}
-    return _template(name).substitute(shown)
+    return templates.render(f"reasoning_{name}.md", **{key: _show(value) for key, value in values.items()})
 
 
 def messages(name: str, **values: Any) -> list[dict[str, Any]]:

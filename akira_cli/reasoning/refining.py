@@ -1,13 +1,12 @@
 """Refinement and adaptation (phases B/C refinement, phase D): deltas tried on a copy of the
-plan and validated before the real plan changes (FR-033), and the profile update at a pass
-boundary (FR-023). Mixed into `ReasoningEngine`."""
+plan and validated before the real plan changes, and the profile update at a pass
+boundary. Mixed into `ReasoningEngine`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from akira_cli.config import ReasoningSettings
 from akira_cli.events import EventBus, EventType
 from akira_cli.llm.client import LLMClient
 from akira_cli.llm.types import LLMSchemaError
@@ -26,6 +25,7 @@ from akira_cli.reasoning.planner import Planner, RefinementReply, repair_conflic
 from akira_cli.reasoning.profile import reassess_profile, ttl_for
 from akira_cli.reasoning.run import Run, applier_of, as_json, dump_issues, plan_of
 from akira_cli.reasoning.validation import SemanticValidator
+from akira_cli.sections import ReasoningSettings
 
 
 class Refinement:
@@ -117,7 +117,7 @@ class Refinement:
     # -- Phase D ------------------------------------------------------------------------------
 
     def _adapt(self, run: Run, record: PassRecord) -> None:
-        """Profile update at the pass boundary, only when all three indicators hold (FR-023)."""
+        """Profile update at the pass boundary, only when all three indicators hold."""
         issues = record.validation.issues if record.validation else []
         assessment = record.convergence
         if assessment is None or assessment.converged or not issues:

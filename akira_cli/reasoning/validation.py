@@ -2,7 +2,7 @@
 
 The host checks tool names against the registry, dependency cycles and missing dependencies.
 The model then judges specificity, relevance, do/say mismatch, hallucinated tools, consistency
-and cross-phase agreement (FR-036..044). Reports are advisory: they feed refinement and the
+and cross-phase agreement. Reports are advisory: they feed refinement and the
 convergence judgement, never the loop's control directly.
 """
 
@@ -164,7 +164,7 @@ class SemanticValidator:
         return report
 
     def validate_fragment(self, task: str, plan: Plan, step_ids: Sequence[str]) -> ValidationReport:
-        """The steps a refinement changed, before the change is accepted (FR-033).
+        """The steps a refinement changed, before the change is accepted.
 
         The host checks run on those steps first; one LLM call then judges the ones that passed
         them, with the rest of the plan as context. No call when every step already failed."""

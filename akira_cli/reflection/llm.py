@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from akira_cli.reflection.memory import Reflection
 from akira_cli.reflection.models import FailureContext, PostActionDraft, ReflectionDraft
 from akira_cli.runner import tail
-from akira_cli.state.models import Attempt, Evaluation, PostActionReflection, StepRecord
+from akira_cli.state.records import Attempt, Evaluation, PostActionReflection, StepRecord
 from akira_cli.tasks.model import Step
 from akira_cli.templates import render
 
@@ -62,7 +62,7 @@ class LLMReflectionGenerator:
 
 
 class LLMLessons:
-    """Seed 002's post-action reflection; the lengths are enforced by the schema."""
+    """The post-action reflection (a lesson from a completed step); the lengths are enforced by the schema."""
 
     def __init__(self, client: LLMClient) -> None:
         self.client = client

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from akira_cli.reflection.memory import Category
-from akira_cli.state.models import PostActionReflection
+from akira_cli.state.records import PostActionReflection
 
 
 class FailureContext(BaseModel):
@@ -22,7 +22,7 @@ class FailureContext(BaseModel):
 
 
 class ReflectionDraft(BaseModel):
-    """The JSON an LLM returns for a failure (seed 003)."""
+    """The JSON an LLM returns for a failure: its cause and what to try next."""
 
     category: Category
     analysis: str = Field(max_length=600)
@@ -32,4 +32,4 @@ class ReflectionDraft(BaseModel):
 
 
 class PostActionDraft(PostActionReflection):
-    """The JSON an LLM returns after a completed step (seed 002)."""
+    """The JSON an LLM returns after a completed step: the lesson it leaves."""

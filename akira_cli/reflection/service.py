@@ -14,7 +14,8 @@ from akira_cli.failures import key_line
 from akira_cli.reflection.heuristic import HeuristicGenerator
 from akira_cli.reflection.memory import Reflection, ReflectionMemory
 from akira_cli.reflection.models import FailureContext
-from akira_cli.state.models import Attempt, LoopState, PostActionReflection, StepRecord
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt, PostActionReflection, StepRecord
 from akira_cli.words import clipped
 from akira_cli.workspace import Workspace
 
@@ -132,7 +133,7 @@ class ReflectionService:
     def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
         try:
             record.post_action = self.lessons.lesson(record, attempt)
-        except Exception as exc:  # graceful degradation (seed 002): never block the loop
+        except Exception as exc:  # graceful degradation: a failed lesson must never block the loop
             self.bus.emit(EventType.WARNING, record.step_id, message=f"lesson failed: {exc}"[:300])
             record.post_action = HeuristicLessons().lesson(record, attempt)
         self.bus.emit(EventType.POST_ACTION_REFLECTION, record.step_id, **record.post_action.model_dump())

@@ -1,8 +1,8 @@
-"""Who reviews (SPEC 16): an agent CLI preset, `llm`, or a command. Each gets the prompt and
+"""Who reviews (the morning review): an agent CLI preset, `llm`, or a command. Each gets the prompt and
 gives back what it answered, its usage, and whether it failed; the verdict is read from the
 answer (`verdict.read_verdict`).
 
-Every reviewer command runs through `run_read_only`: the one seam where the sandbox (SPEC 15)
+Every reviewer command runs through `run_read_only`: the one seam where the sandbox (docs/sandbox.md)
 confines it to a read-only work tree, on top of the presets' own read-only modes (claude's plan
 mode, codex's read-only sandbox, gemini's plan mode, aider's dry run), which hold where the
 sandbox falls back.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from akira_cli.agents.presets import PRESETS, Preset, ProviderFault, UsageLimit
+from akira_cli.agents.presets.base import PRESETS, Preset, ProviderFault, UsageLimit
 from akira_cli.fileio import atomic_write, name_path
 from akira_cli.git.steps import safe
 from akira_cli.runner import CommandResult, CommandRunner, tail
@@ -68,7 +68,8 @@ def run_read_only(
     split: bool = False,
 ) -> CommandResult:
     """The one place a reviewer's command runs: in a sandboxed run, in the same sandbox with the
-    work tree read-only (SPEC 15, 16), as `preset`'s CLI (its state folders and variables)."""
+    work tree read-only (a reviewer changes nothing), as `preset`'s CLI (its state folders and
+    variables)."""
     wrapper = runner.wrapper.looking(preset) if runner.wrapper is not None else None
     return runner.run(command, timeout, stdin=stdin, env=env, wrapper=wrapper, split=split)
 

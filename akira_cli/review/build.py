@@ -1,4 +1,4 @@
-"""The reviewer of a run (SPEC 16), built from `review:` in the config; None while it is off."""
+"""The reviewer of a run (the morning review), built from `review:` in the config; None while it is off."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def preflight(config: Config) -> None:
 
 def reviewer_program(config: Config) -> str:
     """The program `review.agent` runs ('' for `llm` or no reviewer)."""
-    from akira_cli.agents.presets import PRESETS
+    from akira_cli.agents.presets.base import PRESETS
 
     name = (config.review.agent or "").strip()
     if not name or name == "llm":
@@ -117,8 +117,8 @@ def review_client(config: Config, bus: EventBus) -> LLMClient:
 
 
 def criteria_or_ids(step: Step, task: TaskFile) -> list[str]:
-    """The texts of the criteria the step names (SPEC 16), read from the spec's requirements.md
-    or spec.md; the ids alone when the feature has no criteria file."""
+    """The texts of the criteria the step names, for the reviewer's prompt, read from the spec's
+    requirements.md or spec.md; the ids alone when the feature has no criteria file."""
     from akira_cli.criteria.refs import requirement_texts
     from akira_cli.review.gate import requirement_ids
 

@@ -17,7 +17,7 @@ from akira_cli.git.worktrees import slot_git
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
     from akira_cli.loop.partners import Where
-    from akira_cli.state.models import Attempt, StepRecord
+    from akira_cli.state.records import Attempt, StepRecord
 
 MAX_DIFF_CHARS = 60_000
 """The most of a diff a reviewer is sent; the rest is named by its `--stat`."""

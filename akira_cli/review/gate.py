@@ -1,4 +1,4 @@
-"""The reviewer per step (SPEC 16), as the engine sees it: after a step's checks pass and before
+"""The reviewer per step (the morning review), as the engine sees it: after a step's checks pass and before
 its commit, `review(...)` asks the reviewer and returns its verdict; the engine decides what it
 does to the attempt (`loop.outcomes.Outcomes.reviewed`).
 
@@ -21,8 +21,8 @@ from akira_cli.review.prompt import review_prompt
 from akira_cli.review.verdict import read_verdict
 from akira_cli.review.waits import ReviewerWaits
 from akira_cli.sections import ModelPrice, ReviewSettings
-from akira_cli.state.models import Attempt, LoopState, StepRecord
-from akira_cli.state.records import ReviewResult
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt, ReviewResult, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 

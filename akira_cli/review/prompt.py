@@ -1,4 +1,4 @@
-"""The reviewer's prompt (SPEC 16): the step, its requirements and their criteria, the checks
+"""The reviewer's prompt (the morning review): the step, its requirements and their criteria, the checks
 that passed with their output, the diff, and how to answer."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reviews as the report, `status` and `progress` show them (SPEC 16): each step's verdict,
+"""The reviews as the report, `status` and `progress` show them (the morning review): each step's verdict,
 the steps that need a person's look, and the reviewer's usage apart from the agent's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A reviewer's verdict, read from what it printed (SPEC 16).
+"""A reviewer's verdict, read from what it printed: approved, or changes with reasons.
 
 It is a JSON object `{"verdict": "approve"|"changes", "reasons": ...}` (alone, or inside an
 agent CLI's own JSON: claude's `result`, gemini's `response`, a codex `agent_message`), or a last

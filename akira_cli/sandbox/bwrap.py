@@ -1,4 +1,4 @@
-"""A step's command as a `bwrap` command line (SPEC 15): a read-only root, the work tree writable
+"""A step's command as a `bwrap` command line (docs/sandbox.md): a read-only root, the work tree writable
 but for the control plane, a private `/tmp` and `$HOME`, the secrets hidden, only the listed
 variables, its own PID namespace and no network of its own but akira's proxy."""
 

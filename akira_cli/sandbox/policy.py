@@ -1,4 +1,4 @@
-"""What a sandboxed step may see (SPEC 15): the secret paths, each preset's state folders, API
+"""What a sandboxed step may see (docs/sandbox.md): the secret paths, each preset's state folders, API
 hosts and variables, the environment passed in, and the proxy's host rules."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Whether the sandbox can work here (SPEC 15): the `bwrap` to use, tried once with the flags a
+"""Whether the sandbox can work here (docs/sandbox.md): the `bwrap` to use, tried once with the flags a
 step gets. `auto` falls back with one warning, `on` refuses; `akira doctor` shows `probe()`."""
 
 from __future__ import annotations

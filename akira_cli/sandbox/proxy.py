@@ -1,4 +1,4 @@
-"""The run's HTTP(S) proxy (SPEC 15, `sandbox.network: allow`): one per run. It listens on
+"""The run's HTTP(S) proxy (`sandbox.network: allow`, docs/sandbox.md): one per run. It listens on
 127.0.0.1:PORT inside each step's private network namespace (`netns.py`), or, where those cannot
 be made, on a unix socket that a forwarder inside each sandbox reaches. CONNECT and plain HTTP
 to an allowed host:port pass; anything else gets 403, and the host (only the host, cut and with

@@ -4,7 +4,6 @@ with its proxy for the run's life (`open_sandbox`)."""
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -144,11 +143,6 @@ def describe(sandboxed: bool | None) -> str:
     if sandboxed:
         return "sandboxed: every process a step started ran confined"
     return "NOT sandboxed: steps ran with all of the person's rights"
-
-
-def resolve_sandbox(config: Config, flag: bool | None) -> bool:
-    """At start and resume: `auto` without a working sandbox warns once, `on` (or --sandbox) refuses."""
-    return resolve(config, flag, lambda warning: print(f"akira: warning: {warning}", file=sys.stderr))
 
 
 def baseline(config: Config, workspace: Path, workdir: Path, task: Path, kind: str | None) -> list[str]:

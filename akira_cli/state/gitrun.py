@@ -1,4 +1,4 @@
-"""A git-native run's part of the state file (SPEC 12): the task branch and where it started."""
+"""A git-native run's part of the state file (docs/design.md): the task branch and where it started."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 class GitRun(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    """A git-native run (SPEC 12): the task branch and where it started."""
+    """A git-native run (one commit per completed step): the task branch and where it started."""
 
     branch: str
     base: str
@@ -25,7 +25,7 @@ class GitRun(BaseModel):
     since: str | None = None
     """The last `akira loop undo`'s last revert: commits before it are never adopted again."""
     pr_url: str | None = None
-    """The pull request opened for the task branch (SPEC 16), once opened."""
+    """The pull request opened for the task branch (the morning review's hand-off), once opened."""
     pr_draft: bool = False
     """It was opened as a draft (a completed run with `git.pr: ready` marks it ready)."""
     root: str | None = None

@@ -29,16 +29,8 @@ from pydantic import BaseModel
 
 from akira_cli.fileio import name_path
 from akira_cli.redaction import redact_bytes
-from akira_cli.state.models import (
-    KEEP_ATTEMPTS,
-    KEEP_ENTRIES,
-    KEEP_FINISHED,
-    Attempt,
-    CompletedStep,
-    FailedStep,
-    LoopState,
-    breakdown_key,
-)
+from akira_cli.state.models import KEEP_FINISHED, CompletedStep, FailedStep, LoopState, breakdown_key
+from akira_cli.state.records import KEEP_ATTEMPTS, KEEP_ENTRIES, Attempt
 
 
 class Journal:

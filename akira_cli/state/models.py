@@ -1,4 +1,4 @@
-"""The state file `.state/autonomous_loop_<id>.json`: the seed 004 schema plus akira's additions.
+"""The state file `.state/autonomous_loop_<id>.json`: the loop's state schema and akira's additions.
 
 Attempts, failures and reflections render themselves, so the retry prompt, the escalation file
 and the log all come from the same objects.
@@ -13,16 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from akira_cli.events import utcnow
 from akira_cli.state.follow import PullRequestWatch
 from akira_cli.state.gitrun import GitRun
-from akira_cli.state.records import KEEP_ATTEMPTS as KEEP_ATTEMPTS
-from akira_cli.state.records import KEEP_ENTRIES as KEEP_ENTRIES
-from akira_cli.state.records import NOT_COUNTED as NOT_COUNTED
-from akira_cli.state.records import NOT_EVIDENCE as NOT_EVIDENCE
-from akira_cli.state.records import Attempt as Attempt
-from akira_cli.state.records import CheckResult as CheckResult
-from akira_cli.state.records import Evaluation as Evaluation
-from akira_cli.state.records import Model
-from akira_cli.state.records import PostActionReflection as PostActionReflection
-from akira_cli.state.records import StepRecord as StepRecord
+from akira_cli.state.records import Model, StepRecord
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 2
@@ -40,7 +31,7 @@ class CurrentStep(Model):
     started_at: str = Field(default_factory=utcnow)
     attempt: int = 1
     worktree: str | None = None
-    """A parallel step's worktree (SPEC 13)."""
+    """The worktree slot a parallel step runs in; None in the main work tree."""
 
 
 DONE_BY_TEXT = {
@@ -65,13 +56,13 @@ class CompletedStep(Model):
     verified: bool = True
     """At least one deterministic check ran for the step and all passed."""
     commit: str | None = None
-    """The step's commit on the task branch (SPEC 12); None when git is off or nothing changed."""
+    """The step's commit on the task branch (git-native runs); None when git is off or nothing changed."""
     review: Literal["approved", "disputed", "none"] | None = None
-    """The reviewer's verdict (SPEC 16); None when no reviewer looked at the step."""
+    """The reviewer's verdict (the morning review); None when no reviewer looked at the step."""
     review_note: str = ""
     """The reviewer's summary (approved) or its last reasons (disputed, none)."""
     checks: list[str] = Field(default_factory=list)
-    """The deterministic checks that passed for it (SPEC 16's criteria table)."""
+    """The deterministic checks that passed for it (shown in the criteria table)."""
 
     @property
     def how(self) -> str:
@@ -170,7 +161,7 @@ class LoopState(Model):
     total_successes: int = 0
     current_step: CurrentStep | None = None
     current_steps: list[CurrentStep] = Field(default_factory=list)
-    """The steps of a parallel wave running now, each in its worktree (SPEC 13)."""
+    """The steps of a parallel wave running now, each in its worktree."""
     parallel: int = Field(1, ge=1)
     """How many `[P]` steps may run at once (`--parallel`, kept for resumes)."""
     completed_steps: list[CompletedStep] = Field(default_factory=list)
@@ -182,7 +173,7 @@ class LoopState(Model):
     reflections: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     review_usage: Usage = Field(default_factory=Usage)
-    """The reviewer's part of `usage` (SPEC 16): counted toward the budgets, reported apart."""
+    """The reviewer's part of `usage` (the morning review): counted toward the budgets, reported apart."""
     reviews: dict[str, int] = Field(default_factory=dict)
     """Completed steps by their review (approved, disputed, none), for `status`."""
     stop_reason: str = ""
@@ -201,7 +192,7 @@ class LoopState(Model):
     waiting_until: str | None = None
     """When an agent CLI's usage limit resets: the loop waits until then (spending nothing)."""
     moved_from: str | None = None
-    """Where akira's move to Done/ took the task from (for the move's commit, SPEC 12)."""
+    """Where akira's move to Done/ took the task from (for the move's commit on a git-native run)."""
     moving_to_done: bool = False
     """Every step is done and akira is moving the task to Done/: saved before the move, so that a
     crash in the middle is finished on resume as akira's completion, not a person's."""
@@ -210,7 +201,7 @@ class LoopState(Model):
     history: History = Field(default_factory=History)
     git: GitRun | None = None
     sandboxed: bool | None = None
-    """Whether the last run's steps ran in the sandbox (SPEC 15); None before a run."""
+    """Whether the last run's steps ran in the sandbox (docs/sandbox.md); None before a run."""
     sandbox_flag: bool | None = None
     """`--sandbox` (True) or `--no-sandbox` (False) as given at start, kept for resumes."""
     sandbox_refused: list[str] = Field(default_factory=list)

@@ -21,7 +21,7 @@ KEEP_ENTRIES = 10
 to this when it reaches twice as many, so trimming is rare."""
 Outcome = Literal["success", "failure", "interrupted", "collided"]
 NOT_COUNTED = ("interrupted", "collided")
-"""Outcomes that cost the step no attempt: a forced stop, a parallel step that collided (SPEC 13)."""
+"""Outcomes that cost the step no attempt: a forced stop, a parallel step that collided on the task branch."""
 
 
 class Model(BaseModel):
@@ -40,7 +40,7 @@ class CheckResult(Model):
     advisory: bool = False
     """A project check that already failed before the first step: recorded, not gating."""
     output: str = Field("", exclude=True)
-    """The tail of the check's output, passed or not: for the reviewer (SPEC 16), never saved."""
+    """The tail of the check's output, passed or not: for the reviewer's prompt, never saved."""
 
 
 class Evaluation(Model):
@@ -58,7 +58,7 @@ ReviewVerdict = Literal["approved", "changes", "disputed", "none"]
 
 
 class ReviewResult(Model):
-    """A reviewer's verdict on an attempt whose checks passed (SPEC 16): approved, changes
+    """A reviewer's verdict on an attempt whose checks passed (the morning review): approved, changes
     (the attempt failed with `reasons`), disputed (rejected `review.max_rounds` times: completed
     for a person to look at), or none (the reviewer failed: not reviewed)."""
 
@@ -89,13 +89,13 @@ class Attempt(Model):
     transient_retries: int = 0
     usage: Usage = Field(default_factory=Usage)
     commit: str | None = None
-    """The step's commit, made when this attempt completed it (SPEC 12)."""
+    """The step's commit, made when this attempt completed it (git-native runs)."""
     agent_commits: list[str] = Field(default_factory=list)
     """Commits the agent made itself during the attempt (kept, and reported)."""
     patch: str | None = None
     """A failed attempt's changes on a git-native run: `.state/attempts/<task>/<step>-<n>.patch`."""
     review: ReviewResult | None = None
-    """The reviewer's verdict (SPEC 16), when a reviewer looked at this attempt."""
+    """The reviewer's verdict (the morning review), when a reviewer looked at this attempt."""
     refused: list[str] = Field(default_factory=list)
     """What the sandbox refused a failed attempt, each with the line that allows it: in `error`
     too, what stopped it first, the rest after."""
@@ -157,7 +157,7 @@ class StepRecord(Model):
     reflections: list[str] = Field(default_factory=list)
     guidance: str | None = None
     collision: str | None = None
-    """Set when the step's parallel run collided on the task branch (SPEC 13): it runs again
+    """Set when the step's parallel run collided on the task branch (parallel steps): it runs again
     after its wave, one at a time, with this in its prompt."""
     post_action: PostActionReflection | None = None
     session_id: str | None = None

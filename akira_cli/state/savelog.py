@@ -23,7 +23,7 @@ attempt has it before its result is looked at, so a power cut in that window los
 the start of the attempt that was in flight.
 
 A state file that is saved when its status changes (start, pause, stop, completion) is also
-written durably on its own, as SPEC 11 describes, and its record fills both slots; the log
+written durably on its own, as docs/guarantees.md describes, and its record fills both slots; the log
 covers the saves in between. The log is control plane like the state file: an agent that
 writes it during an attempt is reported, and whatever it wrote there is overwritten by the
 next two saves, or by the first one that changes the status.

@@ -1,4 +1,4 @@
-"""akira's directives have strict shapes (SPEC 2): a bullet is a directive only when its whole
+"""akira's directives have strict shapes (the task-file format): a bullet is a directive only when its whole
 text is a known key, a colon and a value of the right shape. Real Kiro files are full of prose
 such as `- Verify: the form shows an error` or `- Fallback: use the cache when the API is down`;
 those are details, and nothing in them is ever executed. A bullet with the key and almost the

@@ -1,7 +1,7 @@
 """Parse a Kiro-style tasks.md into a `TaskFile`, in one pass over the raw bytes.
 
 The parser keeps the byte offset of every checkbox so that write-back can change exactly one
-byte. Errors name the file, the line and the fix, on one line (SPEC section 2).
+byte. Errors name the file, the line and the fix, on one line.
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ from shlex import quote
 from akira_cli.tasks import boxes, directives
 from akira_cli.tasks.directives import DIRECTIVES, STEP_ID
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.reading import BOM
-from akira_cli.tasks.reading import SETTLE_SECONDS as SETTLE_SECONDS  # the names parser's users know
-from akira_cli.tasks.reading import TaskFileError as TaskFileError
-from akira_cli.tasks.reading import read_task_bytes as read_task_bytes
+from akira_cli.tasks.reading import BOM, TaskFileError, read_task_bytes
 
 MISSPELLING_CUTOFF = 0.85
 """High enough that prose keys such as 'Note' or 'Exit' are never taken for a directive."""

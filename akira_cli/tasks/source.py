@@ -7,7 +7,8 @@ from pathlib import Path
 
 from akira_cli.fileio import RACY_NS, read_bounded
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import parse_task_text, read_task_bytes
+from akira_cli.tasks.parser import parse_task_text
+from akira_cli.tasks.reading import read_task_bytes
 from akira_cli.tasks.writeback import write_box
 
 

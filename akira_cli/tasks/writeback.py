@@ -16,7 +16,8 @@ from pathlib import Path
 from akira_cli.fileio import name_path
 from akira_cli.tasks import lease
 from akira_cli.tasks.model import Step, TaskFile
-from akira_cli.tasks.parser import SETTLE_SECONDS, TaskFileError, parse_task_text, read_task_bytes
+from akira_cli.tasks.parser import parse_task_text
+from akira_cli.tasks.reading import SETTLE_SECONDS, TaskFileError, read_task_bytes
 
 WRITABLE_BOXES = (" ", "x", "X", "-", "~")
 READER_WAIT = 0.05

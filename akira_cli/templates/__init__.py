@@ -1,4 +1,4 @@
-"""Report, hook and prompt templates ($name placeholders, string.Template)."""
+"""Report, hook and prompt templates ($name placeholders, string.Template), filled strictly."""
 
 from __future__ import annotations
 
@@ -14,4 +14,10 @@ def template(name: str) -> Template:
 
 
 def render(name: str, **values: Any) -> str:
-    return template(name).safe_substitute({k: str(v) for k, v in values.items()})
+    """`name` filled with `values`. A placeholder without a value (a misspelt name on either side)
+    or a lone `$` raises ValueError: nothing half-filled is ever sent or written."""
+    text = template(name)
+    missing = sorted(set(text.get_identifiers()) - values.keys())
+    if missing or not text.is_valid():
+        raise ValueError(f"template {name}: no value for {', '.join(missing) or 'a lone $'}")
+    return text.substitute({key: str(value) for key, value in values.items()})

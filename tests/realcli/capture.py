@@ -2,7 +2,7 @@
 
     python tests/realcli/capture.py [claude|codex|gemini|aider ...] [--case NAME]
 
-Each CLI runs its preset's default command (SPEC 7) in a fresh folder with a HOME of its own,
+Each CLI runs its preset's default command in a fresh folder with a HOME of its own,
 pointed at a scripted model server (`tests/support/servers`), once per case of `cases.py`. It
 writes `tests/data/clis/<cli>/<version>/<case>.stdout`, `.stderr` and `.exit`, and `cases.json`
 (what each case scripted, the requests the CLI made, how long it took). The run's folders are

@@ -44,7 +44,7 @@ class RealCli:
     name: str
     dialect: Callable[[], Dialect]
     command: list[str]
-    """The preset's default command line (SPEC 7), `{prompt_file}` for the prompt's path."""
+    """The preset's default command line, `{prompt_file}` for the prompt's path."""
     binary: str
     """The executable, relative to the install folder."""
 

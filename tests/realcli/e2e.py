@@ -1,4 +1,4 @@
-"""`akira loop start` end to end with the REAL agent CLIs (issue 28), the tests themselves:
+"""`akira loop start` end to end with the REAL agent CLIs, the tests themselves:
 `test_real_clis.py` runs them for the npm CLIs and `test_real_aider.py` for aider, each module
 skipped as a whole (one line) when this machine cannot install its CLIs.
 
@@ -47,7 +47,7 @@ LIMIT = {
 GATEWAY = {
     "aider": 'sandbox:\n  allow_hosts: ["127.0.0.1:{port}"]\n  env: [LITELLM_LOCAL_MODEL_COST_MAP]\n',
 }
-"""What a person adds for the sandbox (SPEC 15, on by default) when the gateway is named in the
+"""What a person adds for the sandbox (on by default) when the gateway is named in the
 CLI's own file (aider's .aider.conf.yml). claude's and gemini's base-URL variables and codex's
 model provider in its config.toml (its `base_url`, its `env_key`) let theirs in by themselves."""
 

@@ -1,4 +1,4 @@
-"""Fake agent CLIs that replay what the real ones printed (issue 28).
+"""Fake agent CLIs that replay what the real ones printed, as captured from the pinned versions.
 
 Each fake is a real executable put first on PATH. For every run it takes the next case from a
 script (`FAKE_SCRIPT`, a JSON list; the last case repeats), and replays that case's capture:

@@ -268,7 +268,7 @@ class Tracker:
     in_flight: list[str | None] = field(default_factory=list)
     adopts: bool = False
     """A git-native run: a step whose commit landed just before a kill is recorded on resume
-    from its commit (SPEC 12), without running again."""
+    from its commit (git-native runs), without running again."""
 
     def after_crash(self) -> None:
         self.kills += 1
@@ -344,7 +344,7 @@ class Tracker:
         # A leaf in this list is a lost tick; a parent in it means its last child's tick (or the
         # parent's own tick) was cut off by a crash and nothing re-derived it on resume.
         assert not unticked, f"steps not ticked in the final {task_path}: {unticked}\n{task_path.read_text()}"
-        # The loop archives the state file at completion (SPEC 5 "Completion").
+        # The loop archives the state file at completion.
         assert path.parent == ws / ".state" / "archive", f"state not archived: {path}"
 
         ledger = read_ledger(ws)

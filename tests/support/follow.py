@@ -23,7 +23,8 @@ from realcli.gh import real_gh
 
 from akira_cli.cli import main
 from tests.support.git import git
-from tests.support.servers.github_pulls import Forge, Job, Thread
+from tests.support.servers.github_actions import Job
+from tests.support.servers.github_pulls import Forge, Thread
 from tests.support.servers.github_server import GitHubServer
 from tests.support.workspace import Akira, Result
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from akira_cli.config import LLMSettings
 from akira_cli.events import Event, EventBus, EventType
-from akira_cli.llm import LLMClient
+from akira_cli.llm.client import LLMClient
+from akira_cli.sections import LLMSettings
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -1,4 +1,4 @@
-"""A git repository with a bare `origin` for the reviewer's tests (SPEC 16): the implementing
+"""A git repository with a bare `origin` for the reviewer's tests (the morning review): the implementing
 agent is a command that writes a file per step and logs its prompt, the reviewer a fake `claude`
 first on PATH that prints what `claude -p --output-format json` prints (one result object, the
 verdict inside its `result`)."""
@@ -74,7 +74,7 @@ class Night:
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, repository: bool = True) -> None:
         root = tmp_path / "repo"
         assert main(["init", str(root)]) == 0
-        self.akira = Akira(root, tmp_path)  # the fakes, their logs and script lie in tmp_path (SPEC 15)
+        self.akira = Akira(root, tmp_path)  # the fakes, their logs and script: outside the work tree
         self.root, self.tmp = root, tmp_path
         self.origin = tmp_path / "origin.git"
         if repository:
@@ -107,7 +107,7 @@ class Night:
 
     def shared(self) -> str:
         """The fakes' logs and script lie in the test's folder, outside the work tree: the
-        sandbox lets the steps write there and passes their variables in (SPEC 15)."""
+        sandbox lets the steps write there and passes their variables in."""
         return f"sandbox:\n  allow_write: [{str(self.tmp)!r}]\n  env: [FAKE_*]\n"
 
     def verdicts(self, *modes: str, **by_step: list[str]) -> None:

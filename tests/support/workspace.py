@@ -108,7 +108,7 @@ sandbox's private /tmp would hide them from a fake that runs inside it."""
 def shared_section(folder: Path) -> str:
     """`sandbox:` keys for tests whose steps meet at a gate or keep a ledger in the test's own
     folder, outside the work tree (a private /tmp and a read-only root keep them from it
-    otherwise, SPEC 15), whose fake agent CLIs read FAKE_* variables and the test data."""
+    otherwise), whose fake agent CLIs read FAKE_* variables and the test data."""
     return (
         f"sandbox:\n  allow_write: [{str(folder)!r}]\n  allow_read: [{str(TEST_DATA)!r}]\n  env: [FAKE_*]\n"
     )

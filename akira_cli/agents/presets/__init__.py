@@ -1,4 +1,4 @@
-"""Agent CLI presets (SPEC 7): the agent CLIs people already pay for, first-class.
+"""Agent CLI presets (claude, codex, gemini, aider): the agent CLIs people already pay for, first-class.
 
 A preset knows the CLI's default command line, how it takes the prompt, and how to read its
 machine output: the answer, whether it says it failed, its token usage and cost, its session
@@ -9,24 +9,3 @@ the next CLI is one module. The `command` agent stays generic and uses a preset 
 from __future__ import annotations
 
 from akira_cli.agents.presets import aider, claude, codex, gemini  # noqa: F401  (registration)
-from akira_cli.agents.presets.base import (
-    ORDER,
-    PRESETS,
-    CliReport,
-    Preset,
-    ProviderFault,
-    UsageLimit,
-    found_on_path,
-    register_preset,
-)
-
-__all__ = [
-    "ORDER",
-    "PRESETS",
-    "CliReport",
-    "Preset",
-    "ProviderFault",
-    "UsageLimit",
-    "found_on_path",
-    "register_preset",
-]

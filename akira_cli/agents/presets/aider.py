@@ -25,7 +25,7 @@ import re
 from akira_cli.agents.presets import limits as limit_text
 from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.verdict import failed
-from akira_cli.config import AgentSettings
+from akira_cli.sections import AgentSettings
 from akira_cli.usage import Usage
 
 TOKENS_RE = re.compile(

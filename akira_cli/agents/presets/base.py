@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
-    from akira_cli.config import AgentSettings
+    from akira_cli.sections import AgentSettings
 
 
 @dataclass
@@ -24,7 +24,7 @@ class UsageLimit:
 
 @dataclass
 class ProviderFault:
-    """The model provider failed, not the agent (SPEC 7): an overloaded or failing API (429,
+    """The model provider failed, not the agent, so no attempt is spent: an overloaded or failing API (429,
     5xx, 529) is waited out with backoff; a refused key (`auth`: 401, 403) asks a person."""
 
     message: str

@@ -35,7 +35,7 @@ from akira_cli.agents.presets.jsonout import (
     last_of,
 )
 from akira_cli.agents.presets.verdict import failed
-from akira_cli.config import AgentSettings
+from akira_cli.sections import AgentSettings
 from akira_cli.usage import Usage
 
 

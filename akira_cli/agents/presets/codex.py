@@ -27,7 +27,7 @@ from typing import Annotated
 from akira_cli.agents.presets.base import CliReport, register_preset
 from akira_cli.agents.presets.jsonout import Count, Lenient, Name, ObjectOrNone, Text, json_objects
 from akira_cli.agents.presets.verdict import failed
-from akira_cli.config import AgentSettings
+from akira_cli.sections import AgentSettings
 from akira_cli.usage import Usage
 
 TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search", "patch_apply"})

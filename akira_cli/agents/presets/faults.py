@@ -1,4 +1,4 @@
-"""Provider faults in an agent CLI's answer (SPEC 7): the model's API failed, not the agent.
+"""Provider faults in an agent CLI's answer: the model's API failed, not the agent.
 
 - Transient, waited out with backoff: what `akira_cli.transient` calls so (HTTP 408, 409, 429,
   5xx and 529, "overloaded", "rate limit": Claude Code 2.1.197's `API Error: Repeated 529

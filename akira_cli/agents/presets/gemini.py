@@ -34,7 +34,7 @@ from akira_cli.agents.presets.jsonout import (
     last_object,
 )
 from akira_cli.agents.presets.verdict import failed
-from akira_cli.config import AgentSettings
+from akira_cli.sections import AgentSettings
 from akira_cli.usage import Usage
 
 AUTH_EXIT = 41

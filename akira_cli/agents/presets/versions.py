@@ -1,6 +1,6 @@
-"""The agent CLI versions akira's presets were tested against (SPEC 7: the real CLIs are the
-reference). The suite installs exactly these (`tests/realcli/`), and `akira doctor` warns when
-the CLI on PATH is outside the tested range. One place to move a pin."""
+"""The agent CLI versions akira's presets were tested against: the real CLIs,
+as they ship, are the reference. The suite installs exactly these (`tests/realcli/`), and
+`akira doctor` warns when the CLI on PATH is outside the tested range. One place to move a pin."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scripted model servers on 127.0.0.1 for the real agent CLIs (issue 28, SPEC 7).
+"""Scripted model servers on 127.0.0.1 for the real agent CLIs, for the tests of the presets.
 
 A real agent CLI is pointed at one of these servers the way a user points it at a gateway.
 Whatever wire format it speaks (a `Dialect`: Anthropic Messages, OpenAI Responses, OpenAI Chat

@@ -13,11 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from akira_cli import nofollow
-from akira_cli.config import Config, LoopSettings
+from akira_cli.config import Config
 from akira_cli.criteria.refs import requirement_texts
 from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.runner import tail
-from akira_cli.state.models import Attempt, LoopState, StepRecord
+from akira_cli.sections import LoopSettings
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace
@@ -28,7 +30,7 @@ def _list(items: list[str], empty: str = "- none") -> str:
 
 
 def continuation(state: LoopState, step: Step, attempt: int, next_action: str) -> str:
-    """Seed 004's reinjection prompt: task, progress, current step, last exchange, next action."""
+    """The prompt that re-sends the context: task, progress, current step, last exchange, next action."""
     return render(
         "continuation.md",
         task_path=state.task_path,
@@ -49,7 +51,7 @@ def continuation(state: LoopState, step: Step, attempt: int, next_action: str) -
 
 
 def reinjection_reason(state: LoopState, settings: LoopSettings) -> str | None:
-    """Seed 004: re-send the context every N iterations, after a failure, or when it is stale."""
+    """Why to re-send the whole context: every N iterations, after a failure, or when it is stale."""
     context = state.context
     if context.last_reinjected_at is None:
         return "first"
@@ -213,7 +215,7 @@ class StepPrompts:
         return lines + [f"- project check `{c.label}` passes" for c in self.config.checks]
 
     def lessons(self, state: LoopState) -> str:
-        """Post-action reflections of the last 3 completed steps (seed 002)."""
+        """Post-action reflections of the last 3 completed steps (their lessons for the next prompt)."""
         done = [state.steps[s.step_id] for s in state.completed_steps if s.step_id in state.steps]
         notes = [r for r in done if r.post_action is not None][-3:]
         lines = [

@@ -8,10 +8,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from akira_cli.prompts import StepPrompts, continuation
 from akira_cli.redaction import redact
 from akira_cli.state.follow import FixItem
-from akira_cli.state.models import LoopState, StepRecord
+from akira_cli.state.models import LoopState
+from akira_cli.state.records import StepRecord
+from akira_cli.step_prompts import StepPrompts, continuation
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.templates import render
 
