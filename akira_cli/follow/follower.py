@@ -28,7 +28,6 @@ from akira_cli.redaction import redact
 from akira_cli.sections import FollowSettings
 from akira_cli.state.follow import KEEP_ROUNDS, FixItem, PullRequestWatch, Round
 from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
-from akira_cli.state.records import passed_checks
 from akira_cli.tasks.model import Step, TaskFile
 
 if TYPE_CHECKING:
@@ -239,18 +238,7 @@ class Follower:
                 break
         item.commit = attempt.commit
         item.summary = summary_of(state.context.last_response, step.title)
-        state.completed_steps.append(
-            CompletedStep(
-                step_id=step.id,
-                description=step.title,
-                duration_seconds=attempt.duration_seconds,
-                attempts=attempt.number,
-                verified=attempt.verified,
-                commit=attempt.commit,
-                review=attempt.review.verdict if attempt.review is not None else None,
-                checks=passed_checks(attempt),
-            )
-        )
+        state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
         state.current_step = None
         loop.bus.emit(EventType.STEP_COMPLETED, step.id, attempts=attempt.number, commit=attempt.commit)
         loop.checkpoint()

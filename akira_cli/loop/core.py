@@ -36,7 +36,7 @@ from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
 from akira_cli.resume_requests import ResumeRequest, apply_resume, take_request
 from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
-from akira_cli.state.records import Attempt, passed_checks
+from akira_cli.state.records import Attempt
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.reading import TaskFileError
@@ -149,19 +149,7 @@ class AutonomousLoop:
             self.report_completed(step, attempt)
 
     def completed(self, step: Step, attempt: Attempt) -> None:
-        self.state.completed_steps.append(
-            CompletedStep(
-                step_id=step.id,
-                description=step.title,
-                duration_seconds=attempt.duration_seconds,
-                attempts=attempt.number,
-                verified=attempt.verified,
-                commit=attempt.commit,
-                review=attempt.review.verdict if attempt.review is not None else None,
-                review_note=attempt.review.reasons[:500] if attempt.review is not None else "",
-                checks=passed_checks(attempt),
-            )
-        )
+        self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
         if attempt.review is not None:
             self.state.reviews[attempt.review.verdict] = self.state.reviews.get(attempt.review.verdict, 0) + 1
         self.state.current_step = None

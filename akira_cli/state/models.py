@@ -13,7 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from akira_cli.events import utcnow
 from akira_cli.state.follow import PullRequestWatch
 from akira_cli.state.gitrun import GitRun
-from akira_cli.state.records import Model, StepRecord
+from akira_cli.state.records import Attempt, Model, StepRecord, passed_checks
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 2
@@ -63,6 +63,22 @@ class CompletedStep(Model):
     """The reviewer's summary (approved) or its last reasons (disputed, none)."""
     checks: list[str] = Field(default_factory=list)
     """The deterministic checks that passed for it (shown in the criteria table)."""
+
+    @classmethod
+    def of(cls, step_id: str, description: str, attempt: Attempt) -> CompletedStep:
+        """The record of a step that `attempt` completed."""
+        review = attempt.review
+        return cls(
+            step_id=step_id,
+            description=description,
+            duration_seconds=attempt.duration_seconds,
+            attempts=attempt.number,
+            verified=attempt.verified,
+            commit=attempt.commit,
+            review=review.verdict if review is not None else None,
+            review_note=review.reasons[:500] if review is not None else "",
+            checks=passed_checks(attempt),
+        )
 
     @property
     def how(self) -> str:
