@@ -55,7 +55,7 @@ class Reader:
 
     @classmethod
     def of_forge(cls, workspace: Workspace) -> Reader:
-        from akira_cli.git.cli import toplevel
+        from akira_cli.git.pinned import toplevel
 
         return cls(workspace, forge=True, top=toplevel(workspace.root))
 

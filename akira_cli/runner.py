@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from akira_cli.orphans import ChildLedger
+    from akira_cli.children.ledger import ChildLedger
 
 OUTPUT_LIMIT = 64_000
 STARTS = 5

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from _common import temp_dir
 
-from akira_cli.git.cli import find
+from akira_cli.git.pinned import find
 from akira_cli.git.run import GitRun
 from akira_cli.git.verify import CommitHooks
 from akira_cli.runner import CommandRunner

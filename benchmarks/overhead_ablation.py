@@ -32,11 +32,11 @@ def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 
 def variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
+    from akira_cli.children.ledger import ChildLedger
     from akira_cli.control_plane import ControlPlane
     from akira_cli.events import EventBus
     from akira_cli.loop.taskbook import TaskBook
     from akira_cli.loop.witness import Witness
-    from akira_cli.orphans import ChildLedger
 
     real_mark = TaskBook.mark
 

@@ -353,7 +353,7 @@ def test_a_failed_attempt_is_kept_as_a_patch_and_reset_undoes_it(repo: Akira, mo
 
 @pytest.mark.slow
 def test_an_index_lock_a_kill_9_left_is_healed_and_gits_own_is_left(repo: Akira) -> None:
-    from akira_cli.git.cli import Git
+    from akira_cli.git.pinned import Git
     from akira_cli.git.plumbing import Plumbing
 
     found = Git.found(repo.root)

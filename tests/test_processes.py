@@ -205,7 +205,7 @@ KILL_BEFORE_PGID_RECORDED = r"""
 import os, sys, time
 from pathlib import Path
 from akira_cli.cli import main
-from akira_cli.orphans import ChildLedger
+from akira_cli.children.ledger import ChildLedger
 
 def die(self, pgid):  # a kill -9 after the spawn, before the group reached the sidecar
     pids = Path("pids")
@@ -259,7 +259,7 @@ def test_a_command_spawned_just_before_a_kill_9_is_killed_by_its_marks(akira: Ak
 def test_the_sidecar_lists_each_group_with_its_real_start_time(tmp_path: Path) -> None:
     """The start time keeps a reused pid from being taken for the old group. It is read from
     /proc once; later ones come from the boot clock when the spawn fits in one clock tick."""
-    from akira_cli.orphans import ChildLedger
+    from akira_cli.children.ledger import ChildLedger
     from akira_cli.runner import CommandRunner
 
     sidecar = tmp_path / "x.pgid"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from akira_cli.orphans import marked
+from akira_cli.children.ledger import marked
 from tests.support.parallel import start, tasks
 from tests.support.workspace import Akira
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from akira_cli.agents.base import REGISTRY, Agent, AgentContext, choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
+from akira_cli.children.ledger import ChildLedger
 from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
@@ -20,7 +21,6 @@ from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
-from akira_cli.orphans import ChildLedger
 from akira_cli.redaction import redact
 from akira_cli.reflection.service import build_reflection
 from akira_cli.runner import CommandRunner

@@ -14,7 +14,7 @@ class PushRemote:
     name = "push"
 
     def run(self, context: DoctorContext) -> list[Finding]:
-        from akira_cli.git.cli import Git, GitError, toplevel
+        from akira_cli.git.pinned import Git, GitError, toplevel
 
         remote = context.config.git.push
         top = toplevel(context.root) if remote and context.config.git.enabled is not False else None
@@ -47,7 +47,7 @@ class PullRequestTool:
     name = "pull request"
 
     def run(self, context: DoctorContext) -> list[Finding]:
-        from akira_cli.git.cli import toplevel
+        from akira_cli.git.pinned import toplevel
         from akira_cli.git.pr import forge_problem, forge_tool
 
         settings = context.config.git

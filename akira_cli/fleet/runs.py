@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from akira_cli.errors import AkiraError
 from akira_cli.fleet.database import APP_VERSION, QUEUE, WORKFLOW, Tables, open_client
-from akira_cli.git.cli import git_env, hardened, toplevel
+from akira_cli.git.pinned import git_env, hardened, toplevel
 from akira_cli.redaction import url_without_password
 
 STATUS_KEYS = (
@@ -44,7 +44,7 @@ class RunSpec(BaseModel):
 
 def git_out(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """git about a remote, or in a repository found where `cwd` is (the person's, or a fresh
-    clone), with akira's hardened settings (`git/cli.py`)."""
+    clone), with akira's hardened settings (`git/pinned.py`)."""
     return subprocess.run(
         hardened(args), cwd=cwd, env=git_env(), capture_output=True, text=True, timeout=120, check=False
     )

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from akira_cli.errors import AkiraError
-from akira_cli.git.cli import Git
+from akira_cli.git.pinned import Git
 from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
-from akira_cli.git.cli import Repository, find
+from akira_cli.git.pinned import Repository, find
 
 
 def nested_repositories(top: Path, names: Iterable[str]) -> list[str]:

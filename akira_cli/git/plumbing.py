@@ -22,7 +22,7 @@ import shutil
 import zlib
 from pathlib import Path
 
-from akira_cli.git.cli import Git
+from akira_cli.git.pinned import Git
 
 ZEROS = "0" * 40
 STEP_REFS = "refs/heads/akira-step"

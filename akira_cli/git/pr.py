@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.fileio import atomic_write
-from akira_cli.git.cli import Git
+from akira_cli.git.pinned import Git
 from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 

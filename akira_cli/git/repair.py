@@ -4,7 +4,7 @@ work as staged reversions. Only the latest commit can be cut short this way."""
 
 from __future__ import annotations
 
-from akira_cli.git.cli import Git
+from akira_cli.git.pinned import Git
 from akira_cli.git.plumbing import parse_listing
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from akira_cli.errors import AkiraError
 from akira_cli.git.base import base_commit, refuse_elsewhere
-from akira_cli.git.cli import Git, GitError, Repository, find, output_of
 from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
+from akira_cli.git.pinned import Git, GitError, Repository, find, output_of
 from akira_cli.git.plumbing import Plumbing
 from akira_cli.git.verify import CommitHooks
 from akira_cli.redaction import redact

@@ -17,8 +17,8 @@ from akira_cli.failures import signature
 from akira_cli.fileio import atomic_write
 from akira_cli.git import attempts, moves
 from akira_cli.git.branches import BranchWatch
-from akira_cli.git.cli import GitError
 from akira_cli.git.nested import left_out
+from akira_cli.git.pinned import GitError
 from akira_cli.git.run import GitRun, subject
 from akira_cli.git.step_message import Message, task_bytes, ticked_bytes, trailers
 from akira_cli.git.verify import CommitRefused

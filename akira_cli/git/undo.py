@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
-from akira_cli.git.cli import output_of
+from akira_cli.git.pinned import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 from akira_cli.state import gitrun
 from akira_cli.state.models import CompletedStep, LoopState

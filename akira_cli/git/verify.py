@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.errors import AkiraError
-from akira_cli.git.cli import Git
+from akira_cli.git.pinned import Git
 from akira_cli.redaction import redact
 from akira_cli.runner import CommandResult, CommandWrapper
 

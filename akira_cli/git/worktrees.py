@@ -21,7 +21,7 @@ from pathlib import Path, PurePath
 
 from akira_cli import nofollow
 from akira_cli.errors import AkiraError
-from akira_cli.git.cli import Git, GitError, Repository
+from akira_cli.git.pinned import Git, GitError, Repository
 from akira_cli.git.plumbing import STEP_REFS
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 from akira_cli.workspace import in_quotes

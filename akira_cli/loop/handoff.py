@@ -27,7 +27,7 @@ AGAIN = "the next completion or stop opens or updates it (or open it by hand wit
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
-    from akira_cli.git.cli import Git
+    from akira_cli.git.pinned import Git
     from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.state.store import StateStore

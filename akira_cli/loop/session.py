@@ -11,14 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from akira_cli.children.ledger import ChildLedger
+from akira_cli.children.reaper import Reaper
 from akira_cli.config import Config
 from akira_cli.display import make_display
 from akira_cli.errors import AkiraError, LoopStop
 from akira_cli.events import EventBus, EventType, JsonlLog
 from akira_cli.fileio import describe_os_error
 from akira_cli.notify import Notifier
-from akira_cli.orphans import ChildLedger
-from akira_cli.reaper import Reaper
 from akira_cli.state.lock import TaskLock
 from akira_cli.state.models import LoopState
 from akira_cli.state.store import StateStore

@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from akira_cli.git.cli import Git, GitError
 from akira_cli.git.nested import outside_nested
+from akira_cli.git.pinned import Git, GitError
 from akira_cli.git.worktrees import slot_git
 
 if TYPE_CHECKING:

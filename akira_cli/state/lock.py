@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from akira_cli.children.ledger import alive, start_time
 from akira_cli.errors import AkiraError
 from akira_cli.fileio import atomic_write
-from akira_cli.orphans import alive, start_time
 
 if TYPE_CHECKING:
     from filelock import FileLock

@@ -19,7 +19,7 @@ def alive(pid: int) -> bool:
 
 
 def reapers(task_id: str, root: Path | None = None) -> list[int]:
-    """The live reaper processes of a task (`python -m akira_cli.reaper ... TASK_ID ROOT`). With
+    """The live reaper processes of a task (`python -m akira_cli.children.reaper ... TASK_ID ROOT`). With
     `root`, only this workspace's: a task id is a start's second, and other test runs on the
     same machine start tasks too."""
     found = []
@@ -32,7 +32,7 @@ def reapers(task_id: str, root: Path | None = None) -> list[int]:
         except OSError:
             continue
         ours = root is None or str(root).encode() in argv
-        if b"akira_cli.reaper" in argv and task_id.encode() in argv and ours and alive(int(name)):
+        if b"akira_cli.children.reaper" in argv and task_id.encode() in argv and ours and alive(int(name)):
             found.append(int(name))
     return found
 

@@ -9,7 +9,7 @@ leftovers itself before its first step) is never touched, kills every group the 
 lists or whose processes carry the run's marks (`ChildLedger.reap`), and exits.
 `PR_SET_PDEATHSIG` would not do: it reaches a child, never the child's own children.
 
-    python -m akira_cli.reaper LOCK_FILE PGID_FILE TASK_ID WORKSPACE
+    python -m akira_cli.children.reaper LOCK_FILE PGID_FILE TASK_ID WORKSPACE
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Reaper:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "akira_cli.reaper", *self.args],
+            [sys.executable, "-m", "akira_cli.children.reaper", *self.args],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
         return 0
     from filelock import FileLock, Timeout
 
-    from akira_cli.orphans import ChildLedger
+    from akira_cli.children.ledger import ChildLedger
 
     lock = FileLock(lock_path)
     try:
