@@ -168,3 +168,22 @@ def test_gitlab_through_glab_reads_the_pipeline_the_trace_and_the_threads_and_re
         "-f", "body=Addressed in 9f8e7d6: renamed add to plus",
         "projects/acme%2Fcalc/merge_requests/4/discussions/6a9c1750b37d513a43987b574953fceb50b03ce7/notes",
     ]  # fmt: skip
+
+
+def test_the_pull_requests_escalation_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    from akira_cli import nofollow
+    from akira_cli.errors import PullRequestNeedsPerson
+    from akira_cli.follow.report import escalation
+    from akira_cli.state.models import LoopState
+    from akira_cli.workspace import Workspace
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "Needs_Action").symlink_to(outside)  # what a step without the sandbox could plant
+    state = LoopState(
+        task_id="task_20261127_120000", task_path=str(root / "tasks.md"), pull_request=watch(last_log="boom")
+    )
+    with pytest.raises(nofollow.Refused):
+        escalation(Workspace.resolve(root), state, PullRequestNeedsPerson("the same failure twice"))
+    assert list(outside.iterdir()) == []

@@ -83,5 +83,6 @@ def escalation(workspace: Workspace, state: LoopState, stop: LoopStop) -> Path:
             cancel_cmd=command_line(workspace, "loop", "cancel", "--task-id", state.task_id),
             state_path=f".state/autonomous_loop_{state.task_id}.json",
         ).encode(),
+        root=workspace.root,
     )
     return path
