@@ -5,6 +5,8 @@ fake `gh` (tests/support/fake_forge.py)."""
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,41 @@ def test_undo_of_a_pushed_run_pushes_the_reverts_and_updates_the_pull_request(
     assert resumed.code == 0, resumed.err
     assert git(origin, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
     assert json.loads((tmp_path / "prs.json").read_text())["akira/feat"]["draft"] is False
+
+
+def test_a_rejected_push_of_the_reverts_comes_back_in_the_answer_not_on_a_servers_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Under `akira mcp` nobody reads the server's stderr: the warning is in `undo`'s answer
+    (the tool's structured result), and the CLI prints it, with the push to paste."""
+    Forge(tmp_path, monkeypatch, ("gh",))
+    akira = workspace(tmp_path, GH + "autonomous_loop:\n  archive_state_file: false\n")
+    code, _, err = start(akira)
+    assert code == 0, err
+    origin = tmp_path / "origin.git"
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'the remote says no' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    pushed = git(origin, "rev-parse", "akira/feat")
+    task_id = akira.task_id()
+    undone = akira.cli("loop", "undo", "--task-id", task_id, "--step", "2", timeout=300)
+    assert undone.code == 0, undone.err
+    warning, last = undone.err.splitlines()[-2:]
+    assert warning.startswith("akira: warning: the reverts were not pushed to origin: ")
+    again = f"push them with 'git -C {akira.root} push origin akira/feat:akira/feat'"
+    assert warning.endswith(again) and "the remote says no" in warning, warning
+    assert last.startswith("akira: reverted step(s) 2 on akira/feat; to do them again, run: ")
+    capfd.readouterr()
+    said = api.undo(akira.root, task_id, "1")  # as the MCP tool undo_step calls it
+    assert said.steps == ["1"] and len(said.warnings) == 1 and said.warnings[0].endswith(again)
+    assert capfd.readouterr().err == ""  # nothing on the server's stderr
+    logged = [e for e in akira.events() if e.type == "warning" and "not pushed" in e.data["message"]]
+    assert len(logged) == 2 and logged[-1].data["message"] == said.warnings[0]
+    tool = answer(lambda: said)
+    assert not tool.is_error and tool.structured_content == said.data()
+    assert tool.structured_content is not None and tool.structured_content["warnings"] == said.warnings
+    assert git(origin, "rev-parse", "akira/feat") == pushed  # the remote kept what it had
+    hook.unlink()  # the command the warning gives, pasted, pushes the reverts
+    pasted = again.removeprefix("push them with '").removesuffix("'")
+    subprocess.run(shlex.split(pasted), check=True, capture_output=True)
+    assert git(origin, "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")

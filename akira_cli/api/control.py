@@ -111,6 +111,7 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
     from akira_cli.git import undo as undoing
     from akira_cli.git.run import GitRun
     from akira_cli.loop.handoff import after_undo
+    from akira_cli.redaction import redact
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
@@ -136,9 +137,12 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
         bus = EventBus(state.task_id)
         bus.subscribe(log)
         steps = [done.step_id for done in undone]
+        warnings: list[str] = []
         try:
             bus.emit(EventType.LEDGER, step, **undone_data(steps))
-            pushed = after_undo(workspace, cfg, state, store, run, bus)  # the remote, the pull request
+            pushed = after_undo(
+                workspace, cfg, state, store, run, bus, lambda text: warnings.append(redact(text))
+            )
             store.save(state)
         finally:
             log.close()
@@ -148,7 +152,13 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
     branch = state.git.branch if state.git else ""
     message = f"reverted step(s) {', '.join(steps)} on {branch}{pushed}; to do them again, run: {resume}"
     return Undone(
-        task_id=state.task_id, status=state.status, steps=steps, commits=made, branch=branch, message=message
+        task_id=state.task_id,
+        status=state.status,
+        steps=steps,
+        commits=made,
+        branch=branch,
+        message=message,
+        warnings=warnings,
     )
 
 

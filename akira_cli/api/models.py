@@ -277,6 +277,9 @@ class Undone(Answer):
     """The revert commits made, newest last."""
     branch: str
     message: str
+    warnings: list[str] = []
+    """What did not go through (the reverts' push, the pull request's update), each with the
+    command that does it by hand."""
 
     def line(self) -> str:
         return self.message

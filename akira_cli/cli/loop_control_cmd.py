@@ -63,5 +63,8 @@ def undo(
     """Revert a git-native run's commits for a step and every later one; the loop pauses."""
     from akira_cli import api
 
-    typer.echo(f"akira: {api.undo(root, task_id, step).line()}", err=True)
+    undone = api.undo(root, task_id, step)
+    for warning in undone.warnings:
+        typer.echo(f"akira: warning: {warning}", err=True)
+    typer.echo(f"akira: {undone.line()}", err=True)
     return 0

@@ -115,11 +115,18 @@ def publish(
 
 
 def after_undo(
-    workspace: Workspace, config: Config, state: LoopState, store: StateStore, run: GitRun, bus: EventBus
+    workspace: Workspace,
+    config: Config,
+    state: LoopState,
+    store: StateStore,
+    run: GitRun,
+    bus: EventBus,
+    warn: Callable[[str], None],
 ) -> str:
     """`loop undo` on a pushed run: the reverts pushed to `git.push`, and the pull request the run
     opened updated (its body without the undone steps, and a draft again: the run is paused).
-    What was done, for the command's last line."""
+    What was done, for the command's last line; what went wrong goes to `warn` (the caller's
+    answer carries it: under `akira mcp` no person reads the server's stderr), and to the log."""
     record, remote = state.git, config.git.push
     if record is None or not remote:
         return ""
@@ -127,14 +134,17 @@ def after_undo(
     if said is not None:
         again = run.shown("push", remote, f"{record.branch}:{record.branch}")
         message = f"the reverts were not pushed to {remote}: {said}; push them with {in_quotes(again)}"
-        print(f"akira: warning: {redact(message)}", file=sys.stderr, flush=True)
+        warn(message)
         bus.emit(EventType.WARNING, message=message)
         return ""
     if config.git.pr == "off" or not record.pr_url:
         return f"; pushed to {remote}"
-    url = publish(
-        workspace, config, state, store, run.git, lambda message: _warn(bus, message), state.stop_reason
-    )
+
+    def pr_warning(message: str) -> None:
+        warn(message)
+        bus.emit(EventType.PULL_REQUEST, warning=message)
+
+    url = publish(workspace, config, state, store, run.git, pr_warning, state.stop_reason)
     return f"; pushed to {remote}" + (f"; pull request updated: {url}" if url else "")
 
 
