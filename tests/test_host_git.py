@@ -29,13 +29,13 @@ import pytest
 
 from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
+from tests.support.users import NOBODY, SETPRIV, nobody_python
 
 pytestmark = [
     pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
     pytest.mark.slow,
 ]
 
-NOBODY = 65534
 PAYLOAD = '#!/bin/sh\necho "$0 ran on the host as uid $(id -u)" >> {outside}/marker-{route}\nexit 1\n'
 TRAPS = r"""#!/bin/bash
 # A hostile step: it plants one trap ({trap}) for akira's host-side git, and notes what each
@@ -167,45 +167,23 @@ def place(request: pytest.FixtureRequest) -> Iterator[Place]:
             pwd.getpwuid(NOBODY)
         except KeyError:
             pytest.skip(f"this machine has no user {NOBODY} to drop to")
-        as_user = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+        as_user = SETPRIV
     base = Path(tempfile.mkdtemp(prefix="akira-host-git-", dir="/tmp"))  # not under pytest's 0700 folder
     base.chmod(0o755)
     place = Place(base, base / "ws", base / "shared", base / "outside", base / "home", as_user)
     if as_user:
-        place.python, place.python_path = python_for(as_user)
+        found = nobody_python()
+        if found is None:
+            pytest.skip(
+                f"no Python that uid {NOBODY} can start imports this akira ({sys.executable} cannot be reached)"
+            )
+        place.python, place.python_path = found
     for folder in (place.ws, place.shared, place.outside, place.home):
         folder.mkdir()
     try:
         yield place
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-def python_for(as_user: list[str]) -> tuple[str, str]:
-    """A Python that `as_user` can start and that imports this akira: this one, or the system's
-    of the same version (this one may lie under root's 0700 home) with this one's packages."""
-    import site
-
-    import akira_cli
-
-    paths = os.pathsep.join([str(Path(akira_cli.__file__).parents[1]), *site.getsitepackages()])
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for python, path in (
-        (sys.executable, ""),
-        (shutil.which(version, path="/usr/bin:/usr/local/bin"), paths),
-    ):
-        if python is None:
-            continue
-        env = {**os.environ, "PYTHONPATH": path} if path else None
-        again = (
-            "import akira_cli.cli, subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
-        )
-        tried = subprocess.run([*as_user, python, "-c", again], env=env, capture_output=True)
-        if tried.returncode == 0:
-            return python, path
-    pytest.skip(
-        f"no {version} that uid {NOBODY} can start imports this akira ({sys.executable} cannot be reached)"
-    )
 
 
 def project(place: Place, tasks: str, config: str, scripts: dict[str, str]) -> None:

@@ -33,6 +33,7 @@ from akira_cli.runner import CommandRunner
 from akira_cli.sandbox.probe import probe
 from akira_cli.sandbox.session import open_sandbox
 from akira_cli.sections import SandboxSettings
+from tests.support.users import SETPRIV, nobody_python
 from tests.support.workspace import Akira
 
 pytestmark = [
@@ -166,21 +167,6 @@ def test_a_trees_commands_share_a_room_of_their_own_with_the_proxy_in_it(
     assert server.hits == ["/ok", "/ok"]
 
 
-def ordinary_python(env: dict[str, str]) -> list[str] | None:
-    """A command line that runs this Python as uid 65534, or None where none can."""
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for python in (sys.executable, f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python]
-        can = "import akira_cli, os, pydantic, sys; assert os.access(sys.executable, os.X_OK)"
-        try:
-            done = subprocess.run([*command, "-c", can], env=env, capture_output=True)
-        except OSError:
-            continue
-        if done.returncode == 0:
-            return command
-    return None
-
-
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None,
     reason="root switches to uid 65534 here (as an ordinary user, the test above is this one)",
@@ -198,9 +184,10 @@ def test_the_rooms_work_for_an_ordinary_user(server: Server) -> None:
         paths = [str(Path(akira_cli.__file__).parents[1]), str(Path(__file__).parent)]
         paths += [path for path in sys.path if path.endswith("site-packages")]
         env = {"PATH": os.environ["PATH"], "HOME": str(folder / "home"), "PYTHONPATH": os.pathsep.join(paths)}
-        python = ordinary_python(env)
-        if python is None:
+        found = nobody_python()
+        if found is None:
             pytest.skip("no Python here that uid 65534 can run with akira's packages")
+        python = [*SETPRIV, found[0]]
         code = (
             "import json, sys; from pathlib import Path; from test_sandbox_network import look; "
             "print(json.dumps(look(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))))"

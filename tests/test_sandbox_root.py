@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,13 +18,13 @@ import pytest
 
 from akira_cli.sandbox.probe import find_bwrap, probe
 from akira_cli.sections import SandboxSettings
+from tests.support.users import NOBODY, SETPRIV, nobody_python
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap"),
 ]
 
-NOBODY = 65534
 ESCAPE = r"""#!/bin/bash
 # A step that tries to undo its sandbox with mount(2), as root would outside it.
 {
@@ -41,29 +40,15 @@ ESCAPE = r"""#!/bin/bash
 """
 
 
-SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-SPAWNS = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import akira_cli'], check=True)"
-
-
 def as_user(user: str) -> list[str]:
-    """The command line that runs akira's Python as `user`: this interpreter, or where `nobody`
-    may not run it (a pyenv under root's private home), the system's of the same version with
-    this checkout and its packages on PYTHONPATH."""
+    """The command line that runs akira's Python as `user` (see `tests.support.users`)."""
     if user == "root":
         return [sys.executable]
-    for python, path in (
-        (sys.executable, ""),
-        (f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}", "x"),
-    ):
-        env = (
-            ["env", f"PYTHONPATH={Path(__file__).parents[1]}:{sysconfig.get_paths()['purelib']}"]
-            if path
-            else []
-        )
-        argv = [*SETPRIV, *env, python]
-        if subprocess.run([*argv, "-c", SPAWNS], capture_output=True, cwd="/").returncode == 0:
-            return argv
-    pytest.skip("no Python here that nobody may run with akira's packages")
+    found = nobody_python()
+    if found is None:
+        pytest.skip("no Python here that nobody may run with akira's packages")
+    python, path = found
+    return [*SETPRIV, *(["env", f"PYTHONPATH={path}"] if path else []), python]
 
 
 @pytest.fixture
