@@ -249,3 +249,34 @@ def test_a_stop_hook_ends_a_long_wait_at_once_and_the_wait_is_kept(akira: Akira,
     assert process.returncode == 3, err
     state = akira.state()
     assert state.status == "paused" and state.waiting_until is not None and state.iteration == 0
+
+
+def test_a_limit_without_a_reset_time_is_waited_out_doubling_with_jitter_up_to_the_cap() -> None:
+    """No reset time in the message: up to 5 minutes, then doubling, each wait in [delay/2,
+    delay], so that machines that met the limit together do not all try again at once; a wait
+    past `agent.max_limit_wait_seconds` asks a person instead."""
+    from akira_cli.agents.presets.base import UsageLimit
+    from akira_cli.errors import NeedsPerson
+    from akira_cli.events import EventBus
+    from akira_cli.loop.usage_limits import LimitWaiter
+    from akira_cli.state.models import LoopState
+
+    def waiter(cap: float, held: list[float]) -> LimitWaiter:
+        state = LoopState(task_id="task_20261127_120000", task_path="tasks.md")
+        return LimitWaiter(
+            state, EventBus(state.task_id), cap, lambda: None, lambda s: held.append(s) or False
+        )
+
+    limit = UsageLimit(message="usage limit reached")
+    runs: list[list[float]] = []
+    for _ in range(3):
+        held: list[float] = []
+        one = waiter(86400.0, held)
+        for _ in range(3):
+            one.wait_out("1", limit)
+        runs.append(held)
+    for held in runs:
+        assert [150 * 2**n <= seconds <= 300 * 2**n for n, seconds in enumerate(held)] == [True] * 3, held
+    assert len({held[0] for held in runs}) == 3  # apart, not in step
+    with pytest.raises(NeedsPerson, match=r"later than agent.max_limit_wait_seconds \(100s\)"):
+        waiter(100.0, []).wait_out("1", limit)  # even the shortest first wait is past the cap

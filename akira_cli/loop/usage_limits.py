@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from akira_cli.agents.presets.base import UsageLimit
+from akira_cli.backoff import backoff
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType
 from akira_cli.state.models import LoopState
 
 FIRST_BACKOFF = 300.0
-"""Without a reset time in the message: 5 minutes, then doubling."""
+"""Without a reset time in the message: up to 5 minutes, then doubling, with equal jitter
+(`backoff`): the machines of a fleet that share an account and met the limit together do not
+all try again at the same moment."""
 
 
 def now() -> datetime:
@@ -45,7 +48,7 @@ class LimitWaiter:
         wait = (
             max(1.0, (limit.reset_at - current).total_seconds())
             if limit.reset_at is not None
-            else FIRST_BACKOFF * 2**self.seen
+            else backoff(self.seen, base=FIRST_BACKOFF, cap=max(FIRST_BACKOFF, self.cap_seconds))
         )
         until = current + timedelta(seconds=wait)
         if self.waited + wait > self.cap_seconds:
