@@ -398,3 +398,33 @@ def test_a_criterion_whose_verified_step_was_disputed_says_so_in_not_covered(tmp
         "- **1.2** IF the password is wrong THEN the system SHALL refuse: its checks passed, but the "
         "reviewer disputed step(s) 2"
     ]
+
+
+def test_starting_a_spec_akira_moved_to_done_says_where_it_is_and_changes_nothing(tmp_path: Path) -> None:
+    """The README's start, run again once the run moved the spec into Done/ (or a person parked
+    it in Needs_Action/): one line that says where it is, not "run 'akira init'"."""
+    root = tmp_path / "my project"
+    assert akira(tmp_path, "init", str(root)).returncode == 0
+    done = akira(root, "loop", "start", "--task", "Specs/example/tasks.md")
+    assert done.returncode == 0, done.stderr
+    assert (root / "Done" / "example" / "tasks.md").is_file()
+
+    def files() -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    before = files()
+    for ref in ("Specs/example/tasks.md", "Specs/example"):
+        again = akira(root, "loop", "start", "--task", ref)
+        assert again.returncode == 1 and again.stderr.splitlines() == [
+            f"akira: error: {ref}: task file not found; it is finished, in Done/example/tasks.md; "
+            "move it back under Specs/ to work on it"
+        ], again.stderr
+    assert files() == before
+    (root / "Done" / "example").rename(root / "Needs_Action" / "example")
+    parked = akira(root / "Needs_Action", "loop", "start", "--task", "../Specs/example/tasks.md")
+    assert parked.returncode == 1 and parked.stderr.splitlines() == [
+        "akira: error: ../Specs/example/tasks.md: task file not found; it is waiting for a person, "
+        "in example/tasks.md; move it back under Specs/ to work on it"
+    ], parked.stderr
+    missing = akira(root, "loop", "start", "--task", "Specs/other/tasks.md")
+    assert missing.returncode == 1 and missing.stderr.strip().endswith("check the path or run 'akira init'")

@@ -42,6 +42,22 @@ def find_path(workspace: Workspace, ref: str) -> Path | None:
     return None
 
 
+def moved_away(workspace: Workspace, ref: str) -> str | None:
+    """Where a task file named under Specs/ went when it is not there: into Done/ (its run
+    completed) or Needs_Action/ (it waits for a person), as the rest of the line that says so."""
+    for base in (Path.cwd(), workspace.root):
+        named = Path(os.path.realpath((base / ref).expanduser()))
+        if not named.is_relative_to(workspace.specs):
+            continue
+        inside = named.relative_to(workspace.specs)
+        for area, why in ((workspace.done, "finished"), (workspace.needs_action, "waiting for a person")):
+            for found in (area / inside, area / inside / "tasks.md"):
+                if found.is_file():
+                    where = workspace.shown(found)
+                    return f"it is {why}, in {where}; move it back under Specs/ to work on it"
+    return None
+
+
 def same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or os.path.samefile(a, b)

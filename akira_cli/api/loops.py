@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from akira_cli.api.lookup import find_path, load_task, store_for, workspace_and_config
+from akira_cli.api.lookup import find_path, load_task, moved_away, store_for, workspace_and_config
 from akira_cli.errors import AkiraError
 from akira_cli.workspace import Workspace, command_line
 
@@ -129,7 +129,8 @@ def task_file(workspace: Workspace, ref: str) -> Path:
     """The tasks.md a start names, inside the workspace and not finished or parked."""
     path = find_path(workspace, ref)
     if path is None:
-        raise AkiraError(f"{ref}: task file not found; check the path or run 'akira init'")
+        went = moved_away(workspace, ref) or "check the path or run 'akira init'"
+        raise AkiraError(f"{ref}: task file not found; {went}")
     if path.is_dir():
         if not (path / "tasks.md").is_file():
             raise AkiraError(f"{path} is a folder without tasks.md; pass the tasks.md file")
