@@ -22,6 +22,7 @@ from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.templates import render
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace
 
 
@@ -83,7 +84,8 @@ def failure_pattern(attempts: list[Attempt]) -> str:
     if len(signatures) > 1 and len(set(signatures)) == 1:
         return f"All {len(signatures)} attempts failed the same way; the approach itself is wrong."
     kinds = sorted({a.approach for a in attempts})
-    return f"{len(attempts)} failed attempt(s) with different errors, approaches: {', '.join(kinds)}."
+    failed = counted(len(attempts), "failed attempt")
+    return f"{failed} with different errors, approaches: {', '.join(kinds)}."
 
 
 def failure_lines(failed: list[Attempt], limit: int = 2000) -> list[str]:

@@ -180,3 +180,7 @@ def test_loop_tasks_lists_every_layout_as_the_api_and_mcp_list_them(tmp_path: Pa
     assert listed == api.tasks(tmp_path).data()["tasks"]
     plain = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert plain.returncode == 0 and "Specs/calc/tasks.md  1/2 (akira)" in plain.stdout.splitlines()
+    # the one line a text-only MCP client reads: its nouns agree with the count
+    assert api.tasks(tmp_path).line().startswith("2 task files: ")
+    (tmp_path / ".kiro" / "specs" / "auth" / "tasks.md").unlink()
+    assert api.tasks(tmp_path).line() == "1 task file: Specs/calc/tasks.md 1/2"

@@ -182,7 +182,7 @@ def test_checks_that_never_finish_need_a_person_after_the_wait_and_status_says_w
         state = night.akira.state()
         assert state.status == "needs_action" and state.pull_request is not None
         assert state.pull_request.round == 0 and state.pull_request.waiting_for == 2
-        assert "checks still pending 0.001 minute(s) after the last push" in state.stop_reason
+        assert "checks still pending 0.001 minutes after the last push" in state.stop_reason
         assert "pending: test, slow" in state.stop_reason
         assert night.forge.ready == [] and night.forge.pulls[0].draft is True
         assert night.hub.unknown == []

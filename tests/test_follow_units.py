@@ -57,7 +57,7 @@ SETTINGS = FollowSettings(max_wait_minutes=10)
 
 def test_pending_checks_are_waited_for_until_max_wait_minutes_after_the_last_push() -> None:
     seen = Seen(HEAD, [Check("test", "pending"), Check("lint", "pending"), Check("docs", "pass")])
-    assert decide(seen, watch(), SETTINGS, NOW) == Wait(2, "waiting for 2 check(s)")
+    assert decide(seen, watch(), SETTINGS, NOW) == Wait(2, "waiting for 2 checks")
     late = watch(pushed_at=(NOW - timedelta(minutes=11)).isoformat())
     gave_up = decide(seen, late, SETTINGS, NOW)
     assert isinstance(gave_up, GiveUp) and "pending: test, lint" in gave_up.why
@@ -78,7 +78,7 @@ def test_failed_checks_need_their_logs_then_make_a_round_unless_they_fail_the_sa
     assert isinstance(same, GiveUp) and "failed the same way in two rounds: E       assert 0 == 4" in same.why
     assert same.log == log(2)
     spent = decide(seen, watch(round=3, max_rounds=3), SETTINGS, NOW)
-    assert isinstance(spent, GiveUp) and spent.why.startswith("3 fix round(s) spent")
+    assert isinstance(spent, GiveUp) and spent.why.startswith("3 fix rounds spent")
 
 
 def test_comments_by_people_are_work_until_answered_and_green_needs_both() -> None:

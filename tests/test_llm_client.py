@@ -275,7 +275,7 @@ def test_retries_exhausted(fake_openai: FakeOpenAI) -> None:
     with pytest.raises(LLMTransientError) as caught:
         h.client.chat(USER)
     assert one_line(caught.value) == (
-        f"LLM endpoint {fake_openai.base_url} answered HTTP 503 (fake server: HTTP 503) (after 3 attempt(s))"
+        f"LLM endpoint {fake_openai.base_url} answered HTTP 503 (fake server: HTTP 503) (after 3 attempts)"
     )
     assert len(fake_openai.chat_requests) == 3 and len(h.waits) == 2
 
@@ -337,7 +337,7 @@ def test_structured_fails_after_two_repairs(fake_openai: FakeOpenAI) -> None:
         Harness(fake_openai.base_url).client.structured(USER, Plan, purpose="plan")
     assert len(fake_openai.chat_requests) == 3
     message = one_line(caught.value)
-    assert message.startswith("LLM output for plan broke the Plan schema after 2 repair(s):")
+    assert message.startswith("LLM output for plan broke the Plan schema after 2 repairs:")
     assert "Invalid JSON" in fake_openai.chat_requests[1]["messages"][-1]["content"]
 
 

@@ -93,7 +93,7 @@ def test_a_step_rejected_max_rounds_times_completes_disputed_for_a_person(night:
         ("2", "disputed"),
     ]
     shown = night.akira.cli("loop", "progress", "--task-id", state.task_id).out
-    assert "1 Write the greeting (2 attempt(s))" in shown and "review: disputed" in shown
+    assert "1 Write the greeting (2 attempts)" in shown and "review: disputed" in shown
 
 
 @pytest.mark.slow

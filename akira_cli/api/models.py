@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from akira_cli.words import counted
+
 
 class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -46,7 +48,7 @@ class TaskList(Answer):
             f"{t.path} {t.steps_done}/{t.steps_total}" + (f" {t.status}" if t.status else "")
             for t in self.tasks
         ]
-        return f"{len(self.tasks)} task file(s): " + "; ".join(shown)
+        return f"{counted(len(self.tasks), 'task file')}: " + "; ".join(shown)
 
 
 class Started(Answer):
@@ -161,7 +163,7 @@ class Dashboard(Answer):
         for loop in self.loops:
             counts[loop.status] = counts.get(loop.status, 0) + 1
         said = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no loops yet"
-        return said + (f"; {len(self.corrupt)} corrupt state file(s)" if self.corrupt else "")
+        return said + (f"; {counted(len(self.corrupt), 'corrupt state file')}" if self.corrupt else "")
 
 
 class RunningStep(Answer):
@@ -241,7 +243,7 @@ class Logs(Answer):
 
     def line(self) -> str:
         last = self.events[-1] if self.events else None
-        return f"{len(self.events)} event(s) of {self.task_id}" + (
+        return f"{counted(len(self.events), 'event')} of {self.task_id}" + (
             f", the last {last['type']}" if last else ""
         )
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from akira_cli.api.lookup import same_file
 from akira_cli.errors import AkiraError
 from akira_cli.redaction import MIN_SECRET, too_short
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
 DETACH_WAIT = 30.0
@@ -53,7 +54,7 @@ def nothing_to_do(
     if any(include_optional or not task_file.is_optional(step) for step in left):
         return None
     refuse_unfinished(store, task_file.path, workspace)
-    optional = f"; its {len(left)} optional step(s) run with --include-optional" if left else ""
+    optional = f"; its {counted(len(left), 'optional step')} run with --include-optional" if left else ""
     return f"nothing to do: every step of {workspace.shown(task_file.path)} is ticked{optional}"
 
 

@@ -11,6 +11,7 @@ import typer
 from akira_cli.api.lookup import load_task
 from akira_cli.cli.common import JsonOption, RootOption, TaskIdOption, exits
 from akira_cli.cli.loop_cmd import app
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace
 
 
@@ -110,7 +111,7 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
         mark = "x" if step.done else ("-" if step.id in running else " ")
         commit = f" {step.commit}" if step.commit else ""
         commit += f" review: {step.review}" if step.review else ""
-        typer.echo(f"  [{mark}] {step.id} {step.title} ({step.attempts} attempt(s)){commit}")
+        typer.echo(f"  [{mark}] {step.id} {step.title} ({counted(step.attempts, 'attempt')}){commit}")
     if data.criteria:
         missing = data.not_covered
         without = f"; without: {', '.join(missing)}" if missing else ""

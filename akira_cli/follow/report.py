@@ -14,6 +14,7 @@ from akira_cli.redaction import redact
 from akira_cli.state.follow import FixItem, PullRequestWatch
 from akira_cli.state.models import LoopState
 from akira_cli.templates import render
+from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line
 
 OUTCOME = {
@@ -41,7 +42,7 @@ def checks_section(state: LoopState) -> str:
 
 def outcome(record: PullRequestWatch) -> str:
     if record.phase == "following" and record.waiting_for:
-        return f"waiting for {record.waiting_for} check(s)"
+        return f"waiting for {counted(record.waiting_for, 'check')}"
     return OUTCOME[record.phase]
 
 

@@ -19,6 +19,7 @@ from akira_cli.follow.forge import Check, Comment, Seen
 from akira_cli.follow.signature import first_failing_line, signature
 from akira_cli.sections import FollowSettings
 from akira_cli.state.follow import PullRequestWatch
+from akira_cli.words import counted
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,8 @@ def decide(seen: Seen, record: PullRequestWatch, settings: FollowSettings, now: 
     if record.round >= record.max_rounds:
         still = ", ".join([check.name for check in failed] + [f"a comment by {c.author}" for c in comments])
         log = seen.logs[failed[0].name] if failed else ""
-        return GiveUp(
-            f"{record.max_rounds} fix round(s) spent and the pull request is not green ({still})", log
-        )
+        spent = counted(record.max_rounds, "fix round")
+        return GiveUp(f"{spent} spent and the pull request is not green ({still})", log)
     return Fix(failed, comments, signatures, {check.name: seen.logs[check.name] for check in failed})
 
 
@@ -95,14 +95,15 @@ def waiting_for(
     elif not seen.checks:
         why, pending_count = "no check reported yet", 1
     elif pending:
-        why, pending_count = f"waiting for {len(pending)} check(s)", len(pending)
+        why, pending_count = f"waiting for {counted(len(pending), 'check')}", len(pending)
     else:
         return None
     since = minutes_since(record.pushed_at, now)
     if since is not None and since >= settings.max_wait_minutes:
         names = ", ".join(check.name for check in pending) or "none reported"
+        unit = "minute" if settings.max_wait_minutes == 1 else "minutes"
         return GiveUp(
-            f"checks still pending {settings.max_wait_minutes:g} minute(s) after the last push "
+            f"checks still pending {settings.max_wait_minutes:g} {unit} after the last push "
             f"({why}; pending: {names}); if the repository runs no CI, set follow.checks: false"
         )
     return Wait(pending_count, why)

@@ -38,6 +38,7 @@ from akira_cli.llm.types import (
 )
 from akira_cli.sections import BudgetSettings, LLMSettings, ResourceLimits
 from akira_cli.usage import Usage, check_budget
+from akira_cli.words import counted
 
 T = TypeVar("T", bound=BaseModel)
 RATE_WINDOW = 60.0
@@ -162,7 +163,7 @@ class LLMClient(Retrying):
             ]
         raise LLMSchemaError(
             f"LLM output for {purpose or schema.__name__} broke the {schema.__name__} schema "
-            f"after {repair_attempts} repair(s): {self._redact(problem, 200)}"
+            f"after {counted(repair_attempts, 'repair')}: {self._redact(problem, 200)}"
         )
 
     def _read_reply(self, content: str, schema: type[T], purpose: str) -> tuple[T | None, str]:

@@ -22,6 +22,7 @@ from akira_cli.llm import stream, wire
 from akira_cli.llm.types import Failure, FormatRejected, LLMError, LLMTransientError, Redactor
 from akira_cli.sections import LLMSettings
 from akira_cli.transient import is_transient_status
+from akira_cli.words import counted
 
 R = TypeVar("R")
 
@@ -108,7 +109,7 @@ class Retrying:
         self._sleep(wait)
 
     def _final(self, failure: Failure, attempts: int) -> LLMError:
-        tries = f"after {attempts} attempt(s)"
+        tries = f"after {counted(attempts, 'attempt')}"
         if failure.garbage:
             return LLMError(
                 f"LLM returned garbage (not a JSON chat completion) from {self.base_url} {tries}; "

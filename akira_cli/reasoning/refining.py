@@ -26,6 +26,7 @@ from akira_cli.reasoning.profile import reassess_profile, ttl_for
 from akira_cli.reasoning.run import Run, applier_of, as_json, dump_issues, plan_of
 from akira_cli.reasoning.validation import SemanticValidator
 from akira_cli.sections import ReasoningSettings
+from akira_cli.words import counted
 
 
 class Refinement:
@@ -127,7 +128,7 @@ class Refinement:
         codes = assessment.reason_codes
         self._phase("D", pass_number=record.number)
         reason = (
-            f"not converged ({', '.join(codes)}); {len(issues)} validation issue(s); "
+            f"not converged ({', '.join(codes)}); {counted(len(issues), 'validation issue')}; "
             f"BLOCKED step(s): {', '.join(record.blocked_step_ids)}"
         )
         observations = {"reason": reason, "issues": dump_issues(issues)}
