@@ -62,7 +62,7 @@ def test_a_stalled_reply_is_given_up_with_its_connection_closed_and_sent_again_o
         stalling(hour, text("never finished")), stalling(hour, text("nor this")), text("third")
     )
     h = Harness(fake_openai.base_url, llm={"timeout": 0.5, "max_retries": 4})
-    with pytest.raises(LLMTransientError, match=r"sent nothing for 0.5s .* \(after 2 attempt\(s\)\)"):
+    with pytest.raises(LLMTransientError, match=r"sent nothing for 0.5s .* \(after 2 attempts\)"):
         h.client.chat(USER)
     assert len(fake_openai.chat_requests) == 2  # sent again once, not max_retries times
     deadline = time.monotonic() + 60
