@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from akira_cli.cli import main
-from tests.support.git import git
+from tests.support.git import git, person_repository
 from tests.support.workspace import Akira
 
 pytestmark = pytest.mark.slow
@@ -41,9 +41,7 @@ def path_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pa
 def repo(tmp_path: Path, path_dirs: tuple[Path, Path]) -> Akira:
     root = tmp_path / "repo"
     assert main(["init", str(root)]) == 0
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
+    person_repository(root)
     akira = Akira(root)
     akira.write_task(
         "feat", "- [ ] 1. Write the parser\n  - Exists: `parser.py`\n- [ ] 2. Done\n  - Run: `true`\n"

@@ -22,7 +22,7 @@ import pytest
 
 from akira_cli.cli import main
 from tests.support.fleet import Fleet, branch_steps, commit_task, ledger_lines, steps
-from tests.support.git import git
+from tests.support.git import first_commit, git
 from tests.support.workspace import share_with_steps
 
 pytestmark = pytest.mark.slow
@@ -38,11 +38,7 @@ def origin(tmp_path: Path) -> Path:
     root = tmp_path / "origin"
     assert main(["init", str(root)]) == 0
     share_with_steps(root, tmp_path)  # the steps' ledger is outside the repositories
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    first_commit(root)
     return root
 
 

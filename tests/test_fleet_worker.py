@@ -16,7 +16,7 @@ import pytest
 
 from akira_cli.cli import main
 from tests.support.fleet import Fleet, branch_steps, commit_task, ledger_lines, steps
-from tests.support.git import git
+from tests.support.git import first_commit, git
 from tests.support.workspace import share_with_steps
 
 
@@ -75,11 +75,7 @@ def origin(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     assert main(["init", str(root)]) == 0
     share_with_steps(root, tmp_path)  # the steps' ledger and gate: outside the work tree
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    first_commit(root)
     bare = tmp_path / "origin.git"
     git(tmp_path, "clone", "-q", "--bare", str(root), str(bare))
     git(root, "remote", "add", "origin", str(bare))
@@ -242,11 +238,7 @@ def test_fleet_add_of_an_uncommitted_task_names_git_commands_that_paste(
 ) -> None:
     root = tmp_path / "my repo"
     assert main(["init", str(root)]) == 0
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    first_commit(root)
     task = root / "Specs" / "new feat" / "tasks.md"
     task.parent.mkdir(parents=True)
     task.write_text("- [ ] 1. One\n  - Run: `true`\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_forge import Forge
-from tests.support.git import git
+from tests.support.git import first_commit, git
 from tests.support.workspace import shared_section
 
 pytestmark = pytest.mark.timeout(900)
@@ -36,11 +36,7 @@ def repository(tmp_path: Path, config: str = "") -> Path:
     (repo / "config" / "autonomous_loop.yaml").write_text(
         f"agent:\n  kind: script\n{config}" + shared_section(tmp_path)
     )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Person")
-    git(repo, "config", "user.email", "person@example.com")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
+    first_commit(repo)
     git(tmp_path, "init", "-q", "--bare", str(tmp_path / "origin.git"))
     git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
     return repo

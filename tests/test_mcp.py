@@ -24,9 +24,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from akira_cli.cli import main
-from tests.support.git import git
-from tests.support.workspace import Akira, share_with_steps
+from tests.support.git import git, git_workspace
+from tests.support.workspace import Akira
 
 pytest.importorskip("mcp")
 
@@ -52,17 +51,7 @@ STEPS = """\
 @pytest.fixture
 def repo(tmp_path: Path) -> Akira:
     """A workspace in a git repository with one commit: its runs are git-native (undo works)."""
-    root = tmp_path / "ws"
-    assert main(["init", str(root)]) == 0
-    share_with_steps(root, tmp_path)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    akira = Akira(root, tmp_path)
-    akira.write_task("feat", STEPS.format(gate=tmp_path / "gate"))
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
-    return akira
+    return git_workspace(tmp_path, STEPS.format(gate=tmp_path / "gate"))
 
 
 def server_env() -> dict[str, str]:

@@ -13,7 +13,7 @@ import pytest
 
 from akira_cli.cli import main
 from tests.support.fake_forge import REQUIREMENTS, Forge
-from tests.support.git import git
+from tests.support.git import git, person_repository
 from tests.support.review_night import Night
 from tests.support.workspace import Akira
 
@@ -40,9 +40,7 @@ def nested_workspace(tmp_path: Path) -> tuple[Path, Akira]:
     repo = tmp_path / "my repo"
     root = repo / "tools"
     assert main(["init", str(root)]) == 0
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Person")
-    git(repo, "config", "user.email", "person@example.com")
+    person_repository(repo)
     akira = Akira(root, tmp_path)
     path = akira.write_task("feat", TASKS)
     (path.parent / "requirements.md").write_text(textwrap.dedent(REQUIREMENTS).lstrip())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.git import git
+from tests.support.git import first_commit, git, person_repository
 from tests.support.workspace import akira
 
 
@@ -21,11 +21,7 @@ def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:
     (spec / "tasks.md").write_text(tasks)
     (root / "config").mkdir()
     (root / "config" / "autonomous_loop.yaml").write_text(config)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    first_commit(root)
     return root
 
 
@@ -260,9 +256,7 @@ def test_a_repository_without_a_commit_is_told_a_command_that_pastes(tmp_path: P
     root = tmp_path / "my project"
     (root / "specs").mkdir(parents=True)
     (root / "specs" / "tasks.md").write_text("- [ ] 1. First\n  - Run: `echo 1 > one.txt`\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
+    person_repository(root)
     done = akira(tmp_path, "loop", "start", "--task", str(root / "specs" / "tasks.md"))
     assert done.returncode == 1 and "has no commit yet" in done.stderr, done.stderr
     assert f"{shlex.quote(str(root))} has no commit yet" in done.stderr

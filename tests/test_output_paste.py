@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from akira_cli.cli import main
-from tests.support.git import git
+from tests.support.git import first_commit, git
 from tests.support.workspace import Akira
 
 pytestmark = pytest.mark.slow
@@ -102,11 +102,7 @@ def test_an_unverified_steps_commit_says_what_its_evidence_was(akira: Akira) -> 
     agent.write_text("echo made > made.txt\necho more > more.txt\n")
     akira.write_config(f"agent:\n  command: bash {shlex.quote(str(agent))}\n")
     akira.write_task("feat", "- [ ] 1. Make two files\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    first_commit(root)
     done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md")
     assert done.code == 0, done.err
     step = git(root, "log", "--format=%H", "--grep=^1 Make two files", "akira/feat")

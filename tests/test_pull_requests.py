@@ -15,7 +15,7 @@ import pytest
 
 from akira_cli.cli import main
 from tests.support.fake_forge import GH, TASKS, Forge, start, workspace
-from tests.support.git import git
+from tests.support.git import git, person_repository
 from tests.support.workspace import Akira
 
 
@@ -190,9 +190,7 @@ def test_a_fleet_run_opens_its_pull_request_the_same_way(
     forge = Forge(tmp_path, monkeypatch, ("gh",))
     origin = tmp_path / "origin"
     assert main(["init", str(origin)]) == 0
-    git(origin, "init", "-q", "-b", "main")
-    git(origin, "config", "user.name", "Person")
-    git(origin, "config", "user.email", "person@example.com")
+    person_repository(origin)
     Akira(origin).write_config("git:\n  pr: draft\n  pr_tool: gh\n")
     git(origin, "add", "-A")
     git(origin, "commit", "-q", "-m", "base")

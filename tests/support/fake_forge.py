@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from akira_cli.cli import main
-from tests.support.git import git
+from tests.support.git import git, person_repository
 from tests.support.workspace import Akira
 
 FAKE = r'''#!PYTHON
@@ -143,9 +143,7 @@ TASKS = """
 def workspace(tmp_path: Path, config: str, tasks: str = TASKS) -> Akira:
     root = tmp_path / "repo"
     assert main(["init", str(root)]) == 0
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
+    person_repository(root)
     akira = Akira(root)
     path = akira.write_task("feat", tasks)
     (path.parent / "requirements.md").write_text(textwrap.dedent(REQUIREMENTS).lstrip())

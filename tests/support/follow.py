@@ -22,7 +22,7 @@ import pytest
 from realcli.gh import real_gh
 
 from akira_cli.cli import main
-from tests.support.git import git
+from tests.support.git import git, person_repository
 from tests.support.servers.github_actions import Job
 from tests.support.servers.github_pulls import Forge, Thread
 from tests.support.servers.github_server import GitHubServer
@@ -98,9 +98,7 @@ class Night:
         self.root = tmp_path / "repo"
         self.bare = tmp_path / "origin.git"
         assert main(["init", str(self.root)]) == 0
-        git(self.root, "init", "-q", "-b", "main")
-        git(self.root, "config", "user.name", "Person")
-        git(self.root, "config", "user.email", "person@example.com")
+        person_repository(self.root)
         self.akira = Akira(self.root)
         self.akira.write_task("calc", TASKS)
         (self.root / "calc.py").write_text("def add(a, b):\n    return a - b\n")

@@ -29,18 +29,29 @@ def git(root: Path, *args: str, check: bool = True) -> str:
     return done.stdout.strip()
 
 
-def git_workspace(tmp_path: Path) -> Akira:
-    """An akira workspace that is a git repository with one commit, as a person has it."""
-    root = tmp_path / "repo"
-    assert main(["init", str(root)]) == 0
-    share_with_steps(root, tmp_path)
+def person_repository(root: Path) -> None:
+    """`root` made a git repository on `main`, with a person's name and email to commit as."""
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Person")
     git(root, "config", "user.email", "person@example.com")
-    akira = Akira(root, tmp_path)
-    akira.write_task("feat", STEPS)
+
+
+def first_commit(root: Path) -> None:
+    """`root` made a person's repository whose one commit, `base`, holds everything in it."""
+    person_repository(root)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")
+
+
+def git_workspace(tmp_path: Path, steps: str = STEPS) -> Akira:
+    """An akira workspace that is a git repository with one commit, as a person has it: its
+    task file `Specs/feat/tasks.md` holds `steps`."""
+    root = tmp_path / "repo"
+    assert main(["init", str(root)]) == 0
+    share_with_steps(root, tmp_path)
+    akira = Akira(root, tmp_path)
+    akira.write_task("feat", steps)
+    first_commit(root)
     return akira
 
 
@@ -90,9 +101,5 @@ def kiro_repo(tmp_path: Path, tasks: str, config: str = "") -> Path:
         # the agent script lies beside the repository, outside the work tree: let the steps read it
         f"sandbox:\n  allow_read: [{str(tmp_path / 'agent.sh')!r}]\n"
     )
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Person")
-    git(root, "config", "user.email", "person@example.com")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    first_commit(root)
     return root

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from akira_cli.cli import main
-from tests.support.git import git
+from tests.support.git import git, person_repository
 from tests.support.workspace import Akira
 
 REVIEWER = """\
@@ -79,9 +79,7 @@ class Night:
         self.origin = tmp_path / "origin.git"
         if repository:
             git(tmp_path, "init", "-q", "--bare", str(self.origin))
-            git(root, "init", "-q", "-b", "main")
-            git(root, "config", "user.name", "Person")
-            git(root, "config", "user.email", "person@example.com")
+            person_repository(root)
             git(root, "remote", "add", "origin", str(self.origin))
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support.git import git
+from tests.support.git import first_commit
 from tests.support.workspace import shared_section
 
 TASKS = """\
@@ -58,11 +58,7 @@ def repository(tmp_path: Path, layout: str) -> tuple[Path, Path, Path]:
     (repo / "config" / "autonomous_loop.yaml").write_text(
         f"agent:\n  command: bash {tmp_path / 'agent.sh'}\n" + shared_section(tmp_path)
     )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Person")
-    git(repo, "config", "user.email", "person@example.com")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
+    first_commit(repo)
     return repo, spec, gate
 
 
