@@ -11,9 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,40 +20,10 @@ from akira_cli.sandbox.probe import probe
 from akira_cli.sections import SandboxSettings
 from akira_cli.state.store import StateStore
 from tests.support.git import git
+from tests.support.sandbox import Server
 from tests.support.workspace import Akira
 
 pytestmark = pytest.mark.skipif(not probe(SandboxSettings()).ok, reason="needs a working bwrap")
-
-
-class Counted(ThreadingHTTPServer):
-    hits: list[str]
-
-
-class Count(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        assert isinstance(self.server, Counted)
-        self.server.hits.append(self.path)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def forbidden() -> Iterator[list[Counted]]:
-    """Two servers on 127.0.0.1 that no step is allowed to reach."""
-    servers = []
-    for _ in range(2):
-        server = Counted(("127.0.0.1", 0), Count)
-        server.hits = []
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-    yield servers
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def start(root: Path, home: Path, task: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -97,9 +64,9 @@ def only_state(root: Path):  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 def test_a_refused_host_is_named_with_the_line_that_allows_it(
-    tmp_path: Path, forbidden: list[Counted]
+    tmp_path: Path, servers: tuple[Server, Server]
 ) -> None:
-    port = forbidden[0].server_address[1]
+    port = servers[0].server_address[1]
     task = f"- [ ] 1. Fetch the file\n  - Verify: `curl -fsS https://127.0.0.1:{port}/file`\n"
     root, home, path = workspace(tmp_path, task)
     done = start(root, home, path)
@@ -131,7 +98,7 @@ def test_a_refused_host_is_named_with_the_line_that_allows_it(
     )
     memory = "\n".join(p.read_text() for p in (root / ".state" / "memory").rglob("*") if p.is_file())
     assert line in memory  # its analysis names what was refused
-    assert forbidden[0].hits == []
+    assert servers[0].hits == []
     doctor = subprocess.run(
         [sys.executable, "-m", "akira_cli", "doctor", "--agent", "script", "--json", "--root", str(root)],
         cwd=root,
@@ -165,9 +132,9 @@ def test_a_tool_hidden_in_the_home_gets_the_allow_read_hint(tmp_path: Path, how:
 
 
 @pytest.mark.slow
-def test_refusals_in_a_parallel_wave_are_each_steps_own(repo: Akira, forbidden: list[Counted]) -> None:
+def test_refusals_in_a_parallel_wave_are_each_steps_own(repo: Akira, servers: tuple[Server, Server]) -> None:
     """The run's one proxy serves every worktree slot: each refusal still names its step."""
-    ports = [server.server_address[1] for server in forbidden]
+    ports = [server.server_address[1] for server in servers]
     steps = "".join(
         f"- [ ] {n}. [P] Fetch {n}\n  - Run: `curl -s -m 20 http://127.0.0.1:{port}/{n}; echo {n} > f{n}.txt`\n"
         f"  - Exists: `f{n}.txt`\n"
@@ -183,7 +150,7 @@ def test_refusals_in_a_parallel_wave_are_each_steps_own(repo: Akira, forbidden: 
     assert done.code == 0, done.err
     denied = sorted((e.step_id, e.data["port"]) for e in repo.events() if e.type == "sandbox_denied")
     assert denied == [("1", ports[0]), ("2", ports[1])]
-    assert forbidden[0].hits == [] and forbidden[1].hits == []
+    assert servers[0].hits == [] and servers[1].hits == []
 
 
 def test_a_refusal_line_names_a_rule_that_parses_and_never_a_control_character() -> None:
