@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,6 +27,9 @@ from akira_cli.state import savelog
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt
 from akira_cli.state.store import StateStore
+
+if TYPE_CHECKING:
+    from tests.support.crash import Tracker
 
 TASK = "task_20260101_000000"
 
@@ -218,6 +222,21 @@ sys.exit(main(argv))
 """
 
 
+def killed_at_a_swap(tmp_path: Path, point: str, n: int) -> tuple[Path, Path, Tracker]:
+    """A loop killed with SIGKILL `point` ("before" or "after") its `n`th swap of the state file:
+    its workspace, the file its output went to, and the tracker of what its steps ran."""
+    from tests.support.crash import KILLED, SMALL, Tracker, init_workspace, output_of, spawn
+
+    ws = init_workspace(tmp_path, SMALL)
+    out = tmp_path / "akira.out"
+    tracker = Tracker(ws, SMALL)
+    proc = spawn(ws, [sys.executable, "-c", SWAP_DRIVER, point, str(n)], out)
+    code = proc.wait(timeout=90)
+    assert code == KILLED, f"the swap was not reached (exit {code}):\n{output_of(out)}"
+    tracker.after_crash()
+    return ws, out, tracker
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
@@ -229,24 +248,9 @@ sys.exit(main(argv))
     ],
 )
 def test_kill9_at_a_swap_then_resume(tmp_path: Path, point: str, n: int) -> None:
-    from tests.support.crash import (
-        AKIRA,
-        KILLED,
-        SMALL,
-        Tracker,
-        init_workspace,
-        output_of,
-        run_to_end,
-        spawn,
-    )
+    from tests.support.crash import AKIRA, run_to_end
 
-    ws = init_workspace(tmp_path, SMALL)
-    out = tmp_path / "akira.out"
-    tracker = Tracker(ws, SMALL)
-    proc = spawn(ws, [sys.executable, "-c", SWAP_DRIVER, point, str(n)], out)
-    code = proc.wait(timeout=90)
-    assert code == KILLED, f"the swap was not reached (exit {code}):\n{output_of(out)}"
-    tracker.after_crash()
+    ws, out, tracker = killed_at_a_swap(tmp_path, point, n)
     run_to_end(ws, out, AKIRA)
     tracker.finish()
     assert not list((ws / ".state").glob(".*.swap")), "the resumed loop left a spare behind"
@@ -258,23 +262,9 @@ def test_a_loop_whose_state_file_a_power_cut_emptied_resumes_from_its_log(tmp_pa
     """Killed at a save (the state file and the log hold the save before it), the state file
     then emptied as a power cut leaves it: `status` shows the loop, and `resume` goes on from
     the log's save, running again only the step that was in flight."""
-    from tests.support.crash import (
-        AKIRA,
-        KILLED,
-        SMALL,
-        Tracker,
-        init_workspace,
-        output_of,
-        run_to_end,
-        spawn,
-    )
+    from tests.support.crash import AKIRA, output_of, run_to_end
 
-    ws = init_workspace(tmp_path, SMALL)
-    out = tmp_path / "akira.out"
-    tracker = Tracker(ws, SMALL)
-    proc = spawn(ws, [sys.executable, "-c", SWAP_DRIVER, "before", "3"], out)
-    assert proc.wait(timeout=90) == KILLED, f"the swap was not reached:\n{output_of(out)}"
-    tracker.after_crash()
+    ws, out, tracker = killed_at_a_swap(tmp_path, "before", 3)
     [state_file] = (ws / ".state").glob("autonomous_loop_*.json")
     state_file.write_bytes(b"")
 
