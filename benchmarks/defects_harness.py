@@ -26,6 +26,8 @@ from pathlib import Path
 
 from _common import akira_command, init_workspace, temp_dir
 
+from tests.support.processes import alive
+
 MOVE_DRIVER = r"""
 import os, sys
 from akira_cli.cli import main
@@ -52,14 +54,6 @@ def spawn(root: Path, *args: str) -> subprocess.Popen[str]:
         text=True,
         cwd=root,
     )
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def wait_for(predicate: object, timeout: float = 60) -> None:
