@@ -148,7 +148,7 @@ def test_a_rejected_push_of_the_reverts_comes_back_in_the_answer_not_on_a_server
     assert code == 0, err
     origin = tmp_path / "origin.git"
     hook = origin / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'the remote says no' >&2\nexit 1\n")
+    hook.write_text("#!/bin/sh\nprintf 'the remote says no\\033]0;pwned\\007\\n' >&2\nexit 1\n")
     hook.chmod(0o755)
     pushed = git(origin, "rev-parse", "akira/feat")
     task_id = akira.task_id()
@@ -158,6 +158,7 @@ def test_a_rejected_push_of_the_reverts_comes_back_in_the_answer_not_on_a_server
     assert warning.startswith("akira: warning: the reverts were not pushed to origin: ")
     again = f"push them with 'git -C {akira.root} push origin akira/feat:akira/feat'"
     assert warning.endswith(again) and "the remote says no" in warning, warning
+    assert "\x1b" not in undone.err and "\\x1b]0;pwned\\x07" in warning  # escaped, never sent raw
     assert last.startswith("akira: reverted step(s) 2 on akira/feat; to do them again, run: ")
     capfd.readouterr()
     said = api.undo(akira.root, task_id, "1")  # as the MCP tool undo_step calls it

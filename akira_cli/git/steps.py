@@ -12,7 +12,7 @@ from pathlib import Path
 
 from akira_cli.changes import Snapshot
 from akira_cli.errors import BranchMoved, NeedsPerson
-from akira_cli.events import EventBus, EventType
+from akira_cli.events import EventBus, EventType, printable
 from akira_cli.failures import signature
 from akira_cli.fileio import atomic_write
 from akira_cli.git import attempts, moves
@@ -300,7 +300,8 @@ def push(run: GitRun, branch: str, remote: str) -> str | None:
     done = run.git.run("push", "-q", remote, f"{branch}:{branch}", check=False, timeout=300)
     if done.returncode == 0:
         return None
-    return " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
+    said = " ".join((done.stderr or done.stdout).decode("utf-8", "replace").split())[:300]
+    return printable(said)  # the remote's hooks write it: no escape sequence reaches a terminal
 
 
 def safe(step_id: str) -> str:
