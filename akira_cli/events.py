@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
+import math
 import os
 import threading
 import time
@@ -96,9 +96,26 @@ class Event(BaseModel):
 
 
 def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = value if isinstance(value, str) else _PLAIN.get(type(value), _json)(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def _number(value: float) -> str:
+    """What json.dumps writes for an int or a float (its repr), without the encoder."""
+    return repr(value) if math.isfinite(value) else _json(value)
+
+
+_PLAIN: dict[type, Callable[[Any], str]] = {
+    int: _number,
+    float: _number,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+}
+"""The values most events carry, spelled as JSON without building an encoder for each."""
 
 _ESCAPES = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
 _ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
@@ -107,6 +124,8 @@ _ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
 def printable(text: str) -> str:
     """`text` with its control characters (C0, DEL, C1) escaped: `\\x1b`, `\\n`. What a step
     wrote never moves a person's terminal, nor forges a line of its own."""
+    if text.isascii() and text.isprintable():  # the common line: nothing to escape, no lookups
+        return text
     return text.translate(_ESCAPES)
 
 
@@ -119,11 +138,12 @@ class EventBus:
     def __init__(self, task_id: str = "") -> None:
         self.task_id = task_id
         self.iteration = 0
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: tuple[Subscriber, ...] = ()
+        """Replaced, never changed: a subscriber added during an emit is not called by it."""
         self._lock = threading.Lock()
 
     def subscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.append(subscriber)
+        self._subscribers = (*self._subscribers, subscriber)
 
     def emit(self, type: str, step_id: str | None = None, **data: Any) -> Event:
         event = Event(
@@ -134,9 +154,11 @@ class EventBus:
             data=data,
         )
         with self._lock:
-            for subscriber in list(self._subscribers):
-                with contextlib.suppress(Exception):  # observers must not stop the work
+            for subscriber in self._subscribers:
+                try:
                     subscriber(event)
+                except Exception:  # observers must not stop the work
+                    continue
         return event
 
 
