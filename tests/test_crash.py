@@ -194,6 +194,7 @@ def die():
 from akira_cli.cli import main
 from akira_cli.loop.engine import StepEngine
 from akira_cli.loop.core import AutonomousLoop
+from akira_cli.loop.taskbook import TaskBook
 from akira_cli.tasks.source import TaskSource
 from akira_cli.state.store import StateStore
 
@@ -218,10 +219,17 @@ elif point == "before_first_step":
     around(AutonomousLoop, "work", before=lambda: True)
 elif point == "after_attempt":
     around(StepEngine, "attempt", after=lambda step, task: step.id == arg)
-elif point == "before_tick":
-    around(AutonomousLoop, "tick", before=lambda path, step: step.id == arg)
+elif point == "before_tick":  # the save completing the step is on disk, its box not written
+    real_flush = TaskBook.flush
+
+    def flush(self, *args, **kwargs):
+        if any(step.id == arg for step in self.held):
+            die()
+        return real_flush(self, *args, **kwargs)
+
+    TaskBook.flush = flush
 elif point == "before_mark_done":
-    around(TaskSource, "mark", before=lambda path, step_id, box: step_id == arg and box == "x")
+    around(TaskSource, "mark", before=lambda path, boxes: boxes.get(arg) == "x")
 elif point == "after_move_to_done":
     around(AutonomousLoop, "move_to_done", after=lambda path: True)
 elif point == "before_archive":

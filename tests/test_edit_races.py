@@ -105,8 +105,8 @@ from akira_cli.cli import main
 real, swapped = writeback._patch, []
 
 
-def _patch(path, step, char, *rest):
-    if step.id == "1" and char == "-" and not swapped:
+def _patch(path, changes, *rest):
+    if ("1", "-") in [(step.id, char) for step, char in changes] and not swapped:
         swapped.append(True)
         text = Path(path).read_text()
         one, two, three = (text.index(f"- [ ] {n}.") for n in (1, 2, 3))
@@ -114,7 +114,7 @@ def _patch(path, step, char, *rest):
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         os.write(fd, moved.encode())
         os.close(fd)
-    return real(path, step, char, *rest)
+    return real(path, changes, *rest)
 
 
 writeback._patch = _patch

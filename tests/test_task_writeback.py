@@ -9,7 +9,7 @@ import pytest
 
 from akira_cli.tasks.parser import parse_task_file
 from akira_cli.tasks.reading import TaskFileError
-from akira_cli.tasks.writeback import load_requirements, set_box
+from akira_cli.tasks.writeback import load_requirements, set_box, write_boxes
 
 DATA = Path(__file__).parent / "data" / "tasks"
 FIXTURES = ["kiro_plan.md", "flat_dotted.md", "runbook.md"]
@@ -46,6 +46,30 @@ def test_ticking_changes_exactly_one_byte(tmp_path: Path, name: str) -> None:
     diff = [i for i, (a, b) in enumerate(zip(original, changed, strict=True)) if a != b]
     assert diff == [target.box_offset]
     assert changed[target.box_offset : target.box_offset + 1] == b"x"
+
+
+def test_several_boxes_in_one_write_change_exactly_their_bytes(tmp_path: Path) -> None:
+    """The loop ticks a step and marks the next one running in one write of the file."""
+    path = copy_fixture(tmp_path, "runbook.md")
+    original = path.read_bytes()
+    open_steps = [step for step in parse_task_file(path).steps if step.box == " "][:2]
+    boxes = {open_steps[0].id: "x", open_steps[1].id: "-"}
+    written, data = write_boxes(path, boxes)
+    changed = path.read_bytes()
+    assert data == changed and len(changed) == len(original)
+    diff = {i: changed[i : i + 1] for i, (a, b) in enumerate(zip(original, changed, strict=True)) if a != b}
+    assert diff == {open_steps[0].box_offset: b"x", open_steps[1].box_offset: b"-"}
+    assert {step_id: written.get(step_id).box for step_id in boxes} == boxes  # type: ignore[union-attr]
+    assert [step.box for step in parse_task_file(path).steps] == [step.box for step in written.steps]
+
+
+def test_a_step_the_file_no_longer_has_fails_the_whole_write_before_a_byte_changes(tmp_path: Path) -> None:
+    path = copy_fixture(tmp_path, "runbook.md")
+    original = path.read_bytes()
+    first = next(step for step in parse_task_file(path).steps if step.box == " ")
+    with pytest.raises(TaskFileError, match=r"no step with id '9\.9'"):
+        write_boxes(path, {first.id: "x", "9.9": "-"})
+    assert path.read_bytes() == original
 
 
 def test_non_ascii_line_before_the_box(tmp_path: Path) -> None:
@@ -150,7 +174,7 @@ def test_the_source_parses_only_on_change_and_sees_an_edit_hidden_by_the_timesta
     source = TaskSource()
     first = source.load(path)
     assert source.load(path) is first  # unchanged: the same parse, not a new one
-    marked = source.mark(path, "1", "x")
+    marked = source.mark(path, {"1": "x"})
     assert marked is first and source.load(path) is first  # akira's own write: no parse
     stat = path.stat()
     data = path.read_bytes().replace(b"- [ ] 2. two", b"- [x] 2. two")
@@ -160,3 +184,33 @@ def test_the_source_parses_only_on_change_and_sees_an_edit_hidden_by_the_timesta
     assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
     again = source.load(path)
     assert again is not first and again.get("2") is not None and again.get("2").ticked  # type: ignore[union-attr]
+
+
+def test_the_loop_writes_the_other_boxes_when_a_person_removed_one_steps_line(tmp_path: Path) -> None:
+    """The loop writes a completed step's tick and the next step's `[-]` in one write; when a
+    person's edit removed the completed step's line, the write fails as a whole, and the book
+    writes the boxes one by one: the missing step's is a warning, the next one is marked."""
+    from akira_cli.events import EventBus, EventType
+    from akira_cli.loop.conditions import TaskLocator
+    from akira_cli.loop.taskbook import TaskBook
+    from akira_cli.state.models import LoopState
+    from akira_cli.workspace import Workspace
+
+    path = tmp_path / "tasks.md"
+    path.write_text("- [ ] 1. One\n  - Run: `true`\n- [ ] 2. Two\n  - Run: `true`\n")
+    workspace = Workspace(tmp_path.resolve())
+    state = LoopState(task_id="task_20261127_000000", task_path=str(path.resolve()))
+    bus, events = EventBus(state.task_id), []
+    bus.subscribe(events.append)
+    book = TaskBook(workspace, state, bus, TaskLocator(workspace, None), lambda step: False)
+    task = book.load(path.resolve())
+    one, two = task.get("1"), task.get("2")
+    assert one is not None and two is not None
+    book.hold(one)
+    path.write_text("- [ ] 2. Two\n  - Run: `true`\n")  # the person's save, while step 1 ran
+    book.flush(running=two)
+    assert path.read_text() == "- [-] 2. Two\n  - Run: `true`\n"
+    warnings = [(e.step_id, e.data["message"]) for e in events if e.type == EventType.WARNING]
+    assert len(warnings) == 1 and warnings[0][0] == "1", warnings
+    assert "checkbox not written" in warnings[0][1] and "no step with id '1'" in warnings[0][1]
+    assert book.marks == {"2": " "}  # a stop puts the `[ ]` back

@@ -206,25 +206,21 @@ class AutonomousLoop:
             self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
         # The iteration's one durable write: the last result, and this step running. Its sync
         # waits for the attempt's first command to start (see `StepEngine.attempt`).
-        self.checkpoint(defer_sync=True)
-        self.book.running(Path(self.state.task_path), step)
-
-    def tick(self, path: Path, step: Step) -> None:
-        """Ticks a completed step's box, then its parents' whose children are all done."""
-        self.book.tick(path, step)
+        self.checkpoint(defer_sync=True, running=step)
 
     def account(self) -> None:
         now = time.monotonic()
         self.state.elapsed_seconds += now - self._mark
         self._mark = now
 
-    def checkpoint(self, *, defer_sync: bool = False) -> None:
-        """Saves the state (see `StateStore.save`), then ticks the boxes that save completed."""
+    def checkpoint(self, *, defer_sync: bool = False, running: Step | None = None) -> None:
+        """Saves the state (see `StateStore.save`), then ticks the boxes that save completed
+        and marks the step starting now (`running`) `[-]`."""
         self.account()
         self.state.metrics.total_duration_seconds = round(self.state.elapsed_seconds, 3)
         update_metrics(self.state)
         self.store.save(self.state, defer_sync=defer_sync)
-        self.book.flush(self.tick)  # boxes are ticked once the state completing them is on disk
+        self.book.flush(running)  # boxes are ticked once the state completing them is on disk
         settings = self.config.autonomous_loop
         if self.every(settings.backup_state_every_n_iterations):
             self.store.backup(self.state)

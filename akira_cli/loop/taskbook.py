@@ -49,11 +49,24 @@ class TaskBook:
     def hold(self, step: Step) -> None:
         self.held.append(step)
 
-    def flush(self, tick: Callable[[Path, Step], None]) -> None:
-        """After a save: the boxes of the steps it completed (through the loop's `tick`)."""
+    def flush(self, running: Step | None = None) -> None:
+        """After a save: the boxes of the steps it completed, and the `[-]` of the step starting
+        now (`running`), in one write; then their parents' whose children are all done."""
         held, self.held = self.held, []
+        boxes = {}
         for step in held:
-            tick(Path(self.state.task_path), step)
+            self.marks.pop(step.id, None)
+            boxes[step.id] = "x"
+        if running is not None:
+            self.marks.setdefault(running.id, " " if running.box == "-" else running.box)
+            boxes[running.id] = "-"
+        if not boxes:
+            return
+        path = Path(self.state.task_path)
+        task = self.mark(path, boxes)
+        parents = self.earned(task, held) if task is not None else {}
+        if parents:
+            self.mark(path, parents)
 
     def load(self, path: Path) -> TaskFile:
         fresh, self._fresh = self._fresh, None
@@ -147,14 +160,15 @@ class TaskBook:
         before = self.state.completed_total
         held = frozenset(step.id for step in self.held)
         writes = self.ledger.reconcile(task, during_attempt=during_attempt, running=running or [], held=held)
-        for step_id, box in writes.items():
-            self.mark(path, step_id, box)
+        if writes:
+            self.mark(path, writes)
         return bool(writes) or self.state.completed_total != before
 
     def running(self, path: Path, step: Step) -> None:
-        """The step's box becomes `[-]` while it runs."""
+        """The step's box becomes `[-]` while it runs (a wave's steps; the loop's one step is
+        marked by `flush`)."""
         self.marks.setdefault(step.id, " " if step.box == "-" else step.box)
-        self.mark(path, step.id, "-")
+        self.mark(path, {step.id: "-"})
 
     def unmark(self) -> None:
         """At a stop: the boxes of steps that ran and did not complete, as they were before."""
@@ -170,30 +184,36 @@ class TaskBook:
         for step_id, box in marks.items():
             step = task.get(step_id)
             if step is not None and step.box == "-" and step_id not in self.state.completed_ids():
-                task = self.mark(path, step_id, box) or task
+                task = self.mark(path, {step_id: box}) or task
 
-    def tick(self, path: Path, step: Step) -> None:
-        self.marks.pop(step.id, None)
-        task = self.mark(path, step.id, "x")
-        parent = task.get(step.parent_id) if task and step.parent_id else None
-        while (
-            task is not None and parent is not None and earns_tick(task, parent, self.state.include_optional)
-        ):
-            task = self.mark(path, parent.id, "x")
-            parent = task.get(parent.parent_id) if task and parent.parent_id else None
+    def earned(self, task: TaskFile, ticked: list[Step]) -> dict[str, str]:
+        """The parents of `ticked` that earn a tick now (see `earns_tick`), nearest first."""
+        boxes: dict[str, str] = {}
+        optional = self.state.include_optional
+        for step in ticked:
+            parent = task.get(step.parent_id) if step.parent_id else None
+            while parent is not None and parent.id not in boxes and earns_tick(task, parent, optional):
+                boxes[parent.id] = "x"
+                parent = task.get(parent.parent_id) if parent.parent_id else None
+        return boxes
 
-    def mark(self, path: Path, step_id: str, box: str) -> TaskFile | None:
-        """Writes one checkbox; a file a person just moved is found again, a deleted one skipped,
-        and another file put at its path never written (see `TaskLocator`)."""
+    def mark(self, path: Path, boxes: dict[str, str]) -> TaskFile | None:
+        """Writes checkboxes (step id to box) in one write; a file a person just moved is found
+        again, a deleted one skipped, and another file put at its path never written (see
+        `TaskLocator`). A box that cannot be written leaves the others to be written alone."""
         self._fresh = None
         current = self.locator.locate(path)
         for _ in range(3):
             if current is None:
                 return None
             try:
-                task = self.tasks.mark(current, step_id, box)
+                task = self.tasks.mark(current, boxes)
             except (TaskFileError, FileNotFoundError) as exc:
+                if current.exists() and len(boxes) > 1:  # one step's line is gone: the rest
+                    written = [self.mark(path, {step_id: box}) for step_id, box in boxes.items()]
+                    return next((task for task in reversed(written) if task is not None), None)
                 if current.exists():  # a person's edit broke the file: the next boundary pauses
+                    step_id = next(iter(boxes))
                     self.bus.emit(EventType.WARNING, step_id, message=f"checkbox not written: {exc}")
                     return None
                 current = self.locator.locate(path)  # moved: look for it
@@ -225,4 +245,4 @@ class TaskBook:
                 and not parent.ticked
                 and earns_tick(task, parent, self.state.include_optional)
             ):
-                task = self.mark(path, parent.id, "x")
+                task = self.mark(path, {parent.id: "x"})

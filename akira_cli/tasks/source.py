@@ -9,7 +9,7 @@ from akira_cli.fileio import RACY_NS, read_bounded
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.parser import parse_task_text
 from akira_cli.tasks.reading import read_task_bytes
-from akira_cli.tasks.writeback import write_box
+from akira_cli.tasks.writeback import write_boxes
 
 
 class TaskSource:
@@ -56,12 +56,12 @@ class TaskSource:
         self._key, self._seen = key, seen
         return self._task
 
-    def mark(self, path: Path, step_id: str, box: str) -> TaskFile:
-        """Writes one checkbox by the step's id (see `write_box`), patching the last parse
+    def mark(self, path: Path, boxes: dict[str, str]) -> TaskFile:
+        """Writes checkboxes by the steps' ids (see `write_boxes`), patching the last parse
         while the file still holds the bytes it was parsed from."""
         seen = time.time_ns()
         known = (self._task, self._data) if self._task is not None and self._data is not None else None
-        task, data = write_box(path, step_id, box, known)
+        task, data = write_boxes(path, boxes, known)
         stat = path.stat()
         self._task, self._data = task, data
         self._key, self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size), seen

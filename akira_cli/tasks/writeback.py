@@ -1,7 +1,7 @@
-"""Write a step's checkbox back into tasks.md, and read the feature's requirements.md.
+"""Write steps' checkboxes back into tasks.md, and read the feature's requirements.md.
 
-Write-back changes exactly one byte, the step's own; everything else in the file stays as the
-person wrote it.
+Write-back changes exactly one byte per box, the step's own; everything else in the file stays
+as the person wrote it.
 """
 
 from __future__ import annotations
@@ -36,35 +36,44 @@ MARKUP_RE = re.compile(r"\*\*|__")
 
 def set_box(path: Path, step_id: str, char: str) -> TaskFile:
     """Set one step's checkbox to `char` and return the file as it now is on disk."""
-    return write_box(path, step_id, char)[0]
+    return write_boxes(path, {step_id: char})[0]
 
 
-def write_box(
-    path: Path, step_id: str, char: str, known: tuple[TaskFile, bytes] | None = None
+def write_boxes(
+    path: Path, boxes: dict[str, str], known: tuple[TaskFile, bytes] | None = None
 ) -> tuple[TaskFile, bytes]:
-    """Set one step's checkbox to `char`: the file as it now is on disk, parsed, and its bytes.
+    """Set each step's checkbox (`boxes`: step id to character) in one write: the file as it
+    now is on disk, parsed, and its bytes.
 
-    The box is written by the step's identity, never by a line number or an offset alone: only
-    while the file holds exactly the bytes the step's offset was parsed from, checked and written
-    under a write lease (`tasks.lease`) that keeps every other process from opening the file
-    meanwhile (see `_patch` for a file a pager keeps open). A person's edit that moved the step's
-    line (a swap, a rewrite in place) makes the file be read and parsed again, and the step found
-    again by its id.
+    A box is written by the step's identity, never by a line number or an offset alone: only
+    while the file holds exactly the bytes the steps' offsets were parsed from, checked and
+    written under a write lease (`tasks.lease`) that keeps every other process from opening the
+    file meanwhile (see `_patch` for a file a pager keeps open). A person's edit that moved a
+    step's line (a swap, a rewrite in place) makes the file be read and parsed again, and the
+    step found again by its id. A step the file no longer has fails the whole write, before a
+    byte is written.
 
     `known` is a parse of the file and the bytes it was parsed from (the loop's last look): while
     the file still holds them, it is patched without being parsed again (the loop does this
     every step, so the cost does not grow with the number of steps).
     """
-    if char not in WRITABLE_BOXES:
-        raise ValueError(f"checkbox character must be one of {WRITABLE_BOXES}, got {char!r}")
+    for char in boxes.values():
+        if char not in WRITABLE_BOXES:
+            raise ValueError(f"checkbox character must be one of {WRITABLE_BOXES}, got {char!r}")
     for _ in range(3):
         task_file, data = known or _parsed(path)
-        step = task_file.get(step_id)
-        if step is None:
-            raise TaskFileError(f"{path}: no step with id '{step_id}'; check the id against the task file")
-        if step.box == char and known is None:
+        changes = []
+        for step_id, char in boxes.items():
+            step = task_file.get(step_id)
+            if step is None:
+                raise TaskFileError(
+                    f"{path}: no step with id '{step_id}'; check the id against the task file"
+                )
+            if step.box != char or known is not None:
+                changes.append((step, char))
+        if not changes:
             return task_file, data
-        written = _patch(path, step, char, data)
+        written = _patch(path, changes, data)
         if written is not None:
             return task_file, written
         known = None  # the file changed since it was parsed: read it again
@@ -76,11 +85,11 @@ def _parsed(path: Path) -> tuple[TaskFile, bytes]:
     return parse_task_text(data, path), data
 
 
-def _patch(path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
-    """Writes one byte in place while the file holds exactly `seen` (the bytes `step` was
-    parsed from): the bytes now, or None when the file holds other bytes. The inode and the rest
-    of the file stay as they are. Not fsynced on purpose: the state file is the truth, and the
-    loop re-ticks completed steps from it after a crash.
+def _patch(path: Path, changes: list[tuple[Step, str]], seen: bytes) -> bytes | None:
+    """Writes one byte in place per step while the file holds exactly `seen` (the bytes the
+    steps were parsed from): the bytes now, or None when the file holds other bytes. The inode
+    and the rest of the file stay as they are. Not fsynced on purpose: the state file is the
+    truth, and the loop re-ticks completed steps from it after a crash.
 
     Compared and written under a write lease, granted only while no other process has the file
     open: one that opens it for a moment (a person's read before a save) is waited for. A file
@@ -95,27 +104,30 @@ def _patch(path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
             except lease.Busy:
                 pass
             else:
-                return _write(fd, path, step, char, seen)
+                return _write(fd, path, changes, seen)
         waited = time.monotonic() - started
         if waited >= READER_WAIT and not lease.written_to(path):
             with _opened(path) as fd:
-                return _write(fd, path, step, char, seen)
+                return _write(fd, path, changes, seen)
         if waited >= SETTLE_SECONDS:
             raise TaskFileError(f"{path}: another process keeps it open for writing")
         time.sleep(0.002)
 
 
-def _write(fd: int, path: Path, step: Step, char: str, seen: bytes) -> bytes | None:
+def _write(fd: int, path: Path, changes: list[tuple[Step, str]], seen: bytes) -> bytes | None:
+    now = bytearray(seen)
     try:
         if os.pread(fd, len(seen) + 1, 0) != seen:
             return None
-        if step.box != char:
-            os.pwrite(fd, char.encode("ascii"), step.box_offset)
-            step.box = char
+        for step, char in changes:
+            if step.box != char:
+                os.pwrite(fd, char.encode("ascii"), step.box_offset)
+                step.box = char
+            now[step.box_offset] = ord(char)
     except OSError as exc:
         name_path(exc, path)
         raise
-    return seen[: step.box_offset] + char.encode("ascii") + seen[step.box_offset + 1 :]
+    return bytes(now)
 
 
 @contextlib.contextmanager
