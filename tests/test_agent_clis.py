@@ -195,6 +195,17 @@ def test_limit_messages_and_reset_times() -> None:
     assert codex is not None and codex.reset_at == now + timedelta(hours=1, minutes=5)
     at = limits.detect("You've hit your usage limit ... try again at 7:30 PM", now)
     assert at is not None and at.reset_at == now.replace(hour=19, minute=30)
+    # codex names the day when the reset is not today (CI met it at 22:55 UTC, reset two hours on)
+    dated = limits.detect("You\u2019ve hit your usage limit. … or try again at Nov 24th, 2026 12:55 AM.", now)
+    assert dated is not None and dated.reset_at == datetime(
+        2026, 11, 24, 0, 55, tzinfo=ZoneInfo("Europe/Berlin")
+    )
+    past = limits.detect("You've hit your usage limit. Try again at Nov 2nd, 2026 3:05 PM.", now)
+    assert past is not None and past.reset_at == datetime(
+        2026, 11, 2, 15, 5, tzinfo=ZoneInfo("Europe/Berlin")
+    )
+    no_such_day = limits.detect("You've hit your usage limit, try again at Feb 30th, 2027 1:00 AM", now)
+    assert no_such_day is not None and no_such_day.reset_at is None
     assert limits.detect("429: You exceeded your current quota", now) is not None
     assert limits.detect("All tests pass; 429 lines changed", now) is None
 

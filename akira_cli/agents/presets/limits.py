@@ -5,12 +5,14 @@ Forms read (as the CLIs print them, on stdout or stderr, plain or inside their J
   `You've hit your limit · resets 5pm` with or without a zone such as `(Europe/Berlin)`; the plan
   limits of Claude Code 2.1.197, inside its JSON `result`: `You've hit your session limit ·
   resets 12:42pm (UTC)`, `… weekly limit …`, `… Opus limit …`;
-- Codex 0.169: `You’ve hit your usage limit … try again at 12:35 PM.` (a U+2019 apostrophe) or
+- Codex 0.169: `You’ve hit your usage limit … try again at 12:35 PM.` (a U+2019 apostrophe),
+  with the date when the reset is not today (`… try again at Nov 28th, 2026 12:55 AM.`), or
   `… try again in 2 hours 5 minutes`;
 - any apostrophe, `'` or `’`;
 - any HTTP 429 quota text (`quota exceeded`, `rate limit ... quota`), such as gemini 0.61's
   `You have exhausted your daily quota on this model.`
-A clock time without a zone is the machine's local time; one already past today means tomorrow.
+A clock time without a zone is the machine's local time; one without a date already past today
+means tomorrow.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ LIMIT_RE = re.compile(
     re.I,
 )
 EPOCH_RE = re.compile(r"usage limit reached\|(?P<epoch>\d{9,11})", re.I)
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 CLOCK_RE = re.compile(
     r"(?:resets|try again at|reset at|resets at)\s+"
+    r"(?:(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?P<day>\d{1,2})"
+    r"(?:st|nd|rd|th)?,?\s+(?:(?P<year>\d{4}),?\s+)?)?"
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)?"
     r"(?:\s*\((?P<zone>[A-Za-z_]+(?:/[A-Za-z_+-]+)+|UTC)\))?",
     re.I,
@@ -79,6 +84,12 @@ def _clock(clock: re.Match[str], now: datetime) -> datetime | None:
             zone = now.tzinfo
     local_now = now.astimezone(zone)
     when = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if clock["month"]:  # a date of its own: that day, even one already past (no wait)
+        year, month = int(clock["year"] or local_now.year), MONTHS.index(clock["month"].lower()) + 1
+        try:
+            return when.replace(year=year, month=month, day=int(clock["day"]))
+        except ValueError:  # no such day
+            return None
     if when <= local_now:
         when += timedelta(days=1)
     return when
