@@ -104,14 +104,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-def _number(value: float) -> str:
-    """What json.dumps writes for an int or a float (its repr), without the encoder."""
+def _float(value: float) -> str:
+    """What json.dumps writes for a float (its repr; NaN and infinities its own way)."""
     return repr(value) if math.isfinite(value) else _json(value)
 
 
 _PLAIN: dict[type, Callable[[Any], str]] = {
-    int: _number,
-    float: _number,
+    int: repr,  # an int of any size: json.dumps writes its repr too
+    float: _float,
     bool: lambda value: "true" if value else "false",
     type(None): lambda value: "null",
 }

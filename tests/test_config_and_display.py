@@ -69,6 +69,33 @@ def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_an_event_line_spells_each_value_as_json_does_and_escapes_what_a_step_wrote() -> None:
+    """The line `loop logs` and the display print: every value as json.dumps writes it (an
+    int of any size, a float, NaN, a bool, None, a list), and no control character raw."""
+    import json
+
+    from akira_cli.events import Event
+
+    data = {
+        "big": 10**400,
+        "count": 3,
+        "seconds": 0.093,
+        "nan": float("nan"),
+        "far": float("inf"),
+        "ok": True,
+        "no": False,
+        "none": None,
+        "paths": ["a", 1],
+        "said": "caf\u00e9 \x1b]8;;x\x07 done",
+    }
+    line = Event(ts="2026-11-28T00:00:00.000Z", type="metrics", step_id="1", iteration=2, data=data).line()
+    big = json.dumps(10**400)
+    assert line == (
+        f"2026-11-28T00:00:00.000Z [2] step 1 metrics big={big[:119]}… count=3 seconds=0.093 nan=NaN "
+        'far=Infinity ok=true no=false none=null paths=["a", 1] said=café \\x1b]8;;x\\x07 done'
+    )
+
+
 def test_progress_reports_and_retry_failed_steps(akira: Akira) -> None:
     akira.write_config(
         "autonomous_loop:\n  progress_report_every_n_iterations: 2\n  retry_failed_steps: false\n"
