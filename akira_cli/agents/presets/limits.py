@@ -33,7 +33,7 @@ EPOCH_RE = re.compile(r"usage limit reached\|(?P<epoch>\d{9,11})", re.I)
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 CLOCK_RE = re.compile(
     r"(?:resets|try again at|reset at|resets at)\s+"
-    r"(?:(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?P<day>\d{1,2})"
+    rf"(?:(?P<month>{'|'.join(MONTHS)})[a-z]*\.?\s+(?P<day>\d{{1,2}})"
     r"(?:st|nd|rd|th)?,?\s+(?:(?P<year>\d{4}),?\s+)?)?"
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)?"
     r"(?:\s*\((?P<zone>[A-Za-z_]+(?:/[A-Za-z_+-]+)+|UTC)\))?",
