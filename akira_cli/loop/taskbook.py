@@ -209,10 +209,10 @@ class TaskBook:
             try:
                 task = self.tasks.mark(current, boxes)
             except (TaskFileError, FileNotFoundError) as exc:
-                if current.exists() and len(boxes) > 1:  # one step's line is gone: the rest
-                    written = [self.mark(path, {step_id: box}) for step_id, box in boxes.items()]
-                    return next((task for task in reversed(written) if task is not None), None)
                 if current.exists():  # a person's edit broke the file: the next boundary pauses
+                    if len(boxes) > 1:  # perhaps one step's line only: the others are written
+                        written = [self.mark(path, {step_id: box}) for step_id, box in boxes.items()]
+                        return next((task for task in reversed(written) if task is not None), None)
                     step_id = next(iter(boxes))
                     self.bus.emit(EventType.WARNING, step_id, message=f"checkbox not written: {exc}")
                     return None
