@@ -252,6 +252,26 @@ def test_a_forged_tick_in_a_task_file_put_in_its_place_is_never_taken(
     assert (akira.root / ".hooks" / f"stop_autonomous_loop_{state.task_id}.md").is_file()
 
 
+def test_a_task_file_a_step_replaced_by_a_link_out_of_the_tree_is_never_read_or_ticked(
+    akira: Akira, tmp_path: Path
+) -> None:
+    """Unsandboxed (sandboxed, the task file is bound read-only): the step deletes the task file
+    and leaves a link to a file outside in its place. akira's tick of step 1, and the running
+    mark of step 2, would go through it; it found the link's path inside once and did not look
+    again. It is gone, so the loop pauses, and the file outside keeps its bytes."""
+    target = tmp_path / "outside.md"
+    target.write_text("- [ ] 1. Plant\n- [ ] 2. Never ran\n")
+    before = target.read_bytes()
+    plant_link = f"rm Specs/feat/tasks.md && ln -s {target} Specs/feat/tasks.md"
+    akira.write_task(
+        "feat", f"- [ ] 1. Plant\n  - Run: `{plant_link}`\n- [ ] 2. Never ran\n  - Run: `touch two-ran`\n"
+    )
+    done = start(akira, *UNSANDBOXED)
+    assert target.read_bytes() == before
+    assert done.code == 3 and not (akira.root / "two-ran").exists(), done.err
+    assert "was deleted" in akira.state().stop_reason
+
+
 # --- Contains: a FIFO, a link out of the tree ----------------------------------------------------
 
 

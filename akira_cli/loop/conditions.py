@@ -44,7 +44,8 @@ class TaskLocator:
     home: Path | None = None
     replaced: Path | None = None
     """Set by `locate`: where another file stands in for the task file (None when none does)."""
-    _inside: Path | None = None
+    _inside: tuple[Path, tuple[int, int] | None] | None = None
+    """The last path found inside the workspace, and the identity of the file it led to."""
     _held: int | None = None
     """The task file held open (never read) since `remember`: whether it lives on is an fstat."""
 
@@ -72,11 +73,14 @@ class TaskLocator:
         """The task file's path now; never a path outside the workspace (a state file's
         task_path is data, not a place akira may touch), never another file at its path."""
         found = self._find(path)
-        if found is None or found == self._inside:
+        if found is None or (found, self.identity) == self._inside:
             return found
         if not self.workspace.contains(found):
             return None
-        self._inside = found  # resolving symlinks costs syscalls: once per new place is enough
+        # Resolving symlinks costs syscalls: once per place and file is enough. A new file at a
+        # known path (a step's symlink to a file outside, once the task file is gone) is looked
+        # at again.
+        self._inside = (found, self.identity)
         return found
 
     def _find(self, path: Path) -> Path | None:
