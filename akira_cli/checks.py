@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from akira_cli import nofollow
+from akira_cli.check_settings import ProjectCheck
 from akira_cli.errors import LoopStop
 from akira_cli.runner import CommandRunner, tail
-from akira_cli.sections import ProjectCheck
 from akira_cli.state.records import CheckResult, Evaluation
 from akira_cli.tasks.model import Step
 
@@ -117,7 +118,7 @@ def is_project_check(name: str) -> bool:
 
 def step_checks(
     step: Step,
-    project: list[ProjectCheck],
+    project: Iterable[ProjectCheck],
     runner: CommandRunner,
     workdir: Path,
     default_timeout: float,

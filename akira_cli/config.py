@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from akira_cli import redaction
+from akira_cli.check_settings import ChecksSettings
 from akira_cli.errors import AkiraError
 from akira_cli.sections import (
     AgentSettings,
@@ -27,7 +28,6 @@ from akira_cli.sections import (
     LLMSettings,
     LoopSettings,
     NotifySettings,
-    ProjectCheck,
     ReasoningSettings,
     ReflectionSettings,
     ResourceLimits,
@@ -48,7 +48,7 @@ class Config(Section):
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     reasoning: ReasoningSettings = Field(default_factory=ReasoningSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
-    checks: list[ProjectCheck] = Field(default_factory=list)
+    checks: ChecksSettings = Field(default_factory=ChecksSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     git: GitSettings = Field(default_factory=GitSettings)
     fleet: FleetSettings = Field(default_factory=FleetSettings)
@@ -56,13 +56,6 @@ class Config(Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     follow: FollowSettings | None = None
     """After the pull request (off while absent)."""
-
-    @field_validator("checks", mode="before")
-    @classmethod
-    def _plain_commands(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"run": item} if isinstance(item, str) else item for item in value]
-        return value
 
     def public_dict(self) -> dict[str, Any]:
         """The effective configuration with secrets masked."""

@@ -20,8 +20,9 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from akira_cli.check_settings import ChecksSettings, ProjectCheck
 from akira_cli.config import Config
-from akira_cli.sections import ModelPrice, ProjectCheck
+from akira_cli.sections import ModelPrice
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 COMMAND = "python -m akira_cli.config_docs"
@@ -70,6 +71,8 @@ def type_name(annotation: Any) -> str:
         return f"mapping of {type_name(args[0])} to {type_name(args[1])}"
     if annotation is ModelPrice:
         return "a price (below)"
+    if annotation is ProjectCheck:
+        return "a check (below)"
     if annotation is SecretStr:
         return "text (secret)"
     return {str: "text", int: "integer", float: "number", bool: "`true` \\| `false`"}[annotation]
@@ -121,8 +124,11 @@ def render() -> str:
     for name, field in Config.model_fields.items():
         annotation = field.annotation
         if name == "checks":
-            intro = "`checks:` is a list; an item is a command line, or a mapping with these keys:"
-            lines += section(name, ProjectCheck, intro, "")
+            lines += section(name, ChecksSettings, "", "checks.")
+            intro = (
+                "An item of `checks:` (or `checks.commands`) is a command line, or a mapping with these keys:"
+            )
+            lines += ["### A project check", "", intro, "", *table(ProjectCheck, ""), ""]
             continue
         args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
         model = typing.cast(type[BaseModel], args[0] if args else annotation)

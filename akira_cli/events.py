@@ -77,6 +77,7 @@ class EventType(StrEnum):
     PULL_REQUEST = "pull_request"
     FOLLOW = "follow"
     SANDBOX_DENIED = "sandbox_denied"
+    EXAM = "exam"
 
 
 class Event(BaseModel):

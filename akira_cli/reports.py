@@ -17,6 +17,7 @@ from akira_cli.reflection.memory import ReflectionMemory
 from akira_cli.review.summary import needs_a_look, step_note, usage_lines
 from akira_cli.sandbox.session import describe
 from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.state.records import Attempt
 from akira_cli.templates import render
 from akira_cli.workspace import Workspace, command_line
 
@@ -130,6 +131,7 @@ def completion_text(
             completed_count=len(done),
             verified=breakdown["verified"],
             unverified=breakdown["unverified"],
+            changed_exam=breakdown["changed_exam"],
             by_person=breakdown["done_by_person"],
             by_claim=breakdown["done_by_claim"],
             failed_count=state.total_failures,
@@ -326,10 +328,19 @@ def escalation(
             if kept
             else b""
         )
+        + exam_diff(attempts).encode()
         + other_failures(workspace, state, others or []).encode(),
         root=workspace.root,
     )
     return path
+
+
+def exam_diff(attempts: list[Attempt]) -> str:
+    """The exam files' diff of a step that stopped passing only with its exam changed."""
+    exam = attempts[-1].exam if attempts else None
+    if exam is None or not exam.changed_exam:
+        return ""
+    return f"\n## The exam diff (what the step changed in its checks)\n\n```diff\n{exam.diff}```\n"
 
 
 def other_failures(workspace: Workspace, state: LoopState, ids: list[str]) -> str:

@@ -17,6 +17,8 @@ class ResumeRequest(BaseModel):
     max_iterations: int | None = None
     reset_failures: bool = False
     guidance: str | None = None
+    accept_exam: list[str] = []
+    """Steps a person lets change their exam (`--accept-exam STEP`)."""
 
 
 def request_path(state_dir: Path, task_id: str) -> Path:
@@ -48,6 +50,9 @@ def apply_resume(state: LoopState, request: ResumeRequest) -> None:
         state.consecutive_failures = 0
     if request.guidance:
         state.pending_guidance = request.guidance
+    for step_id in request.accept_exam:
+        if step_id in state.steps:
+            state.steps[step_id].exam_accepted = True
     if state.status in ("needs_action", "failed"):
         state.no_progress_streak = 0
         done = state.completed_ids()

@@ -301,21 +301,6 @@ class FollowSettings(Section):
     """Checks still pending this long after the last push: needs_action."""
 
 
-class ProjectCheck(Section):
-    """A project check, run after every step (a plain string is its `run`)."""
-
-    run: str
-    """The command (bash -c), in the workspace or the step's worktree, inside the sandbox."""
-    name: str | None = None
-    """Its name in reports; by default the command."""
-    timeout: float | None = Field(None, gt=0)
-    """Seconds it may take; by default `agent.command_timeout_seconds`."""
-
-    @property
-    def label(self) -> str:
-        return self.name or self.run
-
-
 class ReviewSettings(Section):
     """A second agent's review of each step, after its checks pass and before its
     commit. Off while `agent` is unset."""

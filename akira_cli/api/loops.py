@@ -145,6 +145,19 @@ def task_file(workspace: Workspace, ref: str) -> Path:
     return path
 
 
+def exam_steps(state: LoopState, wanted: list[str]) -> list[str]:
+    """The steps a person lets change their exam: each must be an open step the run has tried."""
+    done = state.completed_ids()
+    for step_id in wanted:
+        if step_id not in state.steps or step_id in done:
+            tried = sorted(set(state.steps) - done)
+            raise AkiraError(
+                f"--accept-exam {step_id}: task {state.task_id} has no open step {step_id} that it tried; "
+                + (f"its open steps that it tried: {', '.join(tried)}" if tried else "it tried no open step")
+            )
+    return wanted
+
+
 def resume(
     root: str | Path | None,
     task_id: str,
@@ -152,6 +165,7 @@ def resume(
     max_iterations: int | None = None,
     reset_failures: bool = False,
     guidance: str | None = None,
+    accept_exam: list[str] | None = None,
     no_wait: bool = False,
     detach: bool = True,
     config: Path | None = None,
@@ -190,7 +204,10 @@ def resume(
     # Guidance a person wrote in the escalation or intervention file and `guidance` both count;
     # the files are archived with the state, so no stale request is left in Needs_Action/.
     text = "\n\n".join(part for part in (take_guidance(workspace, state.task_id), guidance) if part) or None
-    request = ResumeRequest(max_iterations=max_iterations, reset_failures=reset_failures, guidance=text)
+    accepted = exam_steps(state, accept_exam or [])
+    request = ResumeRequest(
+        max_iterations=max_iterations, reset_failures=reset_failures, guidance=text, accept_exam=accepted
+    )
     if live is not None:
         # The request must exist before the hook goes: deleting the hook wakes the process.
         write_request(store.dir, state.task_id, request)

@@ -121,6 +121,8 @@ class LoopSummary(Answer):
     """`following pull request: round 1/3, waiting for 2 checks`, while it follows one."""
     verified: int
     unverified: int
+    changed_exam: int
+    """Steps whose checks passed only with their exam changed (not verified; a person's look)."""
     done_by_person: int
     done_by_claim: int
     tokens: int
@@ -187,6 +189,8 @@ class CriterionStep(Answer):
     verified: bool
     verified_by: Literal["step check", "project check only"] | None
     """By a check of the step's own, or by the project's checks only (no evidence for a criterion)."""
+    changed_exam: bool = False
+    """Its checks passed only with its exam changed (never evidence)."""
     review: str | None
     checks: list[str]
     """The step's own checks that passed (`Verify:`, `Exists:`, `Contains:`)."""
@@ -217,6 +221,8 @@ class Progress(Answer):
     current_steps: list[RunningStep]
     verified: int
     unverified: int
+    changed_exam: int
+    """Steps whose checks passed only with their exam changed (not verified; a person's look)."""
     done_by_person: int
     done_by_claim: int
     tokens: int

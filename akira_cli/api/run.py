@@ -16,6 +16,7 @@ from akira_cli.children.ledger import ChildLedger
 from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
+from akira_cli.exam.judge import ExamJudge
 from akira_cli.loop.conditions import TaskLocator
 from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import StepEngine
@@ -202,6 +203,7 @@ def build_loop(
         limits=LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, lambda: None, lambda _: False),
         judge=llm_judge(config, client),
         commits=commits,
+        exam=ExamJudge(config, workspace, state, bus),
     )
     loop = AutonomousLoop(
         workspace,

@@ -134,6 +134,17 @@ def resume(
     guidance: Annotated[
         str | None, typer.Option("--guidance", help="Advice for the next attempt of the step that failed.")
     ] = None,
+    accept_exam: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-exam",
+            metavar="STEP",
+            help=(
+                "Let step STEP change its exam (its tests, their configuration, CI): it completes "
+                "as changed-exam, recorded as yours."
+            ),
+        ),
+    ] = None,
     no_wait: NoWait = False,
     detach: Annotated[bool, typer.Option("--detach", metavar="", help="Run in the background.")] = False,
     config: ConfigOption = None,
@@ -149,6 +160,7 @@ def resume(
         max_iterations=max_iterations,
         reset_failures=reset_failures,
         guidance=guidance,
+        accept_exam=accept_exam,
         no_wait=no_wait,
         detach=detach,
         config=config,

@@ -102,7 +102,7 @@ def progress(task_id: TaskIdOption, json_out: JsonOption = False, root: RootOpti
     typer.echo(
         f"{data.task_id}: {data.steps_done}/{data.steps_total} steps ({data.percent}%), iteration "
         f"{data.iteration}/{data.max_iterations}, attempt success rate {data.success_rate:.0%}; "
-        f"verified {data.verified}, unverified {data.unverified}, "
+        f"verified {data.verified}, unverified {data.unverified}, changed their exam {data.changed_exam}, "
         f"by a person {data.done_by_person}, by the agent's claim {data.done_by_claim}; "
         f"{data.tokens} tokens, ${data.cost_usd:.4f}"
     )

@@ -31,6 +31,8 @@ class Evidence:
     project_checks: list[str] = field(default_factory=list)
     """The project-wide checks that passed with it."""
     commit: str | None = None
+    changed_exam: bool = False
+    """Its checks passed only with its exam changed: counted apart, never evidence."""
 
     @property
     def verified_by(self) -> str | None:
@@ -96,6 +98,7 @@ def _evidence(step_id: str, ticked: bool, completed: CompletedStep | None, state
         checks=[name for name in completed.checks if not is_project_check(name)],
         project_checks=[name for name in completed.checks if is_project_check(name)],
         commit=completed.commit,
+        changed_exam=completed.changed_exam,
     )
 
 
@@ -141,6 +144,7 @@ def to_json(rows: list[Row]) -> list[dict[str, Any]]:
                     "done": step.done,
                     "verified": step.verified,
                     "verified_by": step.verified_by,
+                    "changed_exam": step.changed_exam,
                     "review": step.review,
                     "checks": step.checks,
                     "project_checks": step.project_checks,
@@ -179,7 +183,9 @@ def _line(row: Row) -> str:
         step.step_id + (f" `{step.commit[:8]}`" if step.commit else "") + ("" if step.done else " (open)")
         for step in row.steps
     )
-    verified = ", ".join(f"{s.step_id}: {VERIFIED[s.verified_by]}" for s in row.steps)
+    verified = ", ".join(
+        f"{s.step_id}: {'CHANGED ITS EXAM' if s.changed_exam else VERIFIED[s.verified_by]}" for s in row.steps
+    )
     reviews = ", ".join(f"{s.step_id}: {s.review}" for s in row.steps if s.review)
     own = sorted({check for step in row.steps for check in step.checks})
     project = sorted({check for step in row.steps for check in step.project_checks})
@@ -202,6 +208,9 @@ def _why(row: Row) -> str:
     disputed = [s.step_id for s in row.steps if s.verified_by == STEP_CHECK and s.review == "disputed"]
     if disputed:
         return f"its checks passed, but the reviewer disputed step(s) {', '.join(disputed)}"
+    changed = [s.step_id for s in row.steps if s.changed_exam]
+    if changed:
+        return f"step(s) {', '.join(changed)} passed only with their exam changed (a person's look)"
     project = [s.step_id for s in row.steps if s.done and s.verified_by == PROJECT_ONLY]
     if project:
         return (

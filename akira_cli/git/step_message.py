@@ -35,12 +35,28 @@ def trailers(task_id: str, step: Step, attempt: Attempt, message: Message | None
         "Akira-Task": task_id,
         "Akira-Step": step.id,
         **(message.trailers if message is not None else {}),
-        "Akira-Verified": "yes" if attempt.verified else "no",
+        "Akira-Verified": verified(attempt),
         "Akira-Checks": said[:300] or "none",
     }
+    exam = attempt.exam
+    if exam is not None and exam.changed:
+        found["Akira-Exam"] = (
+            "accepted by a person"
+            if exam.allowed == "person"
+            else f"changed as the step asked: {', '.join(exam.changed)}"[:300]
+            if exam.changed_exam
+            else f"held out, passed: {', '.join(exam.changed)}"[:300]
+        )
     if attempt.review is not None:  # approved, disputed or none
         found["Akira-Review"] = attempt.review.verdict
     return found
+
+
+def verified(attempt: Attempt) -> str:
+    """`Akira-Verified`: yes, no, or changed-exam (its checks pass only with its exam changed)."""
+    if attempt.exam is not None and attempt.exam.changed_exam:
+        return "changed-exam"
+    return "yes" if attempt.verified else "no"
 
 
 def ticked_bytes(

@@ -25,7 +25,7 @@ from akira_cli.loop.conditions import replaced_stop
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
-from akira_cli.loop.partners import Commits, Reviewer
+from akira_cli.loop.partners import Commits, Exam, Reviewer
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
@@ -68,6 +68,8 @@ class StepEngine(Outcomes):
     """On a git-native run, the step commits (one per completed step)."""
     reviewer: Reviewer | None = None
     """`review.agent`'s reviewer (the morning review), when one is set."""
+    exam: Exam | None = None
+    """The steps' exam: a pass that changed what its checks run is held out."""
     held: LoopStop | None = None
     """A stop found after an attempt whose result still counts (a branch the step moved): the
     loop raises it at the next step boundary, once the attempt is recorded."""
@@ -119,6 +121,8 @@ class StepEngine(Outcomes):
             lane.runner.wrapper.begin(step.id)  # what the sandbox refuses from now on is this step's
         if lane is not self.lane:
             lane.witness.before()
+        if self.exam is not None:
+            self.exam.fix(step, pending.record, lane, lane.witness.looked())
         result, pending.retries = self.execute(pending.agent, request, waits=lane is self.lane)
         pending.result = result
         if result.limit is not None and not result.interrupted and lane is not self.lane:
@@ -141,6 +145,15 @@ class StepEngine(Outcomes):
         attempt = self.conclude(step, pending.request, result, pending.retries, took, extra, agent, lane)
         attempt.iteration, attempt.files_changed = pending.iteration, files_changed
         pending.attempt = attempt
+        if self.exam is not None and attempt.outcome == "success" and not lane.runner.killed:
+            timeout, checkpoint = pending.request.timeout, agent == "checkpoint"
+            self.exam.judge(
+                step,
+                pending.record,
+                attempt,
+                lane,
+                lambda r, w: self.checks_of(step, r, w, timeout, checkpoint),
+            )
         if self.reviewer is not None and attempt.outcome == "success" and not lane.runner.killed:
             attempt.review = self.reviewer.review(step, pending.task, pending.record, attempt, agent, lane)
             self.reviewed(attempt)
@@ -314,6 +327,13 @@ class StepEngine(Outcomes):
             if self.pause(wait):
                 return result, retries
 
+    def checks_of(
+        self, step: Step, runner: CommandRunner, workdir: Path, timeout: float, checkpoint: bool
+    ) -> list[Check]:
+        """The step's own checks and the project's, run by `runner` in `workdir`."""
+        advisory = self.state.advisory_checks and not checkpoint
+        return step_checks(step, self.config.checks, runner, workdir, timeout, advisory)
+
     def conclude(
         self,
         step: Step,
@@ -342,9 +362,8 @@ class StepEngine(Outcomes):
             attempt.outcome = "interrupted"
             return attempt
         checks: list[Check] = [AgentCheck(result.ok, result.error)]
-        advisory = self.state.advisory_checks and agent_name != "checkpoint"
-        checks += step_checks(
-            step, self.config.checks, lane.runner, request.workdir, request.timeout, advisory
+        checks += self.checks_of(
+            step, lane.runner, request.workdir, request.timeout, agent_name == "checkpoint"
         )
         checks += [extra] if extra is not None else []
         attempt.evaluation = evaluate(

@@ -12,7 +12,7 @@ from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.runner import CommandWrapper
 from akira_cli.state.models import FailedStep, LoopState
-from akira_cli.state.records import KEEP_ENTRIES, NOT_EVIDENCE, Attempt, StepRecord
+from akira_cli.state.records import CHANGED_EXAM, KEEP_ENTRIES, NOT_EVIDENCE, Attempt, StepRecord
 from akira_cli.tasks.model import Step
 from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line
@@ -103,6 +103,22 @@ class Outcomes:
         self.reflection.after_success(self.state, record, attempt)
         self.loop_completed(record, "success")
 
+    def exam_stands(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
+        """Two attempts in a row passed only by changing the exam: the step may be impossible as
+        its checks stand, which only a person can decide."""
+        self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=CHANGED_EXAM)
+        self.loop_completed(record, "persistent_failure")
+        files = ", ".join(attempt.exam.changed) if attempt.exam is not None else "its exam files"
+        accept = command_line(
+            self.workspace, "loop", "resume", "--task-id", self.state.task_id, "--accept-exam", step.id
+        )
+        raise PersistentFailure(
+            f"step {step.id} passed twice in a row only by changing its exam ({files}): it may be "
+            "impossible as its checks stand (the spec and its tests disagree); read the exam diff in "
+            f"the escalation, then fix the spec or the tests and resume, or let the step change its "
+            f"exam: '{accept}'"
+        )
+
     def loop_completed(self, record: StepRecord, outcome: str) -> None:
         self.bus.emit(
             EventType.REFLECTION_LOOP_COMPLETED,
@@ -137,6 +153,8 @@ class Outcomes:
         self.reflection.after_failure(self.state, record, attempt)
         window = record.window()
         idle = "no progress: " if not attempt.files_changed else ""
+        if len(window) >= 2 and window[-2].error_signature == CHANGED_EXAM == attempt.error_signature:
+            self.exam_stands(step, record, attempt)
         if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
             self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
             self.loop_completed(record, "persistent_failure")

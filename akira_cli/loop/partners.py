@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from akira_cli.changes import Snapshot
+    from akira_cli.checks import Check
     from akira_cli.errors import LoopStop
     from akira_cli.runner import CommandRunner
     from akira_cli.state.models import CompletedStep, LoopState
@@ -74,6 +75,25 @@ class Reviewer(Protocol):
     def review(
         self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt, agent: str, where: Where
     ) -> ReviewResult | None: ...
+
+
+class Exam(Protocol):
+    """A step's exam (`akira_cli.exam.judge.ExamJudge`): fixed before its first attempt, and a
+    pass that changed it judged again with it as it stood (the held-out run)."""
+
+    def fix(self, step: Step, record: StepRecord, where: Where, files: Snapshot | None) -> None: ...
+
+    def judge(
+        self,
+        step: Step,
+        record: StepRecord,
+        attempt: Attempt,
+        where: Where,
+        checks: Callable[[CommandRunner, Path], list[Check]],
+    ) -> None:
+        """A passing attempt that changed its exam: held out, and failed with `changed_exam`
+        (or completed as it, when the step or a person allowed it) when it passes only so."""
+        ...
 
 
 class Reports(Protocol):

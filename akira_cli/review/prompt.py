@@ -21,6 +21,36 @@ Ask for changes only for real defects, each reason specific enough to act on.
 """
 
 
+def exam_lines(attempt: Attempt) -> list[str]:
+    """What the step did to its own exam, in so many words (docs/design.md, the exam)."""
+    exam = attempt.exam
+    if exam is None:
+        return []
+    lines = []
+    if exam.changed:
+        files = ", ".join(exam.changed)
+        if exam.changed_exam:
+            who = "a person allowed it" if exam.allowed == "person" else "its text asks for it"
+            lines += [
+                "",
+                "## The step changed its own exam",
+                f"This step changed the files its checks run ({files}), and its checks pass ONLY with "
+                f"those changes: with them as they were before the step, they fail ({who}). Judge "
+                "whether each change to the tests, their configuration or CI is what the step asks, "
+                "and not a way around a check.",
+            ]
+        else:
+            lines += [
+                "",
+                "## The step changed files its checks run",
+                f"It changed {files}; the same checks also passed with those files as they were "
+                "before the step. Judge whether those changes are right.",
+            ]
+    if exam.own_tests:
+        lines += ["", f"Its checks ran tests the step wrote itself: {', '.join(exam.own_tests)}."]
+    return lines
+
+
 def review_prompt(
     step: Step,
     requirements: list[str],
@@ -52,6 +82,7 @@ def review_prompt(
         output = tail(check.output or check.detail, 1500).strip()
         if output:
             lines.append(f"  ```\n{output}\n  ```")
+    lines += exam_lines(attempt)
     for result in earlier:
         lines += ["", f"## Your review of an earlier attempt (round {result.round}) asked for changes"]
         lines.append(result.reasons or "(no reasons given)")

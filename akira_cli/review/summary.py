@@ -16,8 +16,24 @@ SHOWN = {
 
 
 def step_note(step: CompletedStep) -> str:
-    """What the completed-steps list adds to a step's line: the verdict, and an approving
-    reviewer's summary ('' when no reviewer looked)."""
+    """What the completed-steps list adds to a step's line: what it did to its exam, the
+    verdict, and an approving reviewer's summary ('' when there is nothing to add)."""
+    return exam_note(step) + review_note(step)
+
+
+def exam_note(step: CompletedStep) -> str:
+    exam = step.exam
+    if exam is None:
+        return ""
+    said = ""
+    if exam.changed and not exam.changed_exam:
+        said += f"; exam files also changed, passed held out: {', '.join(exam.changed)}"
+    if exam.own_tests:
+        said += f"; its checks ran tests the step wrote: {', '.join(exam.own_tests)}"
+    return said
+
+
+def review_note(step: CompletedStep) -> str:
     if not step.review:
         return ""
     summary = first_line(step.review_note, 160)
@@ -34,6 +50,8 @@ def needs_a_look(done: list[CompletedStep]) -> str:
     review. '' when there are none."""
     lines = []
     for step in done:
+        if step.exam is not None and step.changed_exam:
+            lines.append(changed_exam_entry(step))
         first = first_line(step.review_note, 200)
         if step.review == "disputed":
             lines.append(f"- {step.step_id}: {step.description}: disputed, the reviewer still asks: {first}")
@@ -42,6 +60,21 @@ def needs_a_look(done: list[CompletedStep]) -> str:
                 f"- {step.step_id}: {step.description}: not reviewed ({first or 'the reviewer failed'})"
             )
     return "\n## Needs a person's look\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def changed_exam_entry(step: CompletedStep) -> str:
+    """A step that completed with its exam changed: who allowed it, the files, the diff."""
+    exam = step.exam
+    assert exam is not None
+    who = "a person accepted it" if exam.allowed == "person" else "its text asked for it"
+    failing = first_line(exam.failing, 300)
+    return (
+        f"- {step.step_id}: {step.description}: CHANGED ITS EXAM ({who}): its checks pass only with "
+        f"{', '.join(exam.changed)} changed; as they were, {failing}\n\n"
+        + "  ```diff\n"
+        + "".join(f"  {line}\n" for line in exam.diff.splitlines())
+        + "  ```"
+    )
 
 
 def disputed_note(state: LoopState) -> str:

@@ -13,7 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from akira_cli.events import utcnow
 from akira_cli.state.follow import PullRequestWatch
 from akira_cli.state.gitrun import GitRun
-from akira_cli.state.records import Attempt, Model, StepRecord, passed_checks
+from akira_cli.state.records import Attempt, ExamResult, Model, StepRecord, passed_checks
 from akira_cli.usage import Usage
 
 SCHEMA_VERSION = 2
@@ -63,6 +63,8 @@ class CompletedStep(Model):
     """The reviewer's summary (approved) or its last reasons (disputed, none)."""
     checks: list[str] = Field(default_factory=list)
     """The deterministic checks that passed for it (shown in the criteria table)."""
+    exam: ExamResult | None = None
+    """What it did to its exam (changed exam files, its own new tests), when anything."""
 
     @classmethod
     def of(cls, step_id: str, description: str, attempt: Attempt) -> CompletedStep:
@@ -78,14 +80,24 @@ class CompletedStep(Model):
             review=review.verdict if review is not None else None,
             review_note=review.reasons[:500] if review is not None else "",
             checks=passed_checks(attempt),
+            exam=attempt.exam,
         )
 
     @property
+    def changed_exam(self) -> bool:
+        """Its checks passed only with its exam changed, as its text or a person allowed."""
+        return self.exam is not None and self.exam.changed_exam
+
+    @property
     def how(self) -> str:
+        if self.changed_exam:
+            return "CHANGED ITS EXAM: its checks pass only with the exam files it changed"
         return DONE_BY_TEXT[(self.done_by, self.verified)]
 
 
 def breakdown_key(step: CompletedStep) -> str:
+    if step.changed_exam:
+        return "changed_exam"
     if step.done_by == "akira":
         return "verified" if step.verified else "unverified"
     return f"done_by_{step.done_by}"
@@ -258,7 +270,7 @@ class LoopState(Model):
 
     def done_breakdown(self) -> dict[str, int]:
         """Completed steps by how they were decided: checked by akira, or taken on trust."""
-        counts = {"verified": 0, "unverified": 0, "done_by_person": 0, "done_by_claim": 0}
+        counts = {"verified": 0, "unverified": 0, "changed_exam": 0, "done_by_person": 0, "done_by_claim": 0}
         counts.update(self.history.sealed_by)
         for step in self.completed_steps:
             counts[breakdown_key(step)] += 1

@@ -70,6 +70,36 @@ class ReviewResult(Model):
     """The reviewer's own usage, apart from the implementing agent's (`Attempt.usage`)."""
 
 
+ExamVerdict = Literal["passed", "failed"]
+
+
+class ExamResult(Model):
+    """What an attempt that passed did to its exam (docs/design.md, the exam)."""
+
+    changed: list[str] = Field(default_factory=list)
+    """Exam files it changed or deleted that existed before the step, and those it added that are
+    no plain new test (a hook, a runner config, a shadowing module, CI configuration)."""
+    own_tests: list[str] = Field(default_factory=list)
+    """New test files the step wrote (its own: they stay in the held-out run)."""
+    held_out: ExamVerdict | None = None
+    """The checks run again with `changed` as they were before the step; None: not needed."""
+    allowed: Literal["step", "person"] | None = None
+    """Who let the step change its exam: its own text asked, or a person (`--accept-exam`)."""
+    failing: str = ""
+    """The held-out checks' failing lines."""
+    diff: str = ""
+    """The exam files' diff against the step's start, cut."""
+
+    @property
+    def changed_exam(self) -> bool:
+        """Passed only with its exam changed."""
+        return self.held_out == "failed"
+
+
+CHANGED_EXAM = "changed_exam"
+"""The failure reason (and signature) of an attempt that passed only with its exam changed."""
+
+
 class Attempt(Model):
     step_id: str
     number: int
@@ -99,10 +129,15 @@ class Attempt(Model):
     refused: list[str] = Field(default_factory=list)
     """What the sandbox refused a failed attempt, each with the line that allows it: in `error`
     too, what stopped it first, the rest after."""
+    exam: ExamResult | None = None
+    """What a passing attempt did to its exam; None when it touched none."""
 
     @property
     def verified(self) -> bool:
-        """At least one deterministic check (not just the agent's word) ran, and all passed."""
+        """At least one deterministic check (not just the agent's word) ran, and all passed, on
+        the exam as it stood before the step."""
+        if self.exam is not None and self.exam.changed_exam:
+            return False
         checks = self.evaluation.checks if self.evaluation else []
         deterministic = [check for check in checks if check.name not in NOT_EVIDENCE]
         return bool(deterministic) and all(c.passed for c in checks)
@@ -162,6 +197,11 @@ class StepRecord(Model):
     post_action: PostActionReflection | None = None
     session_id: str | None = None
     """The agent CLI's conversation for this step (claude's session_id, codex's thread_id)."""
+    exam_base: str | None = None
+    """What the step's exam is judged against, fixed before its first attempt: the commit it
+    started from (git-native runs), or "copy" (its exam files copied under `.state/exam/`)."""
+    exam_accepted: bool = False
+    """A person let the step change its exam (`loop resume --accept-exam STEP`)."""
 
     @model_validator(mode="after")
     def _from_version_1(self) -> StepRecord:

@@ -1,0 +1,199 @@
+"""The exam of a step (docs/design.md, the exam): fixed before its first attempt, and a pass
+that changed it judged once more on the exam as it stood.
+
+A step that touched no exam file costs the names of the files it changed matched against the
+rules, and nothing else. One that did gets a held-out run: the same checks on a scratch copy
+of its tree with those files as they were, inside the same sandbox."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from akira_cli import nofollow
+from akira_cli.checks import Check, evaluate
+from akira_cli.events import EventType
+from akira_cli.exam.base import Base, CommitBase, CopyBase, current
+from akira_cli.exam.files import ExamRules, asks_for_exam, only_asserts_added, plain_test
+from akira_cli.exam.heldout import copy_tree, put_back, remove_tree
+from akira_cli.git.pinned import Git
+from akira_cli.git.plumbing import Plumbing
+from akira_cli.runner import CommandRunner
+from akira_cli.state.records import CHANGED_EXAM, ExamResult
+
+if TYPE_CHECKING:
+    from akira_cli.changes import Snapshot
+    from akira_cli.config import Config
+    from akira_cli.events import EventBus
+    from akira_cli.loop.partners import Where
+    from akira_cli.state.models import LoopState
+    from akira_cli.state.records import Attempt, Evaluation, StepRecord
+    from akira_cli.tasks.model import Step
+    from akira_cli.workspace import Workspace
+
+DIFF_LIMIT = 6000
+SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class ExamJudge:
+    def __init__(self, config: Config, workspace: Workspace, state: LoopState, bus: EventBus) -> None:
+        self.config, self.workspace, self.state, self.bus = config, workspace, state, bus
+        self.threshold = config.evaluation.confidence_threshold
+        self._gits: dict[Path, Git | None] = {}
+
+    def rules(self, step: Step) -> ExamRules:
+        commands = [*step.verify, *(check.run for check in self.config.checks)]
+        return ExamRules.of(commands, self.config.checks.exam, self.config.checks.exam_exclude)
+
+    def fix(self, step: Step, record: StepRecord, where: Where, files: Snapshot | None) -> None:
+        """Before the step's first attempt: what its exam is judged against from now on."""
+        if record.exam_base is not None:
+            return
+        git = self.git(where)
+        if git is not None:
+            record.exam_base = Plumbing(git).head()[0] or None
+            if record.exam_base is not None:
+                return
+        rules = self.rules(step)
+        names = [name for name in (files or {}) if rules.kind(name) is not None]
+        if names:
+            self.copy_base(step).take(where.workdir, names)
+        record.exam_base = "copy"
+
+    def judge(
+        self,
+        step: Step,
+        record: StepRecord,
+        attempt: Attempt,
+        where: Where,
+        checks: Callable[[CommandRunner, Path], list[Check]],
+    ) -> None:
+        """A passing attempt's exam: untouched (nothing to do), or held out."""
+        if record.exam_base is None:
+            return
+        base = self.base(step, record, where)
+        names = {name for kept in [*record.attempts, attempt] for name in kept.files_changed}
+        if isinstance(base, CommitBase):
+            names.update(base.moved_since())
+        rules = self.rules(step)
+        changed: dict[str, bytes | None] = {}
+        own: list[str] = []
+        for name in sorted(names):
+            kind = rules.kind(name)
+            if kind is None:
+                continue
+            old, new = base.old(name), current(where.workdir, name)
+            if old == new:
+                continue
+            if (
+                kind == "test"
+                and new is not None
+                and (plain_test(new) if old is None else only_asserts_added(old, new))
+            ):
+                own.append(name)
+            else:
+                changed[name] = old
+        if not changed:
+            attempt.exam = ExamResult(own_tests=own) if own else None
+            return
+        exam = ExamResult(changed=sorted(changed), own_tests=own, diff=exam_diff(changed, where.workdir))
+        attempt.exam = exam
+        held = self.held_out(step, attempt.number, where, changed, checks)
+        exam.held_out = "passed" if held.complete else "failed"
+        self.bus.emit(
+            EventType.EXAM, step.id, attempt=attempt.number, changed=exam.changed[:20], held_out=exam.held_out
+        )
+        if held.complete:
+            return
+        exam.failing = "\n".join(held.reasons)[:3000]
+        text = "\n".join([step.title, *step.details])
+        exam.allowed = (
+            "person" if record.exam_accepted else "step" if asks_for_exam(text, exam.changed) else None
+        )
+        if exam.allowed is None:
+            attempt.outcome = "failure"
+            attempt.error = (
+                f"{CHANGED_EXAM}: the checks passed only with exam files changed "
+                f"({', '.join(exam.changed)}); "
+                f"with those files as they were before the step, {exam.failing}\n"
+                "Make the code pass the checks as they are: do not change the tests, their "
+                "configuration, hooks or CI."
+            )
+            attempt.error_signature = CHANGED_EXAM
+
+    def held_out(
+        self,
+        step: Step,
+        number: int,
+        where: Where,
+        files: dict[str, bytes | None],
+        checks: Callable[[CommandRunner, Path], list[Check]],
+    ) -> Evaluation:
+        """The same checks on a scratch copy of the step's tree with `files` as they were."""
+        source = where.path or self.workspace.root
+        inner = where.workdir.relative_to(source) if where.workdir.is_relative_to(source) else None
+        if inner is None:
+            source, inner = where.workdir, Path()
+        scratch = Path(tempfile.mkdtemp(prefix=f"akira-exam-{SAFE.sub('_', step.id)}-{number}-"))
+        tree = scratch / source.name  # outside the tree: no config above it is found (pytest's rootdir)
+        try:
+            copy_tree(source, tree)
+            put_back(tree / inner, files)
+            runner = self.runner(where.runner, tree, source)
+            return evaluate(checks(runner, tree / inner), self.threshold)
+        finally:
+            remove_tree(scratch)
+
+    def runner(self, like: CommandRunner, tree: Path, source: Path) -> CommandRunner:
+        env = {**(like.env or {}), "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+        workspace = Path(env.get("AKIRA_WORKSPACE", self.workspace.root))
+        if workspace.is_relative_to(source):
+            env["AKIRA_WORKSPACE"] = str(tree / workspace.relative_to(source))
+        runner = CommandRunner(tree, env=env, ledger=like.ledger, private_env=True)
+        if like.wrapper is not None:  # the copy is the tree the checks may write; the step's is read-only
+            runner.wrapper = like.wrapper.moved(tree)
+        return runner
+
+    def base(self, step: Step, record: StepRecord, where: Where) -> Base:
+        git = self.git(where)
+        if record.exam_base not in (None, "copy") and git is not None:
+            top = git.root
+            prefix = where.workdir.relative_to(top).as_posix() + "/" if where.workdir != top else ""
+            return CommitBase(git, record.exam_base or "", "" if prefix == "./" else prefix)
+        return self.copy_base(step)
+
+    def copy_base(self, step: Step) -> CopyBase:
+        parts = ("exam", SAFE.sub("_", self.state.task_id), SAFE.sub("_", step.id))
+        os.close(nofollow.open_folder(self.workspace.state_dir, parts, create=True))
+        return CopyBase(self.workspace.state_dir.joinpath(*parts))
+
+    def git(self, where: Where) -> Git | None:
+        """The repository of the step's tree (a git-native run's), found once per tree."""
+        if self.state.git is None:
+            return None
+        folder = where.path or where.workdir
+        if folder not in self._gits:
+            self._gits[folder] = Git.found(folder)
+        return self._gits[folder]
+
+
+def exam_diff(files: dict[str, bytes | None], workdir: Path) -> str:
+    """The exam files' unified diff against the step's start, cut to `DIFF_LIMIT`."""
+    out: list[str] = []
+    for name, old in files.items():
+        new = current(workdir, name)
+        before = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        after = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        out += difflib.unified_diff(
+            before,
+            after,
+            f"a/{name}" if old is not None else "/dev/null",
+            f"b/{name}" if new is not None else "/dev/null",
+        )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
+    return text if len(text) <= DIFF_LIMIT else text[:DIFF_LIMIT] + "…\n"
