@@ -37,6 +37,9 @@ class FixItem(Model):
     summary: str = ""
     """The agent's one line on what it changed (the thread's reply)."""
     answered: bool = False
+    exam_changed: list[str] = Field(default_factory=list)
+    """Test files or CI configuration its fix changed (held out, they passed): a green after it
+    is a person's to judge."""
 
 
 class Round(Model):
@@ -74,6 +77,16 @@ class PullRequestWatch(Model):
     def next_id(self, kind: str) -> str:
         self.numbers[kind] = self.numbers.get(kind, 0) + 1
         return f"{kind}-{self.numbers[kind]}"
+
+    def exam_changed(self) -> str:
+        """The rounds whose fixes changed tests or CI ("round 1 changed .github/workflows/ci.yml"),
+        or "": a green after one needs a person's look."""
+        said = []
+        for round_ in self.rounds:
+            files = sorted({name for item in round_.items for name in item.exam_changed})
+            if files:
+                said.append(f"round {round_.number} changed {', '.join(files)}")
+        return "; ".join(said)
 
     def open_round(self) -> Round | None:
         last = self.rounds[-1] if self.rounds else None

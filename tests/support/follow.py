@@ -92,7 +92,11 @@ class Night:
         threads: list[Thread] | None = None,
         follow: str = "follow:\n  poll_seconds: 0.2\n  max_wait_minutes: 1\n",
         pr: str = "ready",
+        files: dict[str, str] | None = None,
+        agent: str = AGENT,
     ) -> None:
+        """`files`: more of the repository (path: text); `agent`: the agent's script in place of
+        `AGENT`."""
         gh = real_gh()
         self.tmp = tmp_path
         self.root = tmp_path / "repo"
@@ -102,8 +106,12 @@ class Night:
         self.akira = Akira(self.root)
         self.akira.write_task("calc", TASKS)
         (self.root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+        for name, text in (files or {}).items():
+            (self.root / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / name).write_text(text)
+        script = agent
         agent = tmp_path / "agent.py"
-        agent.write_text(textwrap.dedent(AGENT).lstrip())
+        agent.write_text(textwrap.dedent(script).lstrip())
         command = f"{sys.executable} {agent} {{prompt_file}}"
         self.akira.write_config(
             f"agent:\n  kind: command\n  command: {json.dumps(command)}\n"
