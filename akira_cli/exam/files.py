@@ -37,7 +37,21 @@ RUNNERS = (
     "justfile",
     "Justfile",
     ".justfile",
+    "ruff.toml",
+    ".ruff.toml",
+    ".flake8",
+    "mypy.ini",
+    ".mypy.ini",
+    ".pylintrc",
+    "pylintrc",
+    ".eslintrc*",
+    "eslint.config.*",
+    ".golangci.y*ml",
+    ".pre-commit-config.yaml",
+    ".coveragerc",
 )
+"""Besides the test runners', the linters' and type checkers' settings: a check that runs one is
+decided by them as much as by the code."""
 CI_FOLDERS = (".github/workflows/", ".circleci/", ".buildkite/")
 CI_FILES = frozenset({".gitlab-ci.yml", "Jenkinsfile", "azure-pipelines.yml"})
 VENDORED = frozenset(
