@@ -5,7 +5,11 @@ The honest cases stay verified and cost no held-out run."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ import pytest
 from akira_cli.cli import main
 from akira_cli.state.records import CHANGED_EXAM
 from tests.support.git import commits, first_commit, git, trailers
+from tests.support.users import NOBODY, SETPRIV, nobody_python
 from tests.support.workspace import Akira, share_with_steps
 
 CALC = "def add(a, b):\n    return a - b\n"
@@ -41,7 +46,12 @@ HACKS = {
 
 
 def project(
-    tmp_path: Path, agent: str, title: str = "Make add add", sandbox: bool = True, config: str = ""
+    tmp_path: Path,
+    agent: str,
+    title: str = "Make add add",
+    sandbox: bool = True,
+    config: str = "",
+    verify: str = VERIFY,
 ) -> Akira:
     """A person's repository with a bug, its test, and a step whose agent runs `agent`."""
     root = tmp_path / "repo"
@@ -52,7 +62,7 @@ def project(
     (root / "tests" / "test_calc.py").write_text(TEST)
     (tmp_path / "agent.sh").write_text(agent)
     akira = Akira(root, tmp_path)
-    akira.write_task("feat", f"- [ ] 1. {title}\n  - Verify: `{VERIFY}`\n")
+    akira.write_task("feat", f"- [ ] 1. {title}\n  - Verify: `{verify}`\n")
     off = "" if sandbox else "sandbox:\n  mode: off\n"
     akira.write_config(f"agent:\n  command: bash {tmp_path / 'agent.sh'}\n{config}{off}")
     first_commit(root)
@@ -162,3 +172,40 @@ def test_accept_exam_after_the_escalation_completes_the_step_as_the_persons(tmp_
     state = akira.state(task_id)
     assert state.steps["1"].exam_accepted
     assert state.completed_steps[0].exam is not None and state.completed_steps[0].exam.allowed == "person"
+
+
+AS_NOBODY = ["report hook", "pytest.py shadow", "assertion rewritten"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hack", AS_NOBODY)
+def test_as_an_ordinary_user_a_changed_exam_is_never_verified(hack: str) -> None:
+    found = nobody_python()
+    if found is None:
+        pytest.skip(f"no Python that uid {NOBODY} can start imports this akira")
+    python, path = found
+    base = Path(tempfile.mkdtemp(prefix="akira-exam-nobody-", dir="/tmp"))  # not under pytest's 0700 folder
+    try:
+        base.chmod(0o755)
+        steps_see = f"sandbox:\n  allow_write: [{str(base)!r}]\n  env: [PYTHONPATH]\n"  # this akira's pytest
+        verify = f"{python} -m pytest -q -p no:cacheprovider tests"
+        akira = project(base, HACKS[hack], config=steps_see, verify=verify)
+        (base / "home").mkdir()
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(base)], check=True)
+        env = {**os.environ, "HOME": str(base / "home"), **({"PYTHONPATH": path} if path else {})}
+        command = [python, "-m", "akira_cli", "loop", "start", "--task", "Specs/feat/tasks.md"]
+        done = subprocess.run(
+            [*SETPRIV, *command, "--agent", "command", "--root", str(akira.root)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            cwd=akira.root,
+        )
+        assert done.returncode == 4, done.stderr[-3000:]
+        subprocess.run(["chown", "-R", "0:0", str(base)], check=True)  # root's git reads its own
+        assert verified_commits(akira.root) == []
+        attempts = akira.state().steps["1"].attempts
+        assert [a.error_signature for a in attempts] == [CHANGED_EXAM, CHANGED_EXAM]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
