@@ -101,6 +101,8 @@ def test_a_step_that_changes_its_exam_is_never_verified(tmp_path: Path, hack: st
     escalation = (akira.root / "Needs_Action" / f"escalation_{state.task_id}.md").read_text()
     assert "## The exam diff" in escalation and "Make the code pass the checks as they are" in escalation
     assert (akira.root / "calc.py").read_text().count("a - b") == 1  # the bug is still there
+    reflections = [e.data["suggestion"] for e in akira.events() if e.type == "reflection_generated"]
+    assert reflections and all("pass the checks as they are" in said for said in reflections), reflections
 
 
 HONEST = {
@@ -156,6 +158,8 @@ def test_a_step_that_asks_to_update_its_test_completes_as_changed_exam(tmp_path:
     assert "## The step changed its own exam" in prompt and "pass ONLY with those changes" in prompt
     progress = akira.cli("loop", "progress", "--task-id", state.task_id, "--json")
     assert '"changed_exam": 1' in progress.out and '"verified": 0' in progress.out
+    status = akira.cli("loop", "status", "--task-id", state.task_id, "--json")
+    assert '"changed_exam": 1' in status.out and '"verified": 0' in status.out
 
 
 def test_accept_exam_after_the_escalation_completes_the_step_as_the_persons(tmp_path: Path) -> None:

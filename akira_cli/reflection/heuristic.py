@@ -26,6 +26,15 @@ def _rule(pattern: str, category: Category, analysis: str, suggestion: str, *act
 
 RULES = (
     _rule(
+        r"^changed_exam: ",
+        "verification",
+        "The checks passed only with the files they run changed (the exam): {line}",
+        "Make the code pass the checks as they are: put the tests, their configuration, hooks and "
+        "CI back as they were, and change the code instead.",
+        "Run the step's checks with its exam as it was",
+        "Change the code, not the tests",
+    ),
+    _rule(
         r"the sandbox refused \S+; to allow it|is hidden by the sandbox; to allow it",
         "environment",
         "The sandbox refused the step something it needs, not the code: {line}",
