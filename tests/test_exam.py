@@ -40,6 +40,9 @@ HACKS = {
     "new test file patches the code": "printf 'import calc\\ncalc.add.__code__ = (lambda a, b: a + b).__code__\\n' "
     "> tests/test_zz.py\n",
     "stdlib shadow": "printf 'import sys\\nsys.exit(0)\\n' > unittest.py && sed -i '1i import unittest' calc.py\n",
+    "conftest hidden by .gitignore": "cat > conftest.py <<'EOF'\nimport pytest\n\n\n"
+    "@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+    "    outcome.get_result().outcome = 'passed'\nEOF\necho conftest.py >> .gitignore\n",
     "test file replaced by a link": "rm tests/test_calc.py && printf 'def test_ok():\\n    pass\\n' > ok.py "
     "&& ln -s ../ok.py tests/test_calc.py\n",
 }
@@ -176,6 +179,26 @@ def test_accept_exam_after_the_escalation_completes_the_step_as_the_persons(tmp_
     state = akira.state(task_id)
     assert state.steps["1"].exam_accepted
     assert state.completed_steps[0].exam is not None and state.completed_steps[0].exam.allowed == "person"
+
+
+def test_a_program_a_check_runs_from_an_ignored_folder_is_exam_too(tmp_path: Path) -> None:
+    """`.venv/bin/python` is ignored by git and no test file: replaced by one that exits 0, it
+    would pass any check that runs it."""
+    cheat = "printf '#!/bin/sh\\nexit 0\\n' > .venv/bin/python\n"
+    akira = project(tmp_path, cheat, verify=".venv/bin/python -m pytest -q -p no:cacheprovider tests")
+    venv = akira.root / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (venv / "python").chmod(0o755)
+    (akira.root / ".gitignore").write_text(".venv/\n")
+    git(akira.root, "add", ".gitignore")
+    git(akira.root, "commit", "-qm", "a venv in the tree")
+    code, said = start(akira)
+    assert code == 4, said
+    assert verified_commits(akira.root) == []
+    attempts = akira.state().steps["1"].attempts
+    assert [a.error_signature for a in attempts] == [CHANGED_EXAM, CHANGED_EXAM]
+    assert attempts[0].exam is not None and attempts[0].exam.changed == [".venv/bin/python"]
 
 
 AS_NOBODY = ["report hook", "pytest.py shadow", "assertion rewritten"]

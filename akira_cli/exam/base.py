@@ -42,6 +42,23 @@ class CommitBase:
         names = self.git.out("diff", "--name-only", "--no-renames", self.sha, head, check=False)
         return [name.removeprefix(self.prefix) for name in names.splitlines() if name.startswith(self.prefix)]
 
+    def ignored(self) -> list[str]:
+        """The work folder's files git ignores, folders that are ignored whole left out (an
+        installed package is no exam): those a changed `.gitignore` may hide."""
+        listed = self.git.run(
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            "--",
+            self.prefix or ".",
+            check=False,
+        ).stdout.decode("utf-8", "replace")
+        names = [name for name in listed.split("\0") if name and not name.endswith("/")]
+        return [name.removeprefix(self.prefix) for name in names if name.startswith(self.prefix)]
+
 
 @dataclass(frozen=True)
 class CopyBase:

@@ -114,15 +114,17 @@ class ExamRules:
     def kind(self, path: str) -> Kind | None:
         """What `path` (relative to the work folder, with `/`) is to the exam; None: not exam."""
         parts = path.split("/")
-        if any(fnmatchcase(path, glob) for glob in self.exclude) or VENDORED.intersection(parts[:-1]):
+        if any(fnmatchcase(path, glob) for glob in self.exclude):
+            return None
+        if path in self.scripts:
+            return "program"
+        if VENDORED.intersection(parts[:-1]):
             return None
         name = parts[-1]
         if path.startswith(CI_FOLDERS) or path in CI_FILES:
             return "ci"
         if any(fnmatchcase(name, glob) for glob in HOOKS):
             return "hook"
-        if path in self.scripts:
-            return "program"
         if self.shadows(parts):
             return "shadow"
         if any(fnmatchcase(name, glob) for glob in RUNNERS):

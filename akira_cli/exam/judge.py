@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,7 @@ class ExamJudge:
         """Before the step's first attempt: what its exam is judged against from now on."""
         if record.exam_base is not None:
             return
+        record.exam_programs = programs(where.workdir, self.rules(step).scripts)
         git = self.git(where)
         if git is not None:
             record.exam_base = Plumbing(git).head()[0] or None
@@ -78,9 +80,13 @@ class ExamJudge:
             return
         base = self.base(step, record, where)
         names = {name for kept in [*record.attempts, attempt] for name in kept.files_changed}
+        rules = self.rules(step)
         if isinstance(base, CommitBase):
             names.update(base.moved_since())
-        rules = self.rules(step)
+            if any(name.rsplit("/", 1)[-1] == ".gitignore" for name in names):
+                names.update(base.ignored())  # a file the step hid from git is no less its work
+        now = programs(where.workdir, frozenset(record.exam_programs))
+        names.update(name for name, seen in record.exam_programs.items() if now.get(name) != seen)
         changed: dict[str, bytes | None] = {}
         own: list[str] = []
         for name in sorted(names):
@@ -180,6 +186,21 @@ class ExamJudge:
         if folder not in self._gits:
             self._gits[folder] = Git.found(folder)
         return self._gits[folder]
+
+
+def programs(workdir: Path, names: frozenset[str]) -> dict[str, str]:
+    """What each of the files a check runs as its program is (its inode, change time, size and
+    mode, or a link's target): a write, a replacement or a chmod changes it, and no step can set
+    a change time back. A program in an ignored folder (`.venv/bin/python`) is seen this way."""
+    found = {}
+    for name in sorted(names):
+        try:
+            info = os.lstat(workdir / name)
+            link = os.readlink(workdir / name) if stat.S_ISLNK(info.st_mode) else ""
+        except OSError:
+            continue
+        found[name] = f"{info.st_ino}:{info.st_ctime_ns}:{info.st_size}:{info.st_mode:o}:{link}"
+    return found
 
 
 def exam_diff(files: dict[str, bytes | None], workdir: Path) -> str:

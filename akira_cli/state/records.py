@@ -200,6 +200,8 @@ class StepRecord(Model):
     exam_base: str | None = None
     """What the step's exam is judged against, fixed before its first attempt: the commit it
     started from (git-native runs), or "copy" (its exam files copied under `.state/exam/`)."""
+    exam_programs: dict[str, str] = Field(default_factory=dict)
+    """The files the step's checks run as their program, as they were then (`exam.judge.programs`)."""
     exam_accepted: bool = False
     """A person let the step change its exam (`loop resume --accept-exam STEP`)."""
 
