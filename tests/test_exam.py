@@ -126,7 +126,7 @@ def test_an_honest_step_stays_verified_and_costs_no_held_out_run(tmp_path: Path,
     assert not [e for e in akira.events() if e.type == "exam"]  # no held-out run
     text = report(akira)
     if case == "a fix with a new test file":
-        assert "its checks ran tests the step wrote: tests/test_more.py" in text
+        assert f"Verify `{VERIFY}` ran tests the step wrote: tests/test_more.py" in text
 
 
 def test_a_change_to_an_exam_file_that_still_passes_held_out_is_verified_and_named(tmp_path: Path) -> None:

@@ -29,7 +29,8 @@ def exam_note(step: CompletedStep) -> str:
     if exam.changed and not exam.changed_exam:
         said += f"; exam files also changed, passed held out: {', '.join(exam.changed)}"
     if exam.own_tests:
-        said += f"; its checks ran tests the step wrote: {', '.join(exam.own_tests)}"
+        checks = ", ".join(step.checks) or "its checks"
+        said += f"; {checks} ran tests the step wrote: {', '.join(exam.own_tests)}"
     return said
 
 
