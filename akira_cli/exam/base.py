@@ -11,6 +11,7 @@ from typing import Protocol
 
 from akira_cli import nofollow
 from akira_cli.git.pinned import Git
+from akira_cli.git.plumbing import Plumbing
 
 LIMIT = 8_000_000
 """How much of one exam file is read or kept."""
@@ -36,7 +37,7 @@ class CommitBase:
     def moved_since(self) -> list[str]:
         """The work folder's files that commits made since the step started changed (an agent
         that committed itself): the work tree's look does not show them."""
-        head = self.git.out("rev-parse", "HEAD", check=False)
+        head = Plumbing(self.git).head()[0]  # HEAD's file read: no git started for a step that moved nothing
         if not head or head == self.sha:
             return []
         names = self.git.out("diff", "--name-only", "--no-renames", self.sha, head, check=False)

@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from akira_cli import nofollow
 from akira_cli.checks import Check, evaluate
 from akira_cli.events import EventType
 from akira_cli.exam.base import Base, CommitBase, CopyBase, current
-from akira_cli.exam.files import ExamRules, asks_for_exam, only_asserts_added, plain_test
+from akira_cli.exam.files import ExamRules, Kind, asks_for_exam, only_asserts_added, plain_test
 from akira_cli.exam.heldout import copy_tree, put_back, remove_tree
 from akira_cli.git.pinned import Git
 from akira_cli.git.plumbing import Plumbing
@@ -46,10 +46,28 @@ class ExamJudge:
         self.config, self.workspace, self.state, self.bus = config, workspace, state, bus
         self.threshold = config.evaluation.confidence_threshold
         self._gits: dict[Path, Git | None] = {}
+        self._rules: dict[tuple[str, ...], tuple[ExamRules, dict[str, Kind | None]]] = {}
 
     def rules(self, step: Step) -> ExamRules:
-        commands = [*step.verify, *(check.run for check in self.config.checks)]
-        return ExamRules.of(commands, self.config.checks.exam, self.config.checks.exam_exclude)
+        return self._ruled(step)[0]
+
+    def kinds(self, step: Step, names: Iterable[str]) -> dict[str, Kind]:
+        """The exam files among `names`, by kind; each path is judged once per set of checks (a
+        step that touches no exam file costs these lookups and nothing else)."""
+        rules, known = self._ruled(step)
+        found = {}
+        for name in names:
+            kind = known[name] if name in known else known.setdefault(name, rules.kind(name))
+            if kind is not None:
+                found[name] = kind
+        return found
+
+    def _ruled(self, step: Step) -> tuple[ExamRules, dict[str, Kind | None]]:
+        commands = (*step.verify, *(check.run for check in self.config.checks))
+        if commands not in self._rules:
+            rules = ExamRules.of(commands, self.config.checks.exam, self.config.checks.exam_exclude)
+            self._rules[commands] = (rules, {})
+        return self._rules[commands]
 
     def fix(self, step: Step, record: StepRecord, where: Where, files: Snapshot | None) -> None:
         """Before the step's first attempt: what its exam is judged against from now on."""
@@ -61,10 +79,9 @@ class ExamJudge:
             record.exam_base = Plumbing(git).head()[0] or None
             if record.exam_base is not None:
                 return
-        rules = self.rules(step)
-        names = [name for name in (files or {}) if rules.kind(name) is not None]
+        names = list(self.kinds(step, files or {}))
         if names:
-            self.copy_base(step).take(where.workdir, names)
+            self.copy_base(step, create=True).take(where.workdir, names)
         record.exam_base = "copy"
 
     def judge(
@@ -78,21 +95,17 @@ class ExamJudge:
         """A passing attempt's exam: untouched (nothing to do), or held out."""
         if record.exam_base is None:
             return
-        base = self.base(step, record, where)
         names = {name for kept in [*record.attempts, attempt] for name in kept.files_changed}
-        rules = self.rules(step)
+        now = programs(where.workdir, frozenset(record.exam_programs))
+        names.update(name for name, seen in record.exam_programs.items() if now.get(name) != seen)
+        base = self.base(step, record, where)
         if isinstance(base, CommitBase):
             names.update(base.moved_since())
             if any(name.rsplit("/", 1)[-1] == ".gitignore" for name in names):
                 names.update(base.ignored())  # a file the step hid from git is no less its work
-        now = programs(where.workdir, frozenset(record.exam_programs))
-        names.update(name for name, seen in record.exam_programs.items() if now.get(name) != seen)
         changed: dict[str, bytes | None] = {}
         own: list[str] = []
-        for name in sorted(names):
-            kind = rules.kind(name)
-            if kind is None:
-                continue
+        for name, kind in sorted(self.kinds(step, names).items()):
             old, new = base.old(name), current(where.workdir, name)
             if old == new:
                 continue
@@ -173,9 +186,11 @@ class ExamJudge:
             return CommitBase(git, record.exam_base or "", "" if prefix == "./" else prefix)
         return self.copy_base(step)
 
-    def copy_base(self, step: Step) -> CopyBase:
+    def copy_base(self, step: Step, create: bool = False) -> CopyBase:
+        """The step's copied exam files (`create`: its folder made, never through a link)."""
         parts = ("exam", SAFE.sub("_", self.state.task_id), SAFE.sub("_", step.id))
-        os.close(nofollow.open_folder(self.workspace.state_dir, parts, create=True))
+        if create:
+            os.close(nofollow.open_folder(self.workspace.state_dir, parts, create=True))
         return CopyBase(self.workspace.state_dir.joinpath(*parts))
 
     def git(self, where: Where) -> Git | None:
