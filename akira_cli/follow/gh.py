@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from akira_cli import redaction
 from akira_cli.follow.forge import Check, CheckState, Comment, ForgeError
 from akira_cli.git.pr import run_tool, said
 
@@ -67,6 +68,11 @@ class Gh:
         return data if isinstance(data, dict) else {}
 
     def account(self) -> str:
+        """akira's login; the token gh holds for the host is masked from now on (a CI log or a
+        step may print it, and gh keeps it in its own files, not in akira's environment)."""
+        token = run_tool(["gh", "auth", "token", "--hostname", self.host], self.root)
+        if token.returncode == 0:
+            redaction.register([token.stdout.strip()])
         return self.run("api", "--hostname", self.host, "user", "--jq", ".login").strip()
 
     def head(self) -> str:
