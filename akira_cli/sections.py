@@ -292,7 +292,10 @@ class FollowSettings(Section):
     checks: bool = True
     """Fix the pull request's failing checks (CI)."""
     reviews: bool = True
-    """Address review comments by people (anyone but the account akira pushes as)."""
+    """Address review comments by people who may ask: write access to the repository, or `trusted`."""
+    trusted: list[str] = Field(default_factory=list)
+    """Logins whose review comments are worked though the forge shows no write access for them.
+    Anyone else without it (a contributor, a stranger, a bot) is listed as not acted on."""
     max_rounds: int = Field(3, ge=1)
     """Fix rounds for one pull request, checks and reviews together."""
     poll_seconds: float = Field(30, gt=0)

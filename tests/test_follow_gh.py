@@ -96,10 +96,11 @@ def test_a_review_thread_is_answered_with_its_commit_and_a_comments_run_runs_not
         sha, message = night.commit("review-1")
         assert f"Akira-Review-Thread: {first.id}" in message and message.startswith("fix(review): calc.py:1")
         assert first.comments[-1].author == "akira-bot"
-        assert first.comments[-1].body == f"Addressed in {sha[:7]}: renamed add to plus"
+        assert first.comments[-1].body == f"Addressed in {sha[:7]}: calc.py, checks imports passed"
+        assert "Akira-Requested-By: octo-reviewer" in message
         assert "def plus(" in night.calc(sha)
         docstring, message = night.commit("review-2")
-        assert second.comments[-1].body == f"Addressed in {docstring[:7]}: added a module docstring"
+        assert second.comments[-1].body == f"Addressed in {docstring[:7]}: calc.py, checks imports passed"
         assert "Akira-Checks: check `imports`" in message and "false" not in message
         assert len(own.comments) == 1  # akira's own comment is not work
         # the comment is quoted data in the prompt; its Run: ran nowhere
@@ -215,7 +216,7 @@ def test_a_review_the_next_morning_is_followed_by_pr_follow_and_a_stop_hook_paus
         resumed = night.akira.cli("loop", "resume", "--task-id", task_id, timeout=300)
         assert resumed.code == 0, resumed.err
         sha, _ = night.commit("review-1")
-        assert thread.comments[-1].body == f"Addressed in {sha[:7]}: renamed add to plus"
+        assert thread.comments[-1].body == f"Addressed in {sha[:7]}: calc.py, checks imports passed"
         state = night.akira.state()
         assert state.status == "completed" and state.pull_request is not None
         assert state.pull_request.phase == "green"

@@ -57,7 +57,7 @@ Decision = Wait | ReadLogs | Fix | Green | GiveUp
 
 
 def decide(seen: Seen, record: PullRequestWatch, settings: FollowSettings, now: datetime) -> Decision:
-    comments = [c for c in seen.comments if c.id not in record.answered] if settings.reviews else []
+    comments = [c for c in seen.comments if c.key not in record.answered] if settings.reviews else []
     failed: list[Check] = []
     if settings.checks:
         waiting = waiting_for(seen, record, settings, now)
