@@ -38,6 +38,18 @@ def test_the_same_failure_with_other_timestamps_durations_ids_and_lines_has_one_
     assert signature("test", quiet) == signature("test", log(1))  # a line that tells no failure does not
 
 
+@pytest.mark.parametrize(
+    "summary", ["Found 1 error.", "1 failed in 0.2s", "Error: Process completed with exit code 1."]
+)
+def test_a_summary_line_alone_never_makes_two_failures_the_same(summary: str) -> None:
+    first = f"2030-01-01T00:00:00Z calc.py:3:1: W999 the first finding\n2030-01-01T00:00:00Z {summary}\n"
+    second = f"2030-01-02T00:00:00Z calc.py:3:1: W998 another finding\n2030-01-02T00:00:00Z {summary}\n"
+    assert signature("lint", first) != signature("lint", second)
+    assert first_failing_line(second) == "calc.py:3:1: W998 another finding"
+    quiet = [f"building\nstep {n} printed this\n{summary}\n" for n in ("one", "two")]
+    assert signature("lint", quiet[0]) != signature("lint", quiet[1])  # what came before it counts
+
+
 def test_the_kept_log_is_its_last_lines_redacted_without_colours() -> None:
     redaction.register(["ghp_0123456789abcdefSECRET"])
     lines = [f"\x1b[31mline {n}\x1b[0m" for n in range(500)] + ["token ghp_0123456789abcdefSECRET leaked"]

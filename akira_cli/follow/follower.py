@@ -156,6 +156,9 @@ class Follower:
             return Wait(record.waiting_for, str(exc))
         self.failures = 0
         assert not isinstance(decision, ReadLogs)
+        if not isinstance(decision, Wait) and seen.head == record.head:  # the checks of akira's head ran
+            ran = [check.name for check in seen.checks if check.state in ("pass", "fail")]
+            record.ran = [*record.ran, *(name for name in ran if name not in record.ran)]
         before = (record.checks, record.waiting_for)
         waiting = (
             isinstance(decision, Wait) or bool(seen.pending()) or (self.settings.checks and not seen.checks)

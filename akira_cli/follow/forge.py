@@ -10,7 +10,8 @@ from typing import Literal, Protocol
 
 from akira_cli.errors import AkiraError
 
-CheckState = Literal["pending", "pass", "fail", "skip"]
+CheckState = Literal["pending", "pass", "fail", "skip", "cancel"]
+"""`skip` is skipped or neutral; `cancel` a run cancelled: neither is a pass (`watch.decide`)."""
 
 
 class ForgeError(AkiraError):

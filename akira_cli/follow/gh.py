@@ -22,7 +22,7 @@ BUCKETS: dict[str, CheckState] = {
     "fail": "fail",
     "pending": "pending",
     "skipping": "skip",
-    "cancel": "fail",
+    "cancel": "cancel",
 }
 THREADS = """query AkiraReviewThreads($owner: String!, $name: String!, $number: Int!) {
   repository(owner: $owner, name: $name) {

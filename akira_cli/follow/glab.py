@@ -19,7 +19,7 @@ MR_URL = re.compile(r"^https?://(?P<host>[^/]+)/(?P<project>.+?)/-/merge_request
 STATES: dict[str, CheckState] = {
     "success": "pass",
     "failed": "fail",
-    "canceled": "fail",
+    "canceled": "cancel",
     "skipped": "skip",
     "manual": "skip",
 }

@@ -71,6 +71,9 @@ class PullRequestWatch(Model):
     """The requests akira replied to (their keys: id and version), so that none is answered twice."""
     not_acted_on: list[str] = Field(default_factory=list)
     """Comments by people without write access: `not acted on: <login> has no write access (...)`."""
+    ran: list[str] = Field(default_factory=list)
+    """The checks that ran (passed or failed) on a head akira followed: green needs each of them
+    passed on the last head, not gone, skipped, neutral or cancelled."""
     seen: dict[str, str] = Field(default_factory=dict)
     """The failure signature of each check that failed in the last round."""
     rounds: list[Round] = Field(default_factory=list)
