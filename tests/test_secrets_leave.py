@@ -13,6 +13,7 @@ import pytest
 
 from akira_cli import redaction
 from akira_cli.git.dotenv import values_in
+from tests.support.fake_forge import Forge as FakeForge
 from tests.support.git import git, git_workspace
 
 GHP = "ghp_" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lm9Nb"
@@ -85,21 +86,37 @@ def test_a_dotenv_files_values_are_read_with_quotes_and_comments_taken_off() -> 
     assert values_in(text) == ["quoted value 1", "two", "plain-value", ""]
 
 
+LEAK = r"""
+import os, pathlib
+dotenv = pathlib.Path(".env").read_text().split("=", 1)[1].strip()
+said = [*os.environ["LEAK_SHAPES"].split(), os.environ["LEAK_KEY"], os.environ["DATABASE_URL"], dotenv]
+said += [os.environ.get(name, "") for name in ("AWS_SECRET_ACCESS_KEY", "DEPLOY_PASSWORD")]
+print("\n".join(said))
+"""
 AGENT = r"""
-import os, pathlib, sys
+import os, pathlib, runpy, sys
 prompt = pathlib.Path(sys.argv[1]).read_text()
 shared = pathlib.Path(os.environ["LEAK_SHARED"])
 count = len(list(shared.glob("prompt-*.md"))) + 1
 (shared / f"prompt-{count}.md").write_text(prompt)
-dotenv = pathlib.Path(".env").read_text().split("=", 1)[1].strip()
-said = [*os.environ["LEAK_SHAPES"].split(), os.environ["DATABASE_URL"], dotenv]
-said += [os.environ.get(name, "") for name in ("AWS_SECRET_ACCESS_KEY", "DEPLOY_PASSWORD")]
-print("\n".join(said))
-print(os.environ["LEAK_KEY"], file=sys.stderr)
+runpy.run_path(str(shared / "leak.py"))
 if "hold a secret" in prompt:
     pathlib.Path("config.py").write_text("TOKEN = os.environ['GITHUB_TOKEN']\n")
 else:
     pathlib.Path("config.py").write_text("import os\n\nTOKEN = '" + os.environ["LEAK_GHP"] + "'\n")
+"""
+REVIEWER = r"""
+import json, os, pathlib, sys
+shared = pathlib.Path(os.environ["LEAK_SHARED"])
+count = len(list(shared.glob("review-*.md"))) + 1
+(shared / f"review-{count}.md").write_text(sys.stdin.read())
+print(json.dumps({"verdict": "approve", "reasons": ["fine"]}))
+"""
+TASKS = f"""
+- [ ] 1. Write the config
+  - Exists: `config.py`
+- [ ] 2. Print what it knows
+  - Verify: `{sys.executable} LEAK; exit 1`
 """
 
 
@@ -107,14 +124,15 @@ else:
 def test_secrets_stay_out_of_every_file_akira_writes_and_out_of_the_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    akira = git_workspace(tmp_path, "- [ ] 1. Write the config\n  - Exists: `config.py`\n")
+    leak = tmp_path / "leak.py"
+    leak.write_text(textwrap.dedent(LEAK).lstrip())
+    akira = git_workspace(tmp_path, TASKS.replace("LEAK", str(leak)))
     root = akira.root
     (root / ".gitignore").write_text(".env\n")
     (root / ".env").write_text(f"WEBHOOK={DOTENV}\n")
-    git(root, "add", ".gitignore")
-    git(root, "commit", "-qm", "ignore .env")
-    agent = tmp_path / "agent.py"
+    agent, reviewer = tmp_path / "agent.py", tmp_path / "reviewer.py"
     agent.write_text(textwrap.dedent(AGENT).lstrip())
+    reviewer.write_text(textwrap.dedent(REVIEWER).lstrip())
     for name, value in VALUES.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("DATABASE_URL", f"postgresql://app:{DB_PASSWORD}@db/app")
@@ -122,15 +140,21 @@ def test_secrets_stay_out_of_every_file_akira_writes_and_out_of_the_commit(
     monkeypatch.setenv("LEAK_KEY", PRIVATE_KEY)
     monkeypatch.setenv("LEAK_GHP", GHP)
     monkeypatch.setenv("LEAK_SHARED", str(tmp_path))
-    command = f"{sys.executable} {agent} {{prompt_file}}"
+    forge = FakeForge(tmp_path, monkeypatch, ("gh",))
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "origin.git"))
+    git(root, "remote", "add", "origin", str(tmp_path / "origin.git"))
     akira.write_config(
-        f"agent:\n  kind: command\n  command: {json.dumps(command)}\n"
+        f"agent:\n  kind: command\n  command: {json.dumps(f'{sys.executable} {agent} {{prompt_file}}')}\n"
+        f"review:\n  agent: {json.dumps(f'{sys.executable} {reviewer}')}\n  when: ['1']\n"
+        f"checks:\n  - run: {json.dumps(f'{sys.executable} {leak}')}\n    name: leaky\n"
+        "git:\n  push: origin\n  pr: draft\n  pr_tool: gh\n"
         f"sandbox:\n  allow_write: [{str(tmp_path)!r}]\n"
         "  env: [DATABASE_URL, AWS_SECRET_ACCESS_KEY, DEPLOY_PASSWORD, LEAK_*]\n"
     )
-    git(root, "commit", "-qam", "config")
+    git(root, "add", ".gitignore", "config")
+    git(root, "commit", "-qm", "config")
     done = akira.cli("loop", "start", "--task", "Specs/feat/tasks.md", timeout=240)
-    assert done.code == 0, done.err
+    assert done.code == 4, done.err  # step 2 fails every time: an escalation, a draft pull request
     # the first attempt's commit was refused, with the file, the line and the masked value
     state = akira.state()
     record = state.completed_steps[-1]
@@ -138,10 +162,11 @@ def test_secrets_stay_out_of_every_file_akira_writes_and_out_of_the_commit(
     retry = (tmp_path / "prompt-2.md").read_text()
     assert "config.py:3 holds a GitHub token (ghp_***)" in retry
     assert "Keep secrets out of the tree" in retry
-    # nothing with the token was committed; the second attempt's fix was
+    # nothing with the token was committed or pushed; the second attempt's fix was
     assert GHP not in git(root, "log", "-p", "--all")
-    assert "os.environ['GITHUB_TOKEN']" in git(root, "show", "HEAD:config.py")
-    # no secret in any file akira wrote, nor in the prompts the agent got
+    assert "os.environ['GITHUB_TOKEN']" in git(root, "show", "akira/feat:config.py")
+    # no secret in any file akira wrote, in the prompts the agent and the reviewer got, in the
+    # pull request's body
     secrets = [*SHAPES.values(), KEY_BODY, *VALUES.values(), DB_PASSWORD, DOTENV]
     written = [
         path
@@ -149,8 +174,12 @@ def test_secrets_stay_out_of_every_file_akira_writes_and_out_of_the_commit(
         for path in (root / folder).rglob("*")
         if path.is_file()
     ]
-    written += sorted(tmp_path.glob("prompt-*.md"))
-    assert len(written) > 5
+    assert (root / "Needs_Action" / f"escalation_{state.task_id}.md") in written
+    written += sorted(tmp_path.glob("prompt-*.md")) + sorted(tmp_path.glob("review-*.md"))
+    assert len(list(tmp_path.glob("review-*.md"))) == 2
+    assert "config.py" in (tmp_path / "review-1.md").read_text()  # the diff it reviewed
     leaked = [(str(path), s) for path in written for s in secrets if s.encode() in path.read_bytes()]
     assert leaked == [], "\n".join(map(str, leaked))
+    bodies = [str(call["body"]) for call in forge.calls() if call["body"]]
+    assert bodies and all(s not in body for body in bodies for s in secrets)
     assert all(s not in done.out + done.err for s in secrets)
