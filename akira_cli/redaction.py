@@ -30,7 +30,7 @@ def secret_values(environ: Mapping[str, str], extra: Iterable[str | None] = ()) 
     """The values that count as secret: those of secret-like names (`SECRET_NAME_RE`), the
     password of any variable that holds a URL with one (`DATABASE_URL`), and `extra`."""
     found = [value for name, value in environ.items() if SECRET_NAME_RE.fullmatch(name.upper())]
-    found += [password for value in environ.values() if "://" in value and (password := url_password(value))]
+    found += url_passwords(environ)
     return [value for value in [*found, *extra] if value and value.strip()]
 
 
@@ -101,3 +101,12 @@ def url_password(url: str) -> str | None:
     """The password in a database URL, to register as a secret (masked in all akira writes)."""
     found = _URL_PASSWORD.match(url)
     return found["password"] if found and found["password"] else None
+
+
+def url_passwords(environ: Mapping[str, str]) -> list[str]:
+    """The passwords of the variables that hold a URL with one, as written and decoded
+    (`p%40ss` is printed as `p@ss` by the program that reads it)."""
+    from urllib.parse import unquote
+
+    found = [password for value in environ.values() if "://" in value and (password := url_password(value))]
+    return [*found, *(unquote(password) for password in found if unquote(password) != password)]

@@ -183,3 +183,33 @@ def test_secrets_stay_out_of_every_file_akira_writes_and_out_of_the_commit(
     bodies = [str(call["body"]) for call in forge.calls() if call["body"]]
     assert bodies and all(s not in body for body in bodies for s in secrets)
     assert all(s not in done.out + done.err for s in secrets)
+
+
+def test_push_protection_reads_binary_files_and_file_names_and_decoded_url_passwords(
+    tmp_path: Path, clean_redaction: object
+) -> None:
+    from akira_cli.git.pinned import Git
+    from akira_cli.git.secret_scan import refuse_secrets
+    from akira_cli.git.verify import CommitRefused
+    from tests.support.git import first_commit
+
+    (tmp_path / "README").write_text("base\n")
+    first_commit(tmp_path)
+    redaction.register(redaction.secret_values({"DATABASE_URL": "postgresql://app:p%40ss-w0rd-long@db/app"}))
+    (tmp_path / "dump.bin").write_bytes(b"\x00\x01binary " + SHAPES["AWS key id"].encode() + b"\x00")
+    (tmp_path / f"{GHP}.txt").write_text("nothing here\n")
+    (tmp_path / "notes.txt").write_text("the password is p@ss-w0rd-long\n")
+    index = tmp_path / "index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    git_ = Git.found(tmp_path)
+    assert git_ is not None
+    git_.run("read-tree", "HEAD", env=env)
+    names = ["dump.bin", f"{GHP}.txt", "notes.txt"]
+    git_.run("update-index", "--add", "--", *names, env=env)
+    with pytest.raises(CommitRefused) as refused:
+        refuse_secrets(git_, env, names)
+    said = str(refused.value)
+    assert "dump.bin:1 holds an AWS access key id (AKIA***)" in said
+    assert "the name ghp_***.txt holds a GitHub token (ghp_***)" in said
+    assert "notes.txt:1 holds a known secret's value (***)" in said
+    assert GHP not in said and "p@ss-w0rd-long" not in said

@@ -3,8 +3,9 @@ secret, known by value (`redaction.known`) or by shape (`secret_shapes`), is not
 attempt fails with each file and line and the masked value, and its reflection says to keep
 secrets out of the tree; nothing with a secret is ever pushed.
 
-Only the lines the commit adds count: a secret the branch already held is not the step's, and
-a file's other lines are not read again.
+Only the lines the commit adds count (and the names of the files it adds): a secret the branch
+already held is not the step's, and a file's other lines are not read again. A binary file is
+read as text (`--text`): a NUL byte must not hide a token.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from akira_cli.git.pinned import Git
 from akira_cli.git.verify import CommitRefused
-from akira_cli.redaction import MIN_SECRET, known
+from akira_cli.redaction import MIN_SECRET, known, redact
 from akira_cli.secret_shapes import MASK, shapes_in
 
 HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
@@ -31,17 +32,22 @@ class Leak:
     masked: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line} holds {self.kind} ({self.masked})"
+        path = redact(self.path)  # a name may be the secret itself
+        where = f"{path}:{self.line}" if self.line else f"the name {path}"
+        return f"{where} holds {self.kind} ({self.masked})"
 
 
 def added_lines(diff: bytes) -> list[tuple[str, int, str]]:
-    """(file, line number, text) of every line a `git diff -U0` adds."""
+    """(file, line number, text) of every line a `git diff -U0 --text` adds, and each added
+    file's name as its line 0 (a name can carry a token too)."""
     found: list[tuple[str, int, str]] = []
     path, number = "", 0
     for raw in diff.split(b"\n"):
         if raw.startswith(b"+++ "):
             name = raw[4:].decode("utf-8", "replace")
             path = name[2:] if name.startswith("b/") else name
+            if path != "/dev/null":
+                found.append((path, 0, path))
         elif raw.startswith(b"@@"):
             hunk = HUNK.match(raw)
             number = int(hunk.group(1)) if hunk else 0
@@ -65,7 +71,7 @@ def refuse_secrets(git: Git, env: Mapping[str, str], names: list[str]) -> None:
     if not names:
         return
     done = git.run(
-        "diff-index", "--cached", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-renames",
+        "diff-index", "--cached", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames",
         "HEAD", "--", *names, env=env,
     )  # fmt: skip
     leaks = leaks_in(done.stdout)
