@@ -190,6 +190,13 @@ def test_gitlab_through_glab_reads_the_pipeline_the_trace_and_the_threads_and_re
     assert asked.comments == [rename]
     assert asked.ignored == ["not acted on: mallory has no write access (comment on calc.py:1)"]
     assert asking(comments, "akira-bot", ["Mallory"]).comments[-1].notes[0].author == "mallory"
+    bot = Comment("t9", "t9", "thread", (Note("n9", "renovate[bot]", "bump it", "MEMBER"),))
+    ignored = asking([bot], "akira-bot", [])
+    assert ignored.comments == []  # a bot asks only when named in follow.trusted
+    assert ignored.ignored == [
+        "not acted on: renovate[bot] is a bot not named in follow.trusted (comment on the pull request)"
+    ]
+    assert asking([bot], "akira-bot", ["renovate[bot]"]).comments == [bot]
     forge.reply(comments[0], "Addressed in 9f8e7d6: renamed add to plus")
     calls = [json.loads(line) for line in (tmp_path / "glab.jsonl").read_text().splitlines()]
     assert calls[-1] == [

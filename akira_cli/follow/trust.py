@@ -30,9 +30,17 @@ class Asked:
 
 
 def may_ask(note: Note, trusted: Iterable[str]) -> bool:
-    """Write access on the forge, or a login the person named in `follow.trusted`."""
+    """Write access on the forge, or a login the person named in `follow.trusted`. A bot (a
+    GitHub App's `name[bot]`) asks only when named there: an app with write access speaks for
+    whoever drives it."""
     names = {name.lower() for name in trusted}
-    return note.access.upper() in WRITE_ACCESS or note.author.lower() in names
+    if note.author.lower() in names:
+        return True
+    return note.access.upper() in WRITE_ACCESS and not is_bot(note)
+
+
+def is_bot(note: Note) -> bool:
+    return note.author.lower().endswith("[bot]")
 
 
 def asking(comments: Iterable[Comment], account: str, trusted: Iterable[str]) -> Asked:
@@ -49,7 +57,8 @@ def asking(comments: Iterable[Comment], account: str, trusted: Iterable[str]) ->
                 kept.append((at, note))
                 continue
             kind = "review" if comment.kind == "review" else "comment"
-            line = f"not acted on: {note.author} has no write access ({kind} on {where(comment)})"
+            why = "is a bot not named in follow.trusted" if is_bot(note) else "has no write access"
+            line = f"not acted on: {note.author} {why} ({kind} on {where(comment)})"
             if line not in asked.ignored:
                 asked.ignored.append(line)
         if not kept:
