@@ -162,6 +162,7 @@ def test_secrets_stay_out_of_every_file_akira_writes_and_out_of_the_commit(
     retry = (tmp_path / "prompt-2.md").read_text()
     assert "config.py:3 holds a GitHub token (ghp_***)" in retry
     assert "Keep secrets out of the tree" in retry
+    assert "take the secret out of the file, read it from the environment" in retry  # the reflection
     # nothing with the token was committed or pushed; the second attempt's fix was
     assert GHP not in git(root, "log", "-p", "--all")
     assert "os.environ['GITHUB_TOKEN']" in git(root, "show", "akira/feat:config.py")
