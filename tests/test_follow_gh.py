@@ -265,6 +265,7 @@ def test_two_findings_with_the_same_summary_line_are_two_failures_not_the_same_o
     [
         (Job("lint", conclusion="skipped"), "check lint was skipped after round 1"),
         (Job("lint", conclusion="neutral"), "check lint was skipped after round 1"),
+        (Job("lint", conclusion="cancelled"), "check lint was cancelled after round 1"),
         (None, "check lint no longer runs after round 1"),
     ],
 )
@@ -283,5 +284,8 @@ def test_a_check_that_stops_running_after_a_fix_round_is_not_green(
         state = night.akira.state()
         assert state.status == "needs_action" and state.pull_request is not None
         assert state.pull_request.phase == "needs_action" and state.pull_request.round == 1
+        assert state.pull_request.checks == "red", [
+            e.data for e in night.akira.events() if e.type == "follow"
+        ]
         assert said in state.stop_reason
         assert night.forge.ready == [] and night.forge.pulls[0].draft is True

@@ -163,7 +163,8 @@ class Follower:
         waiting = (
             isinstance(decision, Wait) or bool(seen.pending()) or (self.settings.checks and not seen.checks)
         )
-        record.checks = "red" if seen.failed() else "pending" if waiting else "green"
+        red = bool(seen.failed()) or (isinstance(decision, GiveUp) and decision.red)
+        record.checks = "red" if red else "pending" if waiting else "green"
         record.waiting_for = decision.waiting_for if isinstance(decision, Wait) else len(seen.pending())
         if (record.checks, record.waiting_for) != before:
             self.loop.bus.emit(

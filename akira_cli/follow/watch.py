@@ -52,6 +52,8 @@ class GiveUp:
     why: str
     log: str = ""
     """The failing log the escalation quotes."""
+    red: bool = False
+    """The checks are not green though none failed (one no longer runs, or was cancelled)."""
 
 
 Decision = Wait | ReadLogs | Fix | Green | GiveUp
@@ -94,16 +96,15 @@ def no_longer_passing(seen: Seen, record: PullRequestWatch) -> GiveUp | None:
         state = states.get(name)
         if state not in ("pass", "fail"):
             how = (
-                "no longer runs"
-                if state is None
-                else f"was {'cancelled' if state == 'cancel' else 'skipped'}"
+                "no longer runs" if state is None else "was cancelled" if state == "cancel" else "was skipped"
             )
-            return GiveUp(
-                f"check {name} {how} after round {record.round}: a check that does not run is not a pass"
-            )
+            why = f"check {name} {how} after round {record.round}: a check that does not run is not a pass"
+            return GiveUp(why, red=True)
     cancelled = [name for name, state in states.items() if state == "cancel"]
     if cancelled:
-        return GiveUp(f"check {cancelled[0]} was cancelled: a cancelled check is not a pass; run it again")
+        return GiveUp(
+            f"check {cancelled[0]} was cancelled: a cancelled check is not a pass; run it again", red=True
+        )
     return None
 
 
