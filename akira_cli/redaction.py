@@ -1,9 +1,12 @@
-"""Secrets never reach the disk (docs/guarantees.md): every value that config or the environment marks as
-secret is replaced by `***` in everything akira writes, agent output and model replies included.
+"""Secrets never leave (docs/guarantees.md, "Secrets"): every value that config or the environment
+marks as secret, and every token of a known shape (`secret_shapes`), is replaced by `***` in
+everything akira writes, agent output, model replies, prompts and forge replies included.
 
 The set of secrets is process-wide: one akira process works one task, and every writer (the
 state store, the event log, reflections, reports, prompt files) goes through `redact_bytes`.
 Values shorter than `MIN_SECRET` are not redacted: masking "x" would garble every word with an x.
+Other parts feed it the values only they know (`register`): the LLM key, the fleet database's
+password, the work tree's ignored `.env*` files, the forge's stored token.
 """
 
 from __future__ import annotations
@@ -13,17 +16,21 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-MASK = "***"
+from akira_cli.secret_shapes import MASK, mask_data, mask_text
+
 MIN_SECRET = 8
-SECRET_NAME_RE = re.compile(r".*_(API_KEY|TOKEN|SECRET)$")
+SECRET_NAME_RE = re.compile(r".*_(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)")
+"""`*_KEY` (`*_API_KEY`, `AWS_SECRET_ACCESS_KEY`), `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_CREDENTIALS`."""
 
 _secrets: tuple[str, ...] = ()
 _encoded: tuple[tuple[bytes, bytes], ...] = ()
 
 
 def secret_values(environ: Mapping[str, str], extra: Iterable[str | None] = ()) -> list[str]:
-    """The values that count as secret: `*_API_KEY`, `*_TOKEN`, `*_SECRET` and `extra`."""
+    """The values that count as secret: those of secret-like names (`SECRET_NAME_RE`), the
+    password of any variable that holds a URL with one (`DATABASE_URL`), and `extra`."""
     found = [value for name, value in environ.items() if SECRET_NAME_RE.fullmatch(name.upper())]
+    found += url_passwords(environ)
     return [value for value in [*found, *extra] if value and value.strip()]
 
 
@@ -63,18 +70,23 @@ def clear() -> None:
     _secrets, _encoded = (), ()
 
 
+def known() -> tuple[str, ...]:
+    """The secrets known by value, longest first."""
+    return _secrets
+
+
 def redact(text: str) -> str:
     for value in _secrets:
         if value in text:
             text = text.replace(value, MASK)
-    return text
+    return mask_text(text)
 
 
 def redact_bytes(data: bytes) -> bytes:
     for value, mask in _encoded:
         if value in data:
             data = data.replace(value, mask)
-    return data
+    return mask_data(data)
 
 
 _URL_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):(?P<password>[^@/]*)@")
@@ -89,3 +101,12 @@ def url_password(url: str) -> str | None:
     """The password in a database URL, to register as a secret (masked in all akira writes)."""
     found = _URL_PASSWORD.match(url)
     return found["password"] if found and found["password"] else None
+
+
+def url_passwords(environ: Mapping[str, str]) -> list[str]:
+    """The passwords of the variables that hold a URL with one, as written and decoded
+    (`p%40ss` is printed as `p@ss` by the program that reads it)."""
+    from urllib.parse import unquote
+
+    found = [password for value in environ.values() if "://" in value and (password := url_password(value))]
+    return [*found, *(unquote(password) for password in found if unquote(password) != password)]

@@ -292,7 +292,11 @@ class FollowSettings(Section):
     checks: bool = True
     """Fix the pull request's failing checks (CI)."""
     reviews: bool = True
-    """Address review comments by people (anyone but the account akira pushes as)."""
+    """Address review comments by people who may ask: write access to the repository, or `trusted`."""
+    trusted: list[str] = Field(default_factory=list)
+    """Logins whose review comments are worked though the forge shows no write access for them,
+    and the bots (`name[bot]`) that may ask. Anyone else without write access (a contributor, a
+    stranger) is listed as not acted on."""
     max_rounds: int = Field(3, ge=1)
     """Fix rounds for one pull request, checks and reviews together."""
     poll_seconds: float = Field(30, gt=0)

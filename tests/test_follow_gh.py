@@ -96,10 +96,11 @@ def test_a_review_thread_is_answered_with_its_commit_and_a_comments_run_runs_not
         sha, message = night.commit("review-1")
         assert f"Akira-Review-Thread: {first.id}" in message and message.startswith("fix(review): calc.py:1")
         assert first.comments[-1].author == "akira-bot"
-        assert first.comments[-1].body == f"Addressed in {sha[:7]}: renamed add to plus"
+        assert first.comments[-1].body == f"Addressed in {sha[:7]}: calc.py, checks imports passed"
+        assert "Akira-Requested-By: octo-reviewer" in message
         assert "def plus(" in night.calc(sha)
         docstring, message = night.commit("review-2")
-        assert second.comments[-1].body == f"Addressed in {docstring[:7]}: added a module docstring"
+        assert second.comments[-1].body == f"Addressed in {docstring[:7]}: calc.py, checks imports passed"
         assert "Akira-Checks: check `imports`" in message and "false" not in message
         assert len(own.comments) == 1  # akira's own comment is not work
         # the comment is quoted data in the prompt; its Run: ran nowhere
@@ -215,9 +216,76 @@ def test_a_review_the_next_morning_is_followed_by_pr_follow_and_a_stop_hook_paus
         resumed = night.akira.cli("loop", "resume", "--task-id", task_id, timeout=300)
         assert resumed.code == 0, resumed.err
         sha, _ = night.commit("review-1")
-        assert thread.comments[-1].body == f"Addressed in {sha[:7]}: renamed add to plus"
+        assert thread.comments[-1].body == f"Addressed in {sha[:7]}: calc.py, checks imports passed"
         state = night.akira.state()
         assert state.status == "completed" and state.pull_request is not None
         assert state.pull_request.phase == "green"
         assert [path.parent.name for path in night.akira.state_files()] == ["archive"]
         assert night.hub.unknown == []
+
+
+LINT = """\
+{stamp} ##[group]Run ruff check .
+{stamp} calc.py:{line}:1: {code} {finding}
+{stamp} Found 1 error.
+{stamp} ##[error]Process completed with exit code 1.
+"""
+
+
+def lint_finds_another_thing_after_each_fix(night: Night, sha: str) -> list[Job]:
+    """W999 on the first head, W998 after ci-1 (the same summary), clean after ci-2."""
+    tidied = night.calc(sha).count("# tidied")
+    if tidied >= 2:
+        return [Job("lint")]
+    code, finding = [("W999", "the first finding"), ("W998", "another finding")][tidied]
+    said = LINT.format(stamp=f"2030-01-0{tidied + 1}T00:00:00Z", line=tidied + 1, code=code, finding=finding)
+    return [Job("lint", conclusion="failure", log=said)]
+
+
+def test_two_findings_with_the_same_summary_line_are_two_failures_not_the_same_one_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Night(tmp_path, monkeypatch, lint_finds_another_thing_after_each_fix) as night:
+        done = night.start()
+        assert done.code == 0, done.err
+        assert night.hub.unknown == []
+        state = night.akira.state()
+        assert state.pull_request is not None and state.pull_request.phase == "green"
+        assert state.pull_request.round == 2
+        assert "W999" in night.prompt("ci-1") and "W998" in night.prompt("ci-2")
+        items = [item for round_ in state.pull_request.rounds for item in round_.items]
+        assert [item.what for item in items] == [
+            "calc.py:1:1: W999 the first finding",
+            "calc.py:2:1: W998 another finding",
+        ]
+
+
+@pytest.mark.parametrize(
+    ("after", "said"),
+    [
+        (Job("lint", conclusion="skipped"), "check lint was skipped after round 1"),
+        (Job("lint", conclusion="neutral"), "check lint was skipped after round 1"),
+        (Job("lint", conclusion="cancelled"), "check lint was cancelled after round 1"),
+        (None, "check lint no longer runs after round 1"),
+    ],
+)
+def test_a_check_that_stops_running_after_a_fix_round_is_not_green(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: Job | None, said: str
+) -> None:
+    def lint_goes_away(night: Night, sha: str) -> list[Job]:
+        if "a - b" in night.calc(sha):
+            return [Job("lint"), Job("test", conclusion="failure", log=log(1))]
+        return [Job("test"), *([Job(after.name, conclusion=after.conclusion)] if after else [])]
+
+    with Night(tmp_path, monkeypatch, lint_goes_away) as night:
+        done = night.start()
+        assert done.code == 4, done.err
+        assert night.hub.unknown == []
+        state = night.akira.state()
+        assert state.status == "needs_action" and state.pull_request is not None
+        assert state.pull_request.phase == "needs_action" and state.pull_request.round == 1
+        assert state.pull_request.checks == "red", [
+            e.data for e in night.akira.events() if e.type == "follow"
+        ]
+        assert said in state.stop_reason
+        assert night.forge.ready == [] and night.forge.pulls[0].draft is True

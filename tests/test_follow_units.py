@@ -16,9 +16,10 @@ import pytest
 from akira_cli import redaction
 from akira_cli.config import load_config
 from akira_cli.errors import AkiraError
-from akira_cli.follow.forge import Check, Comment, Seen
+from akira_cli.follow.forge import Check, Comment, Note, Seen
 from akira_cli.follow.glab import Glab
 from akira_cli.follow.signature import LOG_LINES, first_failing_line, log_tail, signature
+from akira_cli.follow.trust import asking
 from akira_cli.follow.watch import Fix, GiveUp, Green, ReadLogs, Wait, decide
 from akira_cli.sections import FollowSettings
 from akira_cli.state.follow import PullRequestWatch
@@ -35,6 +36,18 @@ def test_the_same_failure_with_other_timestamps_durations_ids_and_lines_has_one_
     assert signature("test", other) != signature("test", log(1))  # the failing lines count
     quiet = log(1) + "2030-01-01T00:00:00Z collected 12 items\n"
     assert signature("test", quiet) == signature("test", log(1))  # a line that tells no failure does not
+
+
+@pytest.mark.parametrize(
+    "summary", ["Found 1 error.", "1 failed in 0.2s", "Error: Process completed with exit code 1."]
+)
+def test_a_summary_line_alone_never_makes_two_failures_the_same(summary: str) -> None:
+    first = f"2030-01-01T00:00:00Z calc.py:3:1: W999 the first finding\n2030-01-01T00:00:00Z {summary}\n"
+    second = f"2030-01-02T00:00:00Z calc.py:3:1: W998 another finding\n2030-01-02T00:00:00Z {summary}\n"
+    assert signature("lint", first) != signature("lint", second)
+    assert first_failing_line(second) == "calc.py:3:1: W998 another finding"
+    quiet = [f"building\nstep {n} printed this\n{summary}\n" for n in ("one", "two")]
+    assert signature("lint", quiet[0]) != signature("lint", quiet[1])  # what came before it counts
 
 
 def test_the_kept_log_is_its_last_lines_redacted_without_colours() -> None:
@@ -82,10 +95,14 @@ def test_failed_checks_need_their_logs_then_make_a_round_unless_they_fail_the_sa
 
 
 def test_comments_by_people_are_work_until_answered_and_green_needs_both() -> None:
-    comment = Comment("c1", "t1", "thread", "octo", "rename it", "calc.py", 1)
+    comment = Comment("t1", "t1", "thread", (Note("c1", "octo", "rename it", "OWNER"),), "calc.py", 1)
     seen = Seen(HEAD, [Check("test", "pass")], [comment])
     assert decide(seen, watch(), SETTINGS, NOW) == Fix([], [comment], {}, {})
-    assert decide(seen, watch(answered=["c1"]), SETTINGS, NOW) == Green()
+    assert decide(seen, watch(answered=[comment.key]), SETTINGS, NOW) == Green()
+    edited = Comment("t1", "t1", "thread", (Note("c1", "octo", "rename it to sum", "OWNER", "", "2030"),))
+    assert decide(
+        Seen(HEAD, [Check("test", "pass")], [edited]), watch(answered=[comment.key]), SETTINGS, NOW
+    ) == Fix([], [edited], {}, {})  # an edit is a new version: work again
     reviews_off = FollowSettings(reviews=False)
     assert decide(seen, watch(), reviews_off, NOW) == Green()
     checks_off = FollowSettings(checks=False, reviews=False)
@@ -120,6 +137,9 @@ cases = {
     "projects/acme%2Fcalc/pipelines/55/jobs": "jobs",
     "projects/acme%2Fcalc/jobs/901/trace": "trace",
     "projects/acme%2Fcalc/merge_requests/4/discussions": "discussions",
+    "projects/acme%2Fcalc/members/all/3": "member_developer",
+    "projects/acme%2Fcalc/members/all/7": "member_maintainer",
+    "projects/acme%2Fcalc/members/all/9": "member_missing",
 }
 case = cases.get(path)
 if path.endswith("/notes") and "--method" in args and "POST" in args:
@@ -156,11 +176,27 @@ def test_gitlab_through_glab_reads_the_pipeline_the_trace_and_the_threads_and_re
     ]
     trace = log_tail(forge.log(checks[0]))
     assert "E       assert 0 == 4" in trace and "\x1b" not in trace
-    comments = forge.comments("akira-bot")
-    assert comments == [
-        Comment("1126", "6a9c1750b37d513a43987b574953fceb50b03ce7", "thread", "octo-reviewer",
-                "Please rename `add` to `plus`.", "calc.py", 1),
-    ]  # fmt: skip
+    stamp = "2030-01-01T00:00:00.000Z"
+    comments = forge.comments()
+    rename = Comment(
+        "6a9c1750b37d513a43987b574953fceb50b03ce7", "6a9c1750b37d513a43987b574953fceb50b03ce7", "thread",
+        (Note("1126", "octo-reviewer", "Please rename `add` to `plus`.", "DEVELOPER", stamp),), "calc.py", 1,
+    )  # fmt: skip
+    assert comments[0] == rename and len(comments) == 3  # the resolved thread is not work
+    assert [note.access for note in comments[1].notes] == ["DEVELOPER", "MAINTAINER"]
+    assert comments[2].notes[0].author == "mallory" and comments[2].notes[0].access == "NONE"
+    # who may ask: the developer's thread; akira's reply answers the second; mallory is not acted on
+    asked = asking(comments, "akira-bot", [])
+    assert asked.comments == [rename]
+    assert asked.ignored == ["not acted on: mallory has no write access (comment on calc.py:1)"]
+    assert asking(comments, "akira-bot", ["Mallory"]).comments[-1].notes[0].author == "mallory"
+    bot = Comment("t9", "t9", "thread", (Note("n9", "renovate[bot]", "bump it", "MEMBER"),))
+    ignored = asking([bot], "akira-bot", [])
+    assert ignored.comments == []  # a bot asks only when named in follow.trusted
+    assert ignored.ignored == [
+        "not acted on: renovate[bot] is a bot not named in follow.trusted (comment on the pull request)"
+    ]
+    assert asking([bot], "akira-bot", ["renovate[bot]"]).comments == [bot]
     forge.reply(comments[0], "Addressed in 9f8e7d6: renamed add to plus")
     calls = [json.loads(line) for line in (tmp_path / "glab.jsonl").read_text().splitlines()]
     assert calls[-1] == [

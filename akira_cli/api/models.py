@@ -119,6 +119,8 @@ class LoopSummary(Answer):
     pull_request: PullRequestRow | None
     following: str | None
     """`following pull request: round 1/3, waiting for 2 checks`, while it follows one."""
+    not_acted_on: list[str] = []
+    """Review comments by people without write access: `not acted on: mallory has no write access (...)`."""
     verified: int
     unverified: int
     changed_exam: int
@@ -151,6 +153,7 @@ class LoopSummary(Answer):
         if self.pull_request is not None:
             checks = f" ({self.pull_request.checks})" if self.pull_request.checks else ""
             data["pull_request"] = self.pull_request.url + checks
+        data["not_acted_on"] = "; ".join(self.not_acted_on)
         return "\n".join(f"{key}: {value}" for key, value in data.items() if value not in (None, "", []))
 
 

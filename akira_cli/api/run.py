@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from akira_cli import redaction
 from akira_cli.agents.base import REGISTRY, Agent, AgentContext, choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
@@ -179,6 +180,9 @@ def build_loop(
     tasks: TaskSource | None = None,
 ) -> AutonomousLoop:
     workdir = agent_workdir(workspace, config)
+    from akira_cli.git.dotenv import ignored_env_values
+
+    redaction.register(ignored_env_values(workdir))  # the project's keys, masked like akira's
     runner = CommandRunner(
         workdir,
         env={"AKIRA_TASK_ID": state.task_id, "AKIRA_WORKSPACE": str(workspace.root)},

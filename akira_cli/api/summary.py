@@ -64,6 +64,7 @@ def summary(store: StateStore, state: LoopState) -> dict[str, Any]:
             if state.pull_request is not None and status == "following"
             else None
         ),
+        "not_acted_on": state.pull_request.not_acted_on if state.pull_request is not None else [],
         **state.done_breakdown(),
         "tokens": state.usage.total_tokens,
         "cached_tokens": state.usage.cached_tokens,

@@ -21,7 +21,9 @@ from akira_cli.errors import AkiraError, LoopStop, NeedsPerson, PullRequestGreen
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.follow.fix_prompts import FollowPrompts, summary_of
 from akira_cli.follow.forge import Comment, Forge, ForgeError, Seen
+from akira_cli.follow.reply import reply_text
 from akira_cli.follow.signature import first_failing_line, log_tail
+from akira_cli.follow.trust import asking
 from akira_cli.follow.watch import Fix, GiveUp, Green, ReadLogs, Wait, decide
 from akira_cli.git.step_message import Message
 from akira_cli.redaction import redact
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 FORGE_TRIES = 3
 """The forge's tool failing this many looks in a row needs a person."""
+KEEP_IGNORED = 50
+"""Comments not acted on kept in the state (the newest)."""
 STARTS = ("completed", "task_in_done")
 """The stops after which following begins (a completed run whose pull request is open)."""
 
@@ -141,7 +145,10 @@ class Follower:
         record = self.record
         try:
             seen = Seen(forge.head(), forge.checks() if self.settings.checks else [])
-            seen.comments = forge.comments(record.account) if self.settings.reviews else []
+            if self.settings.reviews:  # who may ask is weighed here, where the comments are read
+                asked = asking(forge.comments(), record.account, self.settings.trusted)
+                seen.comments = asked.comments
+                self.not_acted_on(asked.ignored)
             decision = decide(seen, record, self.settings, self.clock())
             if isinstance(decision, ReadLogs):
                 seen.logs = {check.name: log_tail(forge.log(check)) for check in decision.checks}
@@ -156,11 +163,15 @@ class Follower:
             return Wait(record.waiting_for, str(exc))
         self.failures = 0
         assert not isinstance(decision, ReadLogs)
+        if not isinstance(decision, Wait) and seen.head == record.head:  # the checks of akira's head ran
+            ran = [check.name for check in seen.checks if check.state in ("pass", "fail")]
+            record.ran = [*record.ran, *(name for name in ran if name not in record.ran)]
         before = (record.checks, record.waiting_for)
         waiting = (
             isinstance(decision, Wait) or bool(seen.pending()) or (self.settings.checks and not seen.checks)
         )
-        record.checks = "red" if seen.failed() else "pending" if waiting else "green"
+        red = bool(seen.failed()) or (isinstance(decision, GiveUp) and decision.red)
+        record.checks = "red" if red else "pending" if waiting else "green"
         record.waiting_for = decision.waiting_for if isinstance(decision, Wait) else len(seen.pending())
         if (record.checks, record.waiting_for) != before:
             self.loop.bus.emit(
@@ -168,6 +179,14 @@ class Follower:
             )
             self.loop.checkpoint()
         return decision
+
+    def not_acted_on(self, lines: list[str]) -> None:
+        record = self.record
+        new = [line for line in lines if line not in record.not_acted_on]
+        if new:
+            record.not_acted_on = [*record.not_acted_on, *new][-KEEP_IGNORED:]
+            for line in new:
+                self.loop.bus.emit(EventType.FOLLOW, action="not_acted_on", why=line)
 
     def ask(self, question: Callable[[], str]) -> str:
         try:
@@ -246,6 +265,12 @@ class Follower:
         item.commit = attempt.commit
         item.exam_changed = attempt.exam.changed if attempt.exam is not None else []
         item.summary = summary_of(state.context.last_response, step.title)
+        if attempt.commit:  # the reply is akira's own account: what the commit changed and what passed
+            item.files = self.commits.run.git.out(
+                "diff-tree", "--no-commit-id", "--name-only", "-r", attempt.commit, check=False
+            ).splitlines()
+        checks = attempt.evaluation.checks if attempt.evaluation else []
+        item.passed = [check.name for check in checks if check.passed and check.name != "agent result"]
         state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
         state.current_step = None
         loop.bus.emit(EventType.STEP_COMPLETED, step.id, attempts=attempt.number, commit=attempt.commit)
@@ -267,14 +292,9 @@ class Follower:
         raise NeedsPerson(f"the fixes were not pushed to {remote}; push them with '{push}', then resume")
 
     def answer(self, item: FixItem, forge: Forge) -> None:
-        said = (
-            f"Addressed in {item.commit[:7]}: {item.summary}"
-            if item.commit
-            else f"No change needed: {item.summary}"
-        )
-        comment = Comment(item.name, item.reply_to, item.on, item.author, "")
+        comment = Comment(item.name, item.reply_to, item.on, ())
         try:
-            forge.reply(comment, redact(said))
+            forge.reply(comment, reply_text(item))
         except ForgeError as exc:
             self.loop.bus.emit(EventType.WARNING, message=f"the reply to {item.author} was not posted: {exc}")
             return
@@ -306,21 +326,27 @@ def start_watch(state: LoopState, max_rounds: int, head: str) -> PullRequestWatc
     fixed is kept: no comment is answered twice, no step id given twice)."""
     assert state.git is not None and state.git.pr_url
     earlier = state.pull_request
-    kept = earlier.model_dump(include={"answered", "rounds", "numbers", "account"}) if earlier else {}
+    kept = (
+        earlier.model_dump(include={"answered", "rounds", "numbers", "account", "not_acted_on"})
+        if earlier
+        else {}
+    )
     return PullRequestWatch(
         url=state.git.pr_url, max_rounds=max_rounds, head=head, pushed_at=utcnow(), **kept
     )
 
 
 def review_item(record: PullRequestWatch, comment: Comment) -> FixItem:
-    body = redact(comment.body)
+    """A trusted request, whole (`trust.asking` left only its trusted people's comments)."""
+    first = redact(comment.notes[-1].body if comment.notes else "")
     return FixItem(
         step_id=record.next_id("review"),
         kind="review",
-        name=comment.id,
-        what=(body.strip().splitlines() or [""])[0][:160],
-        context=body[:8000],
+        name=comment.key,
+        what=(first.strip().splitlines() or [""])[0][:160],
+        context=redact(comment.text())[:8000],
         author=comment.author,
+        edited=comment.edited,
         where=comment.where,
         reply_to=comment.reply_to,
         on=comment.kind,
@@ -340,4 +366,7 @@ def fix_step(item: FixItem) -> Step:
 def message(item: FixItem) -> Message:
     if item.kind == "ci":
         return Message(f"fix(ci): {item.name}"[:72], {"Akira-Check": item.name[:200]})
-    return Message(f"fix(review): {item.where or 'the review'}"[:72], {"Akira-Review-Thread": item.reply_to})
+    return Message(
+        f"fix(review): {item.where or 'the review'}"[:72],
+        {"Akira-Review-Thread": item.reply_to, "Akira-Requested-By": item.author[:200]},
+    )

@@ -10,7 +10,8 @@ from typing import Literal, Protocol
 
 from akira_cli.errors import AkiraError
 
-CheckState = Literal["pending", "pass", "fail", "skip"]
+CheckState = Literal["pending", "pass", "fail", "skip", "cancel"]
+"""`skip` is skipped or neutral; `cancel` a run cancelled: neither is a pass (`watch.decide`)."""
 
 
 class ForgeError(AkiraError):
@@ -26,23 +27,71 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Comment:
-    """A review comment that asks for work: the latest comment of an unresolved thread, or a
-    review that requests changes, written by someone other than akira's account."""
+class Note:
+    """One comment as the forge shows it: who wrote it, with what access, and when."""
 
     id: str
-    """The comment's (or the review's) id: once akira replied to it, it is answered."""
+    author: str
+    body: str
+    access: str = ""
+    """The author's standing in the repository: GitHub's `authorAssociation` (`OWNER`, `MEMBER`,
+    `COLLABORATOR`, `CONTRIBUTOR`, `NONE`, ...), GitLab's role (`OWNER`, `MAINTAINER`,
+    `DEVELOPER`, `REPORTER`, `GUEST`, `NONE`). Who may ask is decided from it (`trust.py`)."""
+    created: str = ""
+    edited: str = ""
+    """When it was last edited (`lastEditedAt`, GitLab's `updated_at` past `created_at`), or ""."""
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A request for work: an unresolved review thread, or a review that requests changes.
+    The forge gives every comment of it (`notes`, oldest first, akira's own replies too); the
+    follower keeps only those of people who may ask (`trust.asking`)."""
+
+    id: str
+    """The thread's (or the review's) id."""
     reply_to: str
     """Where the reply goes: the thread's id, or the review's."""
     kind: Literal["thread", "review"]
-    author: str
-    body: str
+    notes: tuple[Note, ...]
     path: str = ""
     line: int | None = None
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}" if self.path and self.line else self.path
+
+    @property
+    def authors(self) -> list[str]:
+        return list(dict.fromkeys(note.author for note in self.notes))
+
+    @property
+    def author(self) -> str:
+        return ", ".join(self.authors)
+
+    @property
+    def version(self) -> str:
+        """What the request says now: its comments and their edits. A new comment or an edit
+        by a person who may ask gives a new version, which is work again."""
+        import hashlib
+
+        said = "\n".join(f"{note.id}@{note.edited}" for note in self.notes)
+        return hashlib.sha256(said.encode()).hexdigest()[:12]
+
+    @property
+    def key(self) -> str:
+        """Answered once akira replied to this version (`PullRequestWatch.answered`)."""
+        return f"{self.id}@{self.version}"
+
+    @property
+    def edited(self) -> str:
+        return max((note.edited for note in self.notes), default="")
+
+    def text(self) -> str:
+        """Every comment in order, each with its author: the request as the prompt quotes it."""
+        if len(self.notes) == 1:
+            return self.notes[0].body
+        return "\n\n".join(f"{note.author} wrote:\n{note.body}" for note in self.notes)
 
 
 @dataclass
@@ -80,8 +129,9 @@ class Forge(Protocol):
         """The failed job's log (what failed in it), or "" when the forge keeps none."""
         ...
 
-    def comments(self, account: str) -> list[Comment]:
-        """Unresolved threads and reviews requesting changes, by anyone but `account`."""
+    def comments(self) -> list[Comment]:
+        """Unresolved threads and reviews requesting changes, every comment with its author's
+        access (akira's own replies too: they tell which requests are answered)."""
         ...
 
     def reply(self, comment: Comment, text: str) -> None: ...

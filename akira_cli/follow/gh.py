@@ -1,7 +1,8 @@
 """GitHub's side, through `gh` (as 2.102 speaks): `gh pr checks --json` for the head's checks,
-`gh run view --log-failed` for a failed job's log, `gh api graphql` for the review threads and
-the replies on them, `gh pr comment` for the answer to a review, `gh api user` for akira's own
-account. Every call names the pull request's host and repository, taken from its URL."""
+`gh run view --log-failed` for a failed job's log, `gh api graphql` for the review threads (each
+comment with its author's `authorAssociation` and its last edit) and the replies on them, `gh pr
+comment` for the answer to a review, `gh api user` for akira's own account. Every call names the
+pull request's host and repository, taken from its URL."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from akira_cli.follow.forge import Check, CheckState, Comment, ForgeError
+from akira_cli import redaction
+from akira_cli.follow.forge import Check, CheckState, Comment, ForgeError, Note
 from akira_cli.git.pr import run_tool, said
 
 PULL_URL = re.compile(r"^https?://(?P<host>[^/]+)/(?P<owner>[^/]+)/(?P<name>[^/]+)/pull/(?P<number>\d+)")
@@ -20,15 +22,18 @@ BUCKETS: dict[str, CheckState] = {
     "fail": "fail",
     "pending": "pending",
     "skipping": "skip",
-    "cancel": "fail",
+    "cancel": "cancel",
 }
 THREADS = """query AkiraReviewThreads($owner: String!, $name: String!, $number: Int!) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
       reviewThreads(first: 100) {
-        nodes { id isResolved path line comments(last: 50) { nodes { id body author { login } } } }
+        nodes {
+          id isResolved path line
+          comments(last: 50) { nodes { id body author { login } authorAssociation createdAt lastEditedAt } }
+        }
       }
-      reviews(last: 50) { nodes { id state body author { login } } }
+      reviews(last: 50) { nodes { id state body author { login } authorAssociation createdAt lastEditedAt } }
     }
   }
 }"""
@@ -67,6 +72,11 @@ class Gh:
         return data if isinstance(data, dict) else {}
 
     def account(self) -> str:
+        """akira's login; the token gh holds for the host is masked from now on (a CI log or a
+        step may print it, and gh keeps it in its own files, not in akira's environment)."""
+        token = run_tool(["gh", "auth", "token", "--hostname", self.host], self.root)
+        if token.returncode == 0:
+            redaction.register([token.stdout.strip()])
         return self.run("api", "--hostname", self.host, "user", "--jq", ".login").strip()
 
     def head(self) -> str:
@@ -100,7 +110,7 @@ class Gh:
         repo = f"{self.host}/{self.owner}/{self.repo}"
         return self.run("run", "view", found["run"], "--job", found["job"], "--log-failed", "-R", repo)
 
-    def comments(self, account: str) -> list[Comment]:
+    def comments(self) -> list[Comment]:
         data = self.graphql(THREADS, owner=self.owner, name=self.repo, number=self.number)
         pull = (data.get("repository") or {}).get("pullRequest") or {}
         found = [
@@ -111,11 +121,11 @@ class Gh:
         latest: dict[str, dict[str, Any]] = {}
         for review in (pull.get("reviews") or {}).get("nodes") or []:
             latest[login(review)] = review  # oldest first: a later review replaces an earlier one
-        for who, review in latest.items():
+        for review in latest.values():
             if review.get("state") == "CHANGES_REQUESTED" and str(review.get("body") or "").strip():
                 rid = str(review.get("id"))
-                found.append(Comment(rid, rid, "review", who, str(review.get("body"))))
-        return [comment for comment in found if comment is not None and comment.author != account]
+                found.append(Comment(rid, rid, "review", (note(review),)))
+        return [comment for comment in found if comment is not None]
 
     def reply(self, comment: Comment, text: str) -> None:
         if comment.kind == "thread":
@@ -128,19 +138,28 @@ def login(node: dict[str, Any]) -> str:
     return str((node.get("author") or {}).get("login") or "ghost")
 
 
+def note(node: dict[str, Any]) -> Note:
+    return Note(
+        str(node.get("id")),
+        login(node),
+        str(node.get("body") or ""),
+        str(node.get("authorAssociation") or "NONE"),
+        str(node.get("createdAt") or ""),
+        str(node.get("lastEditedAt") or ""),
+    )
+
+
 def thread_comment(thread: dict[str, Any]) -> Comment | None:
-    """An unresolved thread's latest comment, with the file and line it is on."""
+    """An unresolved thread, every comment of it, with the file and line it is on."""
     comments = (thread.get("comments") or {}).get("nodes") or []
     if not comments:
         return None
-    last = comments[-1]
     line = thread.get("line")
     return Comment(
-        str(last.get("id")),
+        str(thread.get("id")),
         str(thread.get("id")),
         "thread",
-        login(last),
-        str(last.get("body") or ""),
+        tuple(note(comment) for comment in comments if isinstance(comment, dict)),
         str(thread.get("path") or ""),
         int(line) if isinstance(line, int) else None,
     )

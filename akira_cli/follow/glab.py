@@ -1,7 +1,8 @@
 """GitLab's side, through `glab api` (GitLab's REST API v4): the merge request's latest pipeline
 and its jobs for the checks, a job's trace for its log, the discussions for the review threads,
-a note on a discussion for the reply. GitLab has no review that requests changes apart from its
-threads, so the threads are all the review comments there are."""
+each author's role in the project (who may ask), a note on a discussion for the reply. GitLab
+has no review that requests changes apart from its threads, so the threads are all the review
+comments there are."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from akira_cli.follow.forge import Check, CheckState, Comment, ForgeError
+from akira_cli.follow.forge import Check, CheckState, Comment, ForgeError, Note
 from akira_cli.git.pr import run_tool, said
 
 MR_URL = re.compile(r"^https?://(?P<host>[^/]+)/(?P<project>.+?)/-/merge_requests/(?P<iid>\d+)")
 STATES: dict[str, CheckState] = {
     "success": "pass",
     "failed": "fail",
-    "canceled": "fail",
+    "canceled": "cancel",
     "skipped": "skip",
     "manual": "skip",
 }
@@ -73,29 +74,66 @@ class Glab:
     def log(self, check: Check) -> str:
         return str(self.api(f"{check.link}/trace", text=True))
 
-    def comments(self, account: str) -> list[Comment]:
-        found = []
+    def comments(self) -> list[Comment]:
+        found, roles = [], Roles(self)
         for discussion in self.api(f"{self.mr}/discussions"):
             notes = [note for note in discussion.get("notes") or [] if not note.get("system")]
             if not notes or not notes[0].get("resolvable") or notes[0].get("resolved"):
                 continue
-            last, position = notes[-1], notes[0].get("position") or {}
-            author = str((last.get("author") or {}).get("username") or "ghost")
+            position = notes[0].get("position") or {}
             line = position.get("new_line")
-            if author != account:
-                found.append(
-                    Comment(
-                        str(last.get("id")),
-                        str(discussion.get("id")),
-                        "thread",
-                        author,
-                        str(last.get("body") or ""),
-                        str(position.get("new_path") or ""),
-                        int(line) if isinstance(line, int) else None,
-                    )
+            found.append(
+                Comment(
+                    str(discussion.get("id")),
+                    str(discussion.get("id")),
+                    "thread",
+                    tuple(roles.note(note) for note in notes),
+                    str(position.get("new_path") or ""),
+                    int(line) if isinstance(line, int) else None,
                 )
+            )
         return found
 
     def reply(self, comment: Comment, text: str) -> None:
         path = f"{self.mr}/discussions/{comment.reply_to}/notes"
         self.api(path, "--method", "POST", "-f", f"body={text}")
+
+
+ROLES = {50: "OWNER", 40: "MAINTAINER", 30: "DEVELOPER", 20: "REPORTER", 10: "GUEST", 5: "MINIMAL"}
+
+
+class Roles:
+    """Each author's role in the project (`members/all/:id`, inherited memberships too), asked
+    once per author: GitLab's notes do not say it. Not a member: `NONE`."""
+
+    def __init__(self, forge: Glab) -> None:
+        self.forge = forge
+        self.known: dict[str, str] = {}
+
+    def of(self, user: object) -> str:
+        key = str(user)
+        if key not in self.known:
+            done = run_tool(
+                ["glab", "api", "--hostname", self.forge.host, f"{self.forge.project}/members/all/{key}"],
+                self.forge.root,
+            )
+            if done.returncode != 0 and "404" not in done.stderr + done.stdout:
+                raise ForgeError(said(done))
+            try:
+                level = json.loads(done.stdout).get("access_level") if done.returncode == 0 else 0
+            except (ValueError, AttributeError):
+                level = 0
+            self.known[key] = ROLES.get(level if isinstance(level, int) else 0, "NONE")
+        return self.known[key]
+
+    def note(self, note: dict[str, Any]) -> Note:
+        author = note.get("author") or {}
+        created, updated = str(note.get("created_at") or ""), str(note.get("updated_at") or "")
+        return Note(
+            str(note.get("id")),
+            str(author.get("username") or "ghost"),
+            str(note.get("body") or ""),
+            self.of(author.get("id")),
+            created,
+            updated if updated and updated != created else "",
+        )

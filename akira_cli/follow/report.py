@@ -35,6 +35,9 @@ def checks_section(state: LoopState) -> str:
         lines += [f"  - {item_line(item)}" for item in round_.items]
     if not record.rounds:
         lines.append("- No fix round was needed.")
+    if record.not_acted_on:  # a stranger's words are not quoted here either: the login and where
+        lines += ["", "Not acted on (only people with write access, or `follow.trusted`, may ask):"]
+        lines += [f"- {code(line.removeprefix('not acted on: '))}" for line in record.not_acted_on]
     if record.phase == "needs_action" and record.gave_up:
         lines += ["", f"Stopped: {record.gave_up}"]
     return "\n".join(lines) + "\n"

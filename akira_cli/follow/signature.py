@@ -2,7 +2,8 @@
 
 The log is the failure context of the fix step: its last `LOG_LINES` lines at most, redacted
 (a CI log echoes tokens and URLs with credentials). The signature is the check's name and its
-failing lines with timestamps, durations, hex ids and line numbers taken out: two rounds whose
+failing lines (the error, the failed test, the finding; never a summary line such as `Found 1
+error.` alone) with timestamps, durations, hex ids and line numbers taken out: two rounds whose
 logs differ only in those fail "the same way", and a second such round needs a person.
 """
 
@@ -19,6 +20,26 @@ LOG_CHARS = 40_000
 FAILING = re.compile(
     r"error|fail|exception|traceback|assert|fatal|panic|not ok|expected|\u2717|\u2718", re.IGNORECASE
 )
+FINDING = re.compile(r"^\S+?:\d+(?::\d+)?:?\s+\S|\b[A-Z]{1,4}\d{2,5}\b")
+"""A linter's or compiler's finding: `calc.py:3:1: W999 ...`, or a rule code (`E501`, `TS2304`)."""
+SUMMARY = re.compile(
+    r"^(?:=+\s*)?\d+ (?:failed|passed|errors?|error|skipped|warnings?)\b.*\bin [\d.]+\s?s\b"
+    r"|^Found \d+ (?:errors?|problems?|issues?)\b"
+    r"|^\d+ (?:errors?|problems?|issues?) found\b"
+    r"|^(?:Error: )?Process completed with exit code \d+"
+    r"|^##\[error\]Process completed with exit code \d+"
+    r"|exited with (?:exit )?(?:code|status) \d+\.?$"
+    r"|^g?make(?:\[\d+\])?: \*\*\* .*Error \d+"
+    r"|^FAILED \((?:failures|errors)=\d+"
+    r"|^Tests?:\s+\d+ failed"
+    r"|^npm ERR! (?:code|errno|Failed at|A complete log)"
+    r"|^error: Recipe `.*` failed"
+    r"|^Ran \d+ tests? in"
+    r"|^=+ (?:short test summary info|FAILURES|ERRORS) =+$",
+    re.IGNORECASE,
+)
+"""A line that only sums up (`Found 1 error.`, `1 failed in 0.2s`, `Process completed with exit
+code 1.`): two different findings end with the same one, so it never makes a signature alone."""
 NOISE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
@@ -47,11 +68,14 @@ def log_tail(text: str) -> str:
 
 
 def failing_lines(log: str) -> list[str]:
-    """The lines that tell the failure (errors, failures, assertions), else the log's last five."""
-    lines = [STEP_PREFIX.sub("", line).strip() for line in log.splitlines()]
+    """The lines that tell the failure: errors, failed tests, assertions, a linter's findings.
+    A summary line is never one of them; a log with nothing else gives its last lines that are
+    not a summary (what the check printed before it summed up), and only then its summary."""
+    lines = [NOISE[0][0].sub("", STEP_PREFIX.sub("", line)).strip() for line in log.splitlines()]
     lines = [line for line in lines if line]
-    found = [line for line in lines if FAILING.search(line)]
-    return found or lines[-5:]
+    telling = [line for line in lines if not SUMMARY.search(line)]
+    found = [line for line in telling if FAILING.search(line) or FINDING.search(line)]
+    return found or telling[-10:] or lines[-5:]
 
 
 def normalised(line: str) -> str:

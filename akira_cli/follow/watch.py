@@ -4,7 +4,8 @@ record of the rounds so far and the settings, `decide` says what happens next, a
 - `Wait`: checks are still pending (or the forge does not show akira's push yet);
 - `ReadLogs`: checks failed, and their logs are needed to go on;
 - `Fix`: a round fixes the failed checks and answers the comments;
-- `Green`: every check passed and every comment is answered;
+- `Green`: every check passed (each that ran on an earlier head among them) and every comment is
+  answered;
 - `GiveUp`: a person is needed (the same failure twice, the rounds spent, the wait too long).
 
 It reads no clock and runs nothing: the follower looks, asks, and carries the answer out.
@@ -51,18 +52,22 @@ class GiveUp:
     why: str
     log: str = ""
     """The failing log the escalation quotes."""
+    red: bool = False
+    """The checks are not green though none failed (one no longer runs, or was cancelled)."""
 
 
 Decision = Wait | ReadLogs | Fix | Green | GiveUp
 
 
 def decide(seen: Seen, record: PullRequestWatch, settings: FollowSettings, now: datetime) -> Decision:
-    comments = [c for c in seen.comments if c.id not in record.answered] if settings.reviews else []
+    comments = [c for c in seen.comments if c.key not in record.answered] if settings.reviews else []
     failed: list[Check] = []
     if settings.checks:
         waiting = waiting_for(seen, record, settings, now)
         if waiting is not None:
             return waiting
+        if (gone := no_longer_passing(seen, record)) is not None:
+            return gone
         failed = seen.failed()
     if not failed and not comments:
         return Green()
@@ -81,6 +86,26 @@ def decide(seen: Seen, record: PullRequestWatch, settings: FollowSettings, now: 
         spent = counted(record.max_rounds, "fix round")
         return GiveUp(f"{spent} spent and the pull request is not green ({still})", log)
     return Fix(failed, comments, signatures, {check.name: seen.logs[check.name] for check in failed})
+
+
+def no_longer_passing(seen: Seen, record: PullRequestWatch) -> GiveUp | None:
+    """Green is every check that ran before, passed on this head: one that went missing, was
+    skipped or neutral, or was cancelled, is not a pass."""
+    states = {check.name: check.state for check in seen.checks}
+    for name in record.ran:
+        state = states.get(name)
+        if state not in ("pass", "fail"):
+            how = (
+                "no longer runs" if state is None else "was cancelled" if state == "cancel" else "was skipped"
+            )
+            why = f"check {name} {how} after round {record.round}: a check that does not run is not a pass"
+            return GiveUp(why, red=True)
+    cancelled = [name for name, state in states.items() if state == "cancel"]
+    if cancelled:
+        return GiveUp(
+            f"check {cancelled[0]} was cancelled: a cancelled check is not a pass; run it again", red=True
+        )
+    return None
 
 
 def waiting_for(

@@ -16,11 +16,12 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from akira_cli.fileio import atomic_write
 from akira_cli.git.pinned import Git
+from akira_cli.redaction import redact
 from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 
@@ -60,6 +61,7 @@ class PullRequests:
                 "(git.branch is empty, or the run started on a detached HEAD)"
             )
             return None
+        request = replace(request, title=redact(request.title), body=redact(request.body))  # glab's too
         atomic_write(self.body_path, request.body.encode(), durable=False)
         tool = self.tool()
         create = self.create_command(tool or "gh", request, base, head)

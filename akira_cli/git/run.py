@@ -6,10 +6,9 @@ in by the loop after the save, so the commit carries it already). The person's i
 other path as it was; only the paths akira committed are set to the new commit in it, so that
 `git status` stays quiet. With `git.verify` the repository's hooks run in the step's sandbox
 (`verify.py`), and a hook that refuses is a `CommitRefused` with everything it printed. A
-repository a step made inside the work tree is never committed (`nested.py`). The commit message
-ends with `Akira-*` trailers: after a kill -9 a resume finds a commit the state does not know of
-by them.
-"""
+repository a step made inside the work tree is never committed (`nested.py`), nor are lines that
+add a secret (`secret_scan.py`). The commit message ends with `Akira-*` trailers: after a kill -9
+a resume finds a commit the state does not know of by them."""
 
 from __future__ import annotations
 
@@ -27,6 +26,7 @@ from akira_cli.git.base import base_commit, refuse_elsewhere
 from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
 from akira_cli.git.pinned import Git, GitError, Repository, find, output_of
 from akira_cli.git.plumbing import Plumbing
+from akira_cli.git.secret_scan import refuse_secrets
 from akira_cli.git.verify import CommitHooks
 from akira_cli.redaction import redact
 from akira_cli.sections import GitSettings
@@ -252,6 +252,7 @@ class GitRun:
             )
             if (changed_now is None or not names) and not self.differs(env, [*names, *sorted(blobs)]):
                 return None  # nothing changed, not even a tick
+            refuse_secrets(self.git, env, names)  # push protection: the step's added lines
             if self.hooks is not None:
                 message = self.hooks.before(shared, temp, message)
             author = () if self.has_author() else FALLBACK_AUTHOR

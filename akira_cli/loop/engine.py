@@ -29,6 +29,7 @@ from akira_cli.loop.partners import Commits, Exam, Reviewer
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.loop.witness import Witness
+from akira_cli.redaction import redact
 from akira_cli.runner import CommandRunner, tail
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt, StepRecord
@@ -205,6 +206,7 @@ class StepEngine(Outcomes):
                 self.note_reinjection(step)
         if prompt and self.commits is not None:
             prompt += self.commits.prompt_note
+        prompt = redact(prompt)  # what the agent's model provider gets carries no secret either
         return AgentRequest(
             self.state.task_id,
             step,

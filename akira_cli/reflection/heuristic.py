@@ -35,6 +35,16 @@ RULES = (
         "Change the code, not the tests",
     ),
     _rule(
+        r"changes hold a secret, so they were not committed",
+        "root_cause",
+        "The step wrote a secret into the tree, so its commit was not made: {line}",
+        "Keep secrets out of the tree: take the secret out of the file, read it from the "
+        "environment at run time, and never write a key, token or password into a file, a log or "
+        "a fixture.",
+        "Remove the secret from the files named above",
+        "Read it from the environment instead",
+    ),
+    _rule(
         r"the sandbox refused \S+; to allow it|is hidden by the sandbox; to allow it",
         "environment",
         "The sandbox refused the step something it needs, not the code: {line}",

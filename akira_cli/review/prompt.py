@@ -3,6 +3,7 @@ that passed with their output, the diff, and how to answer."""
 
 from __future__ import annotations
 
+from akira_cli.redaction import redact
 from akira_cli.runner import tail
 from akira_cli.state.records import Attempt, ReviewResult
 from akira_cli.tasks.model import Step
@@ -87,4 +88,4 @@ def review_prompt(
         lines += ["", f"## Your review of an earlier attempt (round {result.round}) asked for changes"]
         lines.append(result.reasons or "(no reasons given)")
     lines += ["", "## The diff (against the tree the attempt started from)", diff, "", ANSWER]
-    return "\n".join(lines)
+    return redact("\n".join(lines))  # the reviewer's model provider gets the masked text

@@ -20,7 +20,7 @@ class FixItem(Model):
     step_id: str
     kind: Literal["ci", "review"]
     name: str
-    """The check's name, or the thread's id on the forge."""
+    """The check's name, or the request's key on the forge (its id and version: `Comment.key`)."""
     what: str = ""
     """One line: the check's first failing line, or the comment's first line."""
     signature: str = ""
@@ -28,6 +28,9 @@ class FixItem(Model):
     context: str = ""
     """The failure context while the item is open: the job's log tail, or the comment (redacted)."""
     author: str = ""
+    """Who asked: the trusted authors of the request, in order (`Akira-Requested-By`)."""
+    edited: str = ""
+    """When the request was last edited, as akira read it ("" if never)."""
     where: str = ""
     """A comment's `path:line`."""
     reply_to: str = ""
@@ -35,7 +38,11 @@ class FixItem(Model):
     on: Literal["thread", "review"] = "thread"
     commit: str | None = None
     summary: str = ""
-    """The agent's one line on what it changed (the thread's reply)."""
+    """The agent's one line (the reason of a reply that needs no change)."""
+    files: list[str] = Field(default_factory=list)
+    """What the fix's commit changed (the reply names them)."""
+    passed: list[str] = Field(default_factory=list)
+    """The checks that passed on the fix (the reply names them)."""
     answered: bool = False
     exam_changed: list[str] = Field(default_factory=list)
     """Test files or CI configuration its fix changed (held out, they passed): a green after it
@@ -64,7 +71,12 @@ class PullRequestWatch(Model):
     account: str = ""
     """The forge's authenticated user: akira's own comments are never work."""
     answered: list[str] = Field(default_factory=list)
-    """The comments akira replied to (their ids), so that none is answered twice."""
+    """The requests akira replied to (their keys: id and version), so that none is answered twice."""
+    not_acted_on: list[str] = Field(default_factory=list)
+    """Comments by people without write access: `not acted on: <login> has no write access (...)`."""
+    ran: list[str] = Field(default_factory=list)
+    """The checks that ran (passed or failed) on a head akira followed: green needs each of them
+    passed on the last head, not gone, skipped, neutral or cancelled."""
     seen: dict[str, str] = Field(default_factory=dict)
     """The failure signature of each check that failed in the last round."""
     rounds: list[Round] = Field(default_factory=list)

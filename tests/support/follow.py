@@ -4,7 +4,8 @@ of its own.
 
 The repository has `calc.py` and a one-step task; the agent is a command that reads its prompt
 and does what a step of each kind asks (step 1: notes; a failed `test`: make `add` add; a review
-comment: rename `add` to `plus`, or add a docstring; a failed `lint`: a change that does not help),
+comment: rename `add` to `plus`, or add a docstring, or nothing to change, saying `FOLLOW_SUMMARY`;
+a failed `lint`: a change that does not help),
 ends with a `SUMMARY:` line, and keeps each prompt and its environment's names in the test's
 folder. Pushes go to a real bare repository, whose head the server's CI script reads.
 """
@@ -24,7 +25,7 @@ from realcli.gh import real_gh
 from akira_cli.cli import main
 from tests.support.git import git, person_repository
 from tests.support.servers.github_actions import Job
-from tests.support.servers.github_pulls import Forge, Thread
+from tests.support.servers.github_pulls import Forge, Review, Thread
 from tests.support.servers.github_server import GitHubServer
 from tests.support.workspace import Akira, Result
 
@@ -53,6 +54,8 @@ elif "rename `add`" in prompt:
 elif "docstring" in prompt:
     calc.write_text('"""Arithmetic."""\n' + calc.read_text())
     print("SUMMARY: added a module docstring")
+elif "nothing to change" in prompt:
+    print("SUMMARY: " + os.environ.get("FOLLOW_SUMMARY", "nothing to change"))
 '''
 
 TASKS = """
@@ -94,6 +97,7 @@ class Night:
         pr: str = "ready",
         files: dict[str, str] | None = None,
         agent: str = AGENT,
+        reviews: list[Review] | None = None,
     ) -> None:
         """`files`: more of the repository (path: text); `agent`: the agent's script in place of
         `AGENT`."""
@@ -118,14 +122,21 @@ class Night:
             f"git:\n  push: origin\n  pr: {pr}\n  pr_tool: gh\n"
             "checks:\n  - run: \"python3 -c 'import calc'\"\n    name: imports\n"
             + follow
-            + f"sandbox:\n  mode: on\n  allow_write: [{str(tmp_path)!r}]\n  env: [FOLLOW_SHARED]\n"
+            + f"sandbox:\n  mode: on\n  allow_write: [{str(tmp_path)!r}]\n  env: [FOLLOW_*]\n"
         )
         git(self.root, "add", "-A")
         git(self.root, "commit", "-q", "-m", "base")
         git(tmp_path, "init", "-q", "--bare", str(self.bare))
         git(self.root, "remote", "add", "origin", str(self.bare))
         git(self.root, "push", "-q", "origin", "main")
-        self.forge = Forge("acme", "calc", self.bare, lambda sha: checks(self, sha), threads=threads or [])
+        self.forge = Forge(
+            "acme",
+            "calc",
+            self.bare,
+            lambda sha: checks(self, sha),
+            threads=threads or [],
+            reviews=reviews or [],
+        )
         self.hub = GitHubServer(self.forge, tmp_path / "github")
         for name, value in self.hub.environment().items():
             monkeypatch.setenv(name, value)

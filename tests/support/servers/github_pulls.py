@@ -21,11 +21,21 @@ from tests.support.servers.github_actions import Actions, Job
 STAMP = "2030-01-01T00:00:00Z"
 
 
+def replied_at(n: int) -> str:
+    return f"2030-01-01T01:{n // 60 % 60:02d}:{n % 60:02d}Z"
+
+
 @dataclass
 class Comment:
     author: str
     body: str
     id: int = 0
+    association: str = "COLLABORATOR"
+    """The author's `authorAssociation`: `OWNER`, `MEMBER`, `COLLABORATOR` may ask; `CONTRIBUTOR`,
+    `FIRST_TIME_CONTRIBUTOR`, `NONE` may not."""
+    created: str = STAMP
+    edited: str | None = None
+    """`lastEditedAt`: set by `Forge.edit`."""
 
 
 @dataclass
@@ -43,6 +53,8 @@ class Review:
     body: str
     state: str = "CHANGES_REQUESTED"
     id: str = ""
+    association: str = "COLLABORATOR"
+    edited: str | None = None
 
 
 @dataclass
@@ -99,6 +111,12 @@ class Forge:
             capture_output=True, text=True, check=False, timeout=30,
         )  # fmt: skip
         return done.stdout.strip()
+
+    def edit(self, comment: Comment, body: str) -> None:
+        """A person edits a comment: its body, and `lastEditedAt` moved (the checks script may call
+        it while the server answers, under its lock)."""
+        comment.body = body
+        comment.edited = f"2030-01-02T00:00:{len(self.calls) % 60:02d}Z"
 
     def jobs(self, sha: str) -> list[Job]:
         self.actions.host = self.host
@@ -278,7 +296,14 @@ class Forge:
                 "line": thread.line,
                 "comments": {
                     "nodes": [
-                        {"id": f"PRRC_{c.id}", "body": c.body, "author": {"login": c.author}}
+                        {
+                            "id": f"PRRC_{c.id}",
+                            "body": c.body,
+                            "author": {"login": c.author},
+                            "authorAssociation": c.association,
+                            "createdAt": c.created,
+                            "lastEditedAt": c.edited,
+                        }
                         for c in thread.comments
                     ]
                 },
@@ -286,7 +311,15 @@ class Forge:
             for thread in self.threads
         ]
         reviews = [
-            {"id": r.id, "state": r.state, "body": r.body, "author": {"login": r.author}}
+            {
+                "id": r.id,
+                "state": r.state,
+                "body": r.body,
+                "author": {"login": r.author},
+                "authorAssociation": r.association,
+                "createdAt": STAMP,
+                "lastEditedAt": r.edited,
+            }
             for r in self.reviews
         ]
         pull = {"reviewThreads": {"nodes": threads}, "reviews": {"nodes": reviews}}
@@ -296,7 +329,7 @@ class Forge:
         thread = next((t for t in self.threads if t.id == variables["thread"]), None)
         if thread is None:
             return None
-        comment = Comment(self.login, variables["body"], self.new_id())
+        comment = Comment(self.login, variables["body"], self.new_id(), "OWNER", replied_at(len(self.calls)))
         thread.comments.append(comment)
         return {"addPullRequestReviewThreadReply": {"comment": {"id": f"PRRC_{comment.id}"}}}
 
