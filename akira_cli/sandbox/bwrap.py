@@ -37,11 +37,16 @@ def isolation() -> list[str]:
     return [*ISOLATION, *root]
 
 
-PLANE = ("config", ".hooks", ".state", ".akira", ".akira/worktrees", "Logs", "Done", "Needs_Action")
-"""The control plane inside the work tree: akira's folders at the workspace's top, made before
-the first step where they are missing (`make_plane`), so that each is bound read-only over the
-writable tree and a step can neither write nor make one (nor rename it: a mount point cannot
-be). The whole `.git` is bound read-only too: akira makes the commits."""
+SPEC_FOLDERS = ("Specs", ".kiro/specs", "specs", "openspec/changes")
+"""Where the spec tools keep task files: the person's, never a step's (a task file a step
+planted would be offered to an MCP client, and its `Run:` lines run by the next start)."""
+PLANE = (
+    "config", ".hooks", ".state", ".akira", ".akira/worktrees", "Logs", "Done", "Needs_Action", *SPEC_FOLDERS
+)  # fmt: skip
+"""The control plane inside the work tree: akira's folders at the workspace's top and the spec
+folders, made before the first step where they are missing (`make_plane`), so that each is
+bound read-only over the writable tree and a step can neither write nor make one (nor rename
+it: a mount point cannot be). The whole `.git` is bound read-only too: akira makes the commits."""
 SOCKET = "/tmp/.akira/proxy.sock"
 """Where the proxy's socket appears inside."""
 FORWARD = str(Path(__file__).with_name("forward.py"))
