@@ -30,7 +30,9 @@ TOKEN = "ghp_TOKENa1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
 AWS_ENV = "AWSENV-7f3e9a1c5b2d8e4f"
 MCP_TOKEN = "MCPTOKEN-2b4d6f8a0c1e3a5c"
 FLEET_PASSWORD = "FLEETPW-9e7c5a3b1d0f2e4a"
-SECRETS = (SSH_KEY, AWS_KEY, NETRC, TOKEN, AWS_ENV, MCP_TOKEN, FLEET_PASSWORD)
+KEPT_TOKEN = "KEPTTOKEN-5a7c9e1b3d5f7a9c"
+"""The token an MCP server keeps in `.state/mcp_token` for its clients."""
+SECRETS = (SSH_KEY, AWS_KEY, NETRC, TOKEN, AWS_ENV, MCP_TOKEN, FLEET_PASSWORD, KEPT_TOKEN)
 PLANTED = ("Specs/zz-helpful-setup", ".kiro/specs/x", "specs/y", "openspec/changes/z")
 """Task files a step plants for a later start (an MCP client offers what `list_tasks` finds)."""
 SLEEP_MARK = "314159"
@@ -44,6 +46,7 @@ L=loot.txt
   echo "== ssh"; cat {home}/.ssh/id_rsa ~/.ssh/id_rsa
   echo "== aws"; cat {home}/.aws/credentials
   echo "== netrc"; cat {home}/.netrc
+  echo "== mcp token"; cat {ws}/.state/mcp_token
   echo "== environ of every process"; cat /proc/[0-9]*/environ | tr '\0' '\n'
   echo "== preset state"; cat ~/.claude/keep.txt
 } >> $L 2>&1
@@ -124,6 +127,8 @@ def hostile_run(
     env |= {"AKIRA_MCP_TOKEN": MCP_TOKEN, "AKIRA_FLEET_DATABASE_URL": f"postgresql://u:{FLEET_PASSWORD}@db/x"}
     command = [sys.executable, "-m", "akira_cli", "loop", "start", "--task", str(task), "--no-wait"]
     command += [*(["--agent", "script"] if how == "run" else []), *flags, "--root", str(ws)]
+    (ws / ".state").mkdir(exist_ok=True)
+    (ws / ".state" / "mcp_token").write_text(KEPT_TOKEN + "\n")
     before = digest(plane_files(ws))
     done = subprocess.run(command, cwd=ws, env=env, capture_output=True, text=True, timeout=300)
     return done, home, before
@@ -143,7 +148,7 @@ def written_by_akira(root: Path) -> str:
     """Everything under the workspace but the agent's own loot and git's compressed objects."""
     texts = []
     for path in root.rglob("*"):
-        if path.is_file() and path.name != "loot.txt" and "objects" not in path.parts:
+        if path.is_file() and path.name not in ("loot.txt", "mcp_token") and "objects" not in path.parts:
             texts.append(path.read_text(errors="replace"))
     return "\n".join(texts)
 

@@ -47,6 +47,8 @@ PLANE = (
 folders, made before the first step where they are missing (`make_plane`), so that each is
 bound read-only over the writable tree and a step can neither write nor make one (nor rename
 it: a mount point cannot be). The whole `.git` is bound read-only too: akira makes the commits."""
+DOOR_TOKENS = (".state/mcp_token", ".state/web_token")
+"""The tokens akira's servers keep for their clients: a secret, read as empty inside."""
 SOCKET = "/tmp/.akira/proxy.sock"
 """Where the proxy's socket appears inside."""
 FORWARD = str(Path(__file__).with_name("forward.py"))
@@ -240,6 +242,10 @@ class Sandbox:
         for path in places:
             if os.path.lexists(path):
                 out += ["--ro-bind", str(path), str(path)]
+        empty = str(self.private.empty if self.private else os.devnull)
+        for name in DOOR_TOKENS:  # asked each command: a server started after the run makes one
+            if os.path.lexists(token := self.workspace / name):
+                out += ["--ro-bind", empty, str(token)]
         return out
 
     def _task(self) -> list[Path]:
