@@ -86,6 +86,7 @@ async def a_night_driven_by_an_agent(client: Client, repo: Akira, tmp_path: Path
         "steps_total": 3,
         "task_id": None,
         "status": None,
+        "origin": "person",
     }
 
     started = await ok(client, "start_loop", task="Specs/feat/tasks.md")
@@ -148,7 +149,7 @@ async def a_night_driven_by_an_agent(client: Client, repo: Akira, tmp_path: Path
     assert len(logs["events"]) == 3 and logs["events"][-1]["type"] == "loop_completed"
 
     async def ended() -> bool:
-        return not (await ok(client, "loop_logs", task_id=task_id, tail=0))["live"]
+        return not (await ok(client, "loop_logs", task_id=task_id, tail=1))["live"]
 
     await until("the run's process to end", ended)
 

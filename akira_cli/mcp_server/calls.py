@@ -1,0 +1,115 @@
+"""One tool call: the API's verb on a worker thread (a slow call never blocks the server), its
+notes sent to the client as MCP log messages, progress while it waits, and its answer as the
+result a client expects (the structured content, and the same JSON as the text block), or its
+refusal as a tool error of one line.
+
+A client that cancels its call abandons the thread, and the verb is told (`go_on`), so a start
+not yet under way starts nothing."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent
+
+from akira_cli.api.models import Answer
+from akira_cli.errors import AkiraError
+from akira_cli.fileio import describe_os_error
+from akira_cli.redaction import redact
+
+Say = Callable[[str], None]
+BEAT = 0.5
+"""Seconds between progress notifications while a call waits."""
+
+
+def result(found: Answer) -> CallToolResult:
+    data = found.data()
+    text = json.dumps(data, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def refused(line: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+
+
+def refusal(line: str) -> CallToolResult:
+    return refused(f"akira: error: {redact(line)}")
+
+
+def note(line: str) -> None:
+    """A run's notes also go to the server's log, never to stdout (the stdio protocol)."""
+    print(f"akira: {line}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Call:
+    """One call's verb and what its refusals say instead of the server's own spelling of a path
+    (`shown`: the absolute path as the client gave it)."""
+
+    ctx: Context[Any, Any]
+    shown: dict[str, str] = field(default_factory=dict)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    notes: list[str] = field(default_factory=list)
+
+    def say(self, line: str) -> None:
+        self.notes.append(line)
+        note(line)
+
+    def go_on(self) -> bool:
+        return not self.cancelled.is_set()
+
+    async def run(self, verb: Callable[[], Answer], waiting: str | None = None) -> CallToolResult:
+        """`verb`'s answer; `waiting`: the progress message sent while it runs."""
+        outcome: list[Answer | BaseException] = []
+
+        def work() -> None:
+            try:
+                outcome.append(verb())
+            except BaseException as exc:  # handed back to the event loop, never lost on the thread
+                outcome.append(exc)
+
+        try:
+            async with anyio.create_task_group() as group:
+                if waiting is not None:
+                    group.start_soon(self.beat, waiting)
+                await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+                group.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.set()
+            raise
+        for line in self.notes:
+            await self.log(line)
+        found = outcome[0]
+        if isinstance(found, AkiraError):
+            return refusal(self.as_given(str(found)))
+        if isinstance(found, OSError):
+            return refusal(self.as_given(describe_os_error(found)))
+        if isinstance(found, BaseException):
+            raise found
+        return result(found)
+
+    def as_given(self, line: str) -> str:
+        for server, client in self.shown.items():
+            line = line.replace(server, client)
+        return line
+
+    async def beat(self, message: str) -> None:
+        count = 0
+        while True:
+            await anyio.sleep(BEAT)
+            count += 1
+            await self.ctx.report_progress(count, None, message)
+
+    async def log(self, line: str) -> None:
+        level: Literal["warning", "info"] = "warning" if line.startswith("warning: ") else "info"
+        try:
+            await self.ctx.log(level, redact(line.removeprefix("warning: ")), logger_name="akira")
+        except Exception as exc:  # a client that cannot take it still has the result
+            note(f"could not send a log message to the client: {exc}")
