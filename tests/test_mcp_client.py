@@ -205,3 +205,72 @@ def test_a_task_file_a_step_wrote_is_listed_as_such_and_not_started(tmp_path: Pa
 
     asyncio.run(session())
     assert not (repo.root / "planted-ran").exists()
+
+
+def test_a_waiting_start_sends_progress_and_a_cancelled_one_starts_no_run(akira: Akira) -> None:
+    """The project check runs once before the first step, and waits at a gate: `start_loop`
+    waits with it. Meanwhile the client hears progress; a start it cancels there starts no run
+    (the next start waits for the cancelled one's thread: they share the server's start lock)."""
+    gate, ledger = akira.root / "gate", akira.root / "checks.log"
+    check = f"echo ran >> {ledger}; while [ ! -e {gate} ]; do sleep 0.05; done"
+    akira.write_config(f"checks: [{json.dumps(check)}]\n")
+    for name in ("one", "two", "three"):
+        akira.write_task(name, f"- [ ] 1. Write {name}\n  - Run: `echo {name} > {name}.txt`\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "akira_cli", "mcp", "--root", str(akira.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=server_env(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    seen: list[dict[str, Any]] = []
+
+    def send(message: dict[str, Any]) -> None:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        process.stdin.flush()
+
+    def until(wanted: Any) -> dict[str, Any]:
+        assert process.stdout is not None
+        while True:
+            line = process.stdout.readline()
+            assert line, "the server closed stdout"
+            seen.append(json.loads(line))
+            if wanted(seen[-1]):
+                return seen[-1]
+
+    def start(number: int, task: str) -> None:
+        arguments = {"task": f"Specs/{task}/tasks.md"}
+        params = {"name": "start_loop", "arguments": arguments, "_meta": {"progressToken": f"p{number}"}}
+        send({"id": number, "method": "tools/call", "params": params})
+
+    try:
+        hello = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        send({"id": 1, "method": "initialize", "params": hello})
+        until(lambda m: m.get("id") == 1)
+        send({"method": "notifications/initialized"})
+        start(2, "one")
+        until(lambda m: m.get("method") == "notifications/progress" and m["params"]["progressToken"] == "p2")
+        gate.touch()
+        answer = until(lambda m: m.get("id") == 2)
+        assert not answer["result"].get("isError"), answer
+        gate.unlink()
+        start(3, "two")
+        akira.wait_for(lambda: ledger.read_text().count("ran") == 2, DEADLINE, "the second start's check")
+        send({"method": "notifications/cancelled", "params": {"requestId": 3, "reason": "changed my mind"}})
+        start(4, "three")
+        gate.touch()
+        answer = until(lambda m: m.get("id") == 4)
+        assert not answer["result"].get("isError"), answer
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    assert not any(message.get("id") == 3 and "result" in message for message in seen)
+    features = {akira.state(p.stem.removeprefix("autonomous_loop_")).feature for p in akira.state_files()}
+    assert features == {"one", "three"}
