@@ -120,6 +120,9 @@ class Door:
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":  # none is served: refused before any check could be missed
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] == "http":
             refusal = self.refusal(scope)
             if refusal is not None:

@@ -201,7 +201,9 @@ def test_a_task_file_a_step_wrote_is_listed_as_such_and_not_started(tmp_path: Pa
                 "Specs/planted/tasks.md": "step",
             }
             text = await refused(client, "start_loop", task="Specs/planted/tasks.md")
-            assert "Specs/planted/tasks.md was written by an akira step" in text
+            assert "Specs/planted/tasks.md was written by an akira step, not by a person" in text
+            text = await refused(client, "start_loop", task="Specs/planted")  # its folder: the same file
+            assert "written by an akira step" in text
 
     asyncio.run(session())
     assert not (repo.root / "planted-ran").exists()
@@ -274,3 +276,22 @@ def test_a_waiting_start_sends_progress_and_a_cancelled_one_starts_no_run(akira:
     assert not any(message.get("id") == 3 and "result" in message for message in seen)
     features = {akira.state(p.stem.removeprefix("autonomous_loop_")).feature for p in akira.state_files()}
     assert features == {"one", "three"}
+
+
+def test_a_task_file_outside_git_and_the_spec_folders_is_not_started(akira: Akira) -> None:
+    """Without git no commit says who wrote a file; a step may write anywhere but the spec
+    folders, so a task file elsewhere (`notes/tasks.md`) is not started over MCP."""
+    notes = akira.root / "notes" / "tasks.md"
+    notes.parent.mkdir()
+    notes.write_text(f"- [ ] 1. Setup\n  - Run: `touch {akira.root}/planted-ran`\n")
+    akira.write_task("mine", "- [ ] 1. Mine\n  - Run: `true`\n")
+
+    async def session() -> None:
+        async with over_stdio(akira.root) as client:
+            text = await refused(client, "start_loop", task="notes/tasks.md")
+            assert text.startswith("akira: error: notes/tasks.md is neither in a spec folder nor in git")
+            error, text, _ = await call(client, "start_loop", task="Specs/mine/tasks.md")
+            assert not error, text
+
+    asyncio.run(session())
+    assert not (akira.root / "planted-ran").exists()

@@ -49,6 +49,14 @@ def origins(top: Path, paths: Iterable[Path]) -> dict[Path, Origin]:
     return found
 
 
+def in_spec_folder(top: Path, path: Path) -> bool:
+    """`path` lies in one of the spec folders at the workspace's top `top`."""
+    from akira_cli.workspace import SPEC_FOLDERS
+
+    real = path.resolve()
+    return any(real.is_relative_to((top / folder).resolve()) for folder in SPEC_FOLDERS)
+
+
 def written_by_steps(log: str) -> set[str]:
     """The files an akira step's commit created or changed beyond its boxes, in `git log -p`."""
     written: set[str] = set()

@@ -156,13 +156,19 @@ def server(workspace: Workspace) -> AkiraServer:
         return await call.run(start, waiting=f"starting a run on {task}")
 
     def written_by_a_step(path: Path, task: str) -> None:
-        from akira_cli.api.origins import origins
+        """A task file a step wrote is refused: one its commit made, or (no commit says who
+        wrote it) one outside the spec folders, where a step may write."""
+        from akira_cli.api.origins import in_spec_folder, origins
 
-        if origins(root, [path])[path] == "step":
-            raise AkiraError(
-                f"{task} was written by an akira step, not by a person; a person starts it "
-                "(akira loop start) once they have read it"
+        path = path / "tasks.md" if path.is_dir() else path  # a feature folder: its task file
+        origin = origins(root, [path])[path]
+        if origin == "step" or (origin == "uncommitted" and not in_spec_folder(root, path)):
+            why = (
+                "was written by an akira step, not by a person"
+                if origin == "step"
+                else "is neither in a spec folder nor in git, so a step may have written it"
             )
+            raise AkiraError(f"{task} {why}; a person starts it (akira loop start) once they have read it")
 
     @mcp.tool(annotations=READS)
     async def loop_status(

@@ -18,6 +18,7 @@ from akira_cli.sandbox import policy
 from akira_cli.sandbox.blame import Refusals, hidden_paths
 from akira_cli.sandbox.home import PrivateHome
 from akira_cli.sections import SandboxSettings
+from akira_cli.workspace import SPEC_FOLDERS
 
 ISOLATION = (
     "--unshare-user", "--cap-drop", "ALL",
@@ -37,9 +38,6 @@ def isolation() -> list[str]:
     return [*ISOLATION, *root]
 
 
-SPEC_FOLDERS = ("Specs", ".kiro/specs", "specs", "openspec/changes")
-"""Where the spec tools keep task files: the person's, never a step's (a task file a step
-planted would be offered to an MCP client, and its `Run:` lines run by the next start)."""
 PLANE = (
     "config", ".hooks", ".state", ".akira", ".akira/worktrees", "Logs", "Done", "Needs_Action", *SPEC_FOLDERS
 )  # fmt: skip
