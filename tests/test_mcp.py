@@ -107,7 +107,7 @@ async def a_night_driven_by_an_agent(client: Client, repo: Akira, tmp_path: Path
     error, text, _ = await call(client, "loop_status", task_id="no-such-task")
     assert error and text == (
         "akira: error: no loop found for 'no-such-task' (not a task id, task file or feature name); "
-        "run 'akira loop status' to list loops"
+        "call loop_status to list loops"
     )
 
     async def on_step_two() -> bool:

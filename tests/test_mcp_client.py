@@ -98,6 +98,8 @@ def test_tools_say_what_they_do_and_answer_as_json(tmp_path: Path) -> None:
             text = await refused(client, "start_loop", task="Specs/missing/tasks.md")
             assert text.startswith("akira: error: Specs/missing/tasks.md: task file not found"), text
             assert str(repo.root) not in text
+            text = await refused(client, "loop_progress", task_id="nothing-like-it")
+            assert text.endswith("; call loop_status to list loops") and "akira loop" not in text
 
             # A warning for the call (a near-miss directive) reaches the client as a log message.
             repo.write_task("warned", "- [ ] 1. Warned\n  - Run: `true`\n  - Verify: `true` and some prose\n")
@@ -201,7 +203,10 @@ def test_a_task_file_a_step_wrote_is_listed_as_such_and_not_started(tmp_path: Pa
                 "Specs/planted/tasks.md": "step",
             }
             text = await refused(client, "start_loop", task="Specs/planted/tasks.md")
-            assert "Specs/planted/tasks.md was written by an akira step, not by a person" in text
+            assert text == (
+                "akira: error: Specs/planted/tasks.md was written by an akira step, not by a person; "
+                "a person reads it and starts it from the command line"
+            )
             text = await refused(client, "start_loop", task="Specs/planted")  # its folder: the same file
             assert "written by an akira step" in text
 

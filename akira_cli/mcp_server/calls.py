@@ -9,10 +9,12 @@ not yet under way starts nothing."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -25,6 +27,14 @@ from akira_cli.fileio import describe_os_error
 from akira_cli.redaction import redact
 
 Say = Callable[[str], None]
+TOOLS = {
+    "start": "start_loop", "status": "loop_status", "state": "loop_status", "progress": "loop_progress",
+    "logs": "loop_logs", "stop": "stop_loop", "cancel": "cancel_loop", "resume": "resume_loop",
+    "undo": "undo_step",
+}  # fmt: skip
+"""The tool that does what an `akira loop` command a refusal names does."""
+ARGUMENTS = {"--task-id": "task_id", "--task": "task", "--step": "step", "--guidance": "guidance"}
+COMMAND = re.compile(r"(?:run )?'?akira loop (\w+)((?: --?[\w-]+(?: [^\s'-][^\s';,]*)?)*)'?")
 BEAT = 0.5
 """Seconds between progress notifications while a call waits."""
 
@@ -43,6 +53,18 @@ def refusal(line: str) -> CallToolResult:
     return refused(f"akira: error: {redact(line)}")
 
 
+def tool_call(match: re.Match[str]) -> str:
+    """`run 'akira loop stop --task-id T --root R'` as `call stop_loop with task_id T`."""
+    tool = TOOLS.get(match[1])
+    if tool is None:
+        return match[0]
+    words, given = match[2].split(), []
+    for at, word in enumerate(words):
+        if word in ARGUMENTS and at + 1 < len(words) and not words[at + 1].startswith("-"):
+            given.append(f"{ARGUMENTS[word]} {words[at + 1]}")
+    return f"call {tool}" + (f" with {', '.join(given)}" if given else "")
+
+
 def note(line: str) -> None:
     """A run's notes also go to the server's log, never to stdout (the stdio protocol)."""
     print(f"akira: {line}", file=sys.stderr, flush=True)
@@ -54,6 +76,8 @@ class Call:
     (`shown`: the absolute path as the client gave it)."""
 
     ctx: Context[Any, Any]
+    root: Path | None = None
+    """The workspace: a path under it is shown from its top."""
     shown: dict[str, str] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event)
     notes: list[str] = field(default_factory=list)
@@ -96,9 +120,13 @@ class Call:
         return result(found)
 
     def as_given(self, line: str) -> str:
+        """The refusal for the client: paths as it gave them (else from the workspace's top),
+        and the tool to call where the CLI's line names a command."""
         for server, client in self.shown.items():
             line = line.replace(server, client)
-        return line
+        if self.root is not None:
+            line = line.replace(f"{self.root}/", "")
+        return COMMAND.sub(tool_call, line)
 
     async def beat(self, message: str) -> None:
         count = 0

@@ -117,7 +117,7 @@ def server(workspace: Workspace) -> AkiraServer:
         """Every task file in the workspace (Specs/, .kiro/specs/, specs/, openspec/changes/), its
         steps done and total, its latest run if any, and who wrote it (`origin`: a `step` one
         is not started)."""
-        return await Call(ctx).run(lambda: api.tasks(root))
+        return await Call(ctx, root).run(lambda: api.tasks(root))
 
     @mcp.tool(annotations=WRITES)
     async def start_loop(
@@ -131,7 +131,7 @@ def server(workspace: Workspace) -> AkiraServer:
     ) -> Annotated[CallToolResult, Started]:
         """Start a run on a task file. It runs in the background: the answer comes once the run
         has started, with the task id to poll."""
-        call = Call(ctx)
+        call = Call(ctx, root)
 
         def start() -> Started:
             path = inside(call, task)
@@ -168,42 +168,42 @@ def server(workspace: Workspace) -> AkiraServer:
                 if origin == "step"
                 else "is neither in a spec folder nor in git, so a step may have written it"
             )
-            raise AkiraError(f"{task} {why}; a person starts it (akira loop start) once they have read it")
+            raise AkiraError(f"{task} {why}; a person reads it and starts it from the command line")
 
     @mcp.tool(annotations=READS)
     async def loop_status(
         ctx: Context[Any, Any], task_id: TaskId | None = None
     ) -> Annotated[CallToolResult, StatusAnswer]:
         """A run's status (task id, task file or feature name), or every run's without one."""
-        return await Call(ctx).run(lambda: api.status(root, task_id))
+        return await Call(ctx, root).run(lambda: api.status(root, task_id))
 
     @mcp.tool(annotations=READS)
     async def loop_progress(ctx: Context[Any, Any], task_id: TaskId) -> Annotated[CallToolResult, Progress]:
         """A run's steps, the spec's acceptance criteria with their evidence, and those not covered."""
-        return await Call(ctx).run(lambda: api.progress(root, task_id))
+        return await Call(ctx, root).run(lambda: api.progress(root, task_id))
 
     @mcp.tool(annotations=READS)
     async def loop_logs(
         ctx: Context[Any, Any], task_id: TaskId, tail: Annotated[int, Field(ge=1, le=10_000)] = 50
     ) -> Annotated[CallToolResult, Logs]:
         """The last `tail` events of a run's history, oldest first, and whether a process runs it."""
-        return await Call(ctx).run(lambda: api.logs(root, task_id, tail))
+        return await Call(ctx, root).run(lambda: api.logs(root, task_id, tail))
 
     @mcp.tool(annotations=READS)
     async def read_report(ctx: Context[Any, Any], task_id: TaskId) -> Annotated[CallToolResult, Report]:
         """The report that says most about a run now: its completion report, the escalation or
         intervention request that waits for a person, or its progress report."""
-        return await Call(ctx).run(lambda: api.report(root, task_id))
+        return await Call(ctx, root).run(lambda: api.report(root, task_id))
 
     @mcp.tool(annotations=WRITES)
     async def stop_loop(ctx: Context[Any, Any], task_id: TaskId) -> Annotated[CallToolResult, Note]:
         """Pause a run at its next safe boundary (the running command finishes first)."""
-        return await Call(ctx).run(lambda: api.stop(root, task_id))
+        return await Call(ctx, root).run(lambda: api.stop(root, task_id))
 
     @mcp.tool(annotations=DESTROYS)
     async def cancel_loop(ctx: Context[Any, Any], task_id: TaskId) -> Annotated[CallToolResult, Note]:
         """End a run for good (it must not be running): status cancelled, its state archived."""
-        return await Call(ctx).run(lambda: api.cancel(root, task_id))
+        return await Call(ctx, root).run(lambda: api.cancel(root, task_id))
 
     @mcp.tool(annotations=WRITES)
     async def resume_loop(
@@ -213,7 +213,7 @@ def server(workspace: Workspace) -> AkiraServer:
     ) -> Annotated[CallToolResult, ResumeAnswer]:
         """Resume a paused, interrupted or escalated run in the background; `guidance` (at most
         16 KiB) goes into the next attempt of the step that failed."""
-        call = Call(ctx)
+        call = Call(ctx, root)
 
         def resume() -> Started | Resumed:
             with running.lock:
@@ -232,7 +232,7 @@ def server(workspace: Workspace) -> AkiraServer:
     ) -> Annotated[CallToolResult, Undone]:
         """Revert a git-native run's commit for `step` and every later step's (one revert commit
         each); the run is left paused, to do them again on resume."""
-        return await Call(ctx).run(lambda: api.undo(root, task_id, step))
+        return await Call(ctx, root).run(lambda: api.undo(root, task_id, step))
 
     @mcp.resource("akira://task/{task_id}/report", mime_type="text/markdown")
     def task_report(task_id: str) -> str:
