@@ -156,6 +156,7 @@ async def a_night_driven_by_an_agent(client: Client, repo: Akira, tmp_path: Path
     branch = git(repo.root, "branch", "--show-current")
     undone = await ok(client, "undo_step", task_id=task_id, step="2")
     assert undone["steps"] == ["2", "3"] and undone["branch"] == branch
+    assert undone["message"].endswith(f"to do them again, call resume_loop with task_id {task_id}")
     assert len(undone["commits"]) >= 2
     assert (
         git(repo.root, "rev-list", "--reverse", f"{undone['commits'][0]}^..HEAD").split() == undone["commits"]

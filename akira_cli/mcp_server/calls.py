@@ -34,13 +34,12 @@ TOOLS = {
 }  # fmt: skip
 """The tool that does what an `akira loop` command a refusal names does."""
 ARGUMENTS = {"--task-id": "task_id", "--task": "task", "--step": "step", "--guidance": "guidance"}
-COMMAND = re.compile(r"(?:run )?'?akira loop (\w+)((?: --?[\w-]+(?: [^\s'-][^\s';,]*)?)*)'?")
+COMMAND = re.compile(r"(?:run:? )?'?akira loop (\w+)((?: --?[\w-]+(?: [^\s'-][^\s';,]*)?)*)'?")
 BEAT = 0.5
 """Seconds between progress notifications while a call waits."""
 
 
-def result(found: Answer) -> CallToolResult:
-    data = found.data()
+def result(data: dict[str, Any]) -> CallToolResult:
     text = json.dumps(data, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -117,7 +116,12 @@ class Call:
             return refusal(self.as_given(describe_os_error(found)))
         if isinstance(found, BaseException):
             raise found
-        return result(found)
+        data = found.data()
+        if isinstance(data.get("message"), str):  # the tool to call, not the CLI's command
+            data["message"] = self.as_given(data["message"])
+        if isinstance(data.get("warnings"), list):
+            data["warnings"] = [self.as_given(line) for line in data["warnings"]]
+        return result(data)
 
     def as_given(self, line: str) -> str:
         """The refusal for the client: paths as it gave them (else from the workspace's top),
