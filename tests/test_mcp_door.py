@@ -244,3 +244,25 @@ def test_another_local_user_gets_no_tool(akira: Akira) -> None:
             post("127.0.0.1", served.port, {**here, "Authorization": "Bearer a-wrong-token-of-some-length"})
             == 401
         )
+
+
+def test_stdio_needs_no_token_and_takes_an_exported_one_as_none(akira: Akira) -> None:
+    """A person who exported AKIRA_MCP_TOKEN for an HTTP server's scripts still gets a stdio
+    server from a client that starts akira (it inherits the variable); --token itself is refused."""
+    hello = HELLO + "\n"
+    command = [sys.executable, "-m", "akira_cli", "mcp", "--root", str(akira.root)]
+    done = subprocess.run(
+        command,
+        input=hello,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env(AKIRA_MCP_TOKEN=TOKEN),
+    )
+    assert json.loads(done.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "akira", done.stderr
+    refused = subprocess.run(
+        [*command, "--token", TOKEN], input="", capture_output=True, text=True, timeout=60, env=server_env()
+    )
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        "akira: error: --host, --token and --token-file are for --http [HOST:]PORT; stdio needs none"
+    ]

@@ -25,7 +25,9 @@ def serve(
     workspace: Workspace, http: str | None, host: str | None, token: str | None, token_file: Path | None
 ) -> int:
     # The server's token is no step's business: no process it starts inherits it.
-    os.environ.pop(TOKEN_VARIABLE, None)
+    exported = os.environ.pop(TOKEN_VARIABLE, None)
+    if http is None and token is not None and token == exported:
+        token = None  # exported for an HTTP server's scripts; a stdio client needs none
     if http is None:
         if host is not None or token is not None or token_file is not None:
             raise UsageError("--host, --token and --token-file are for --http [HOST:]PORT; stdio needs none")
