@@ -64,6 +64,24 @@ def tool_call(match: re.Match[str]) -> str:
     return f"call {tool}" + (f" with {', '.join(given)}" if given else "")
 
 
+def answer(verb: Callable[[], Answer], client: Callable[[str], str] = str) -> CallToolResult:
+    """The API's answer as a tool result, or its refusal as a tool error of one line; `client`
+    writes a line for the client (its paths, its tools), in a refusal and in an answer's
+    `message` and `warnings`."""
+    try:
+        found = verb()
+    except AkiraError as exc:
+        return refusal(client(str(exc)))
+    except OSError as exc:
+        return refusal(client(describe_os_error(exc)))
+    data = found.data()
+    if isinstance(data.get("message"), str):
+        data["message"] = client(data["message"])
+    if isinstance(data.get("warnings"), list):
+        data["warnings"] = [client(line) for line in data["warnings"]]
+    return result(data)
+
+
 def note(line: str) -> None:
     """A run's notes also go to the server's log, never to stdout (the stdio protocol)."""
     print(f"akira: {line}", file=sys.stderr, flush=True)
@@ -90,11 +108,11 @@ class Call:
 
     async def run(self, verb: Callable[[], Answer], waiting: str | None = None) -> CallToolResult:
         """`verb`'s answer; `waiting`: the progress message sent while it runs."""
-        outcome: list[Answer | BaseException] = []
+        outcome: list[CallToolResult | BaseException] = []
 
         def work() -> None:
             try:
-                outcome.append(verb())
+                outcome.append(answer(verb, self.as_given))
             except BaseException as exc:  # handed back to the event loop, never lost on the thread
                 outcome.append(exc)
 
@@ -109,19 +127,9 @@ class Call:
             raise
         for line in self.notes:
             await self.log(line)
-        found = outcome[0]
-        if isinstance(found, AkiraError):
-            return refusal(self.as_given(str(found)))
-        if isinstance(found, OSError):
-            return refusal(self.as_given(describe_os_error(found)))
-        if isinstance(found, BaseException):
-            raise found
-        data = found.data()
-        if isinstance(data.get("message"), str):  # the tool to call, not the CLI's command
-            data["message"] = self.as_given(data["message"])
-        if isinstance(data.get("warnings"), list):
-            data["warnings"] = [self.as_given(line) for line in data["warnings"]]
-        return result(data)
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
 
     def as_given(self, line: str) -> str:
         """The refusal for the client: paths as it gave them (else from the workspace's top),

@@ -149,7 +149,7 @@ def server(workspace: Workspace) -> AkiraServer:
                     go_on=call.go_on,
                 )
                 if not isinstance(found, Started):
-                    raise AkiraError(f"{task}: {found.line()}")  # every step ticked: no run
+                    raise AkiraError(found.line())  # every step ticked: no run to poll
                 running.started(found)
             return found
 
