@@ -128,17 +128,25 @@ def test_prompts_are_not_served_and_ask_for_none_writes_no_traceback(akira: Akir
         text=True,
         env=server_env(),
     )
+    assert process.stdin is not None and process.stdout is not None
+
+    def ask(message: dict[str, Any]) -> dict[str, Any]:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        process.stdin.flush()
+        while "id" in message:
+            answer = json.loads(process.stdout.readline())
+            if answer.get("id") == message["id"]:
+                return answer  # type: ignore[no-any-return]
+        return {}
+
     hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "x"}},
-    ]
-    out, err = process.communicate("".join(json.dumps(line) + "\n" for line in lines), timeout=60)
-    answers = {message.get("id"): message for message in map(json.loads, out.splitlines())}
-    assert "prompts" not in answers[1]["result"]["capabilities"]
-    assert "logging" in answers[1]["result"]["capabilities"]
-    assert answers[2]["error"]["code"] == -32601  # not found: no prompt is served
+    capabilities = ask({"id": 1, "method": "initialize", "params": hello})["result"]["capabilities"]
+    assert "prompts" not in capabilities and "logging" in capabilities
+    ask({"method": "notifications/initialized"})
+    assert ask({"id": 2, "method": "prompts/get", "params": {"name": "x"}})["error"]["code"] == -32601
+    assert ask({"id": 3, "method": "prompts/list"})["error"]["code"] == -32601  # not found: none served
+    _, err = process.communicate(timeout=60)
     assert "Traceback" not in err
 
 

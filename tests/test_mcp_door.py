@@ -249,17 +249,21 @@ def test_another_local_user_gets_no_tool(akira: Akira) -> None:
 def test_stdio_needs_no_token_and_takes_an_exported_one_as_none(akira: Akira) -> None:
     """A person who exported AKIRA_MCP_TOKEN for an HTTP server's scripts still gets a stdio
     server from a client that starts akira (it inherits the variable); --token itself is refused."""
-    hello = HELLO + "\n"
     command = [sys.executable, "-m", "akira_cli", "mcp", "--root", str(akira.root)]
-    done = subprocess.run(
+    process = subprocess.Popen(
         command,
-        input=hello,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
         env=server_env(AKIRA_MCP_TOKEN=TOKEN),
     )
-    assert json.loads(done.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "akira", done.stderr
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(HELLO + "\n")
+    process.stdin.flush()
+    answer = process.stdout.readline()  # before stdin closes: the server ends on its end
+    _, err = process.communicate(timeout=60)
+    assert json.loads(answer)["result"]["serverInfo"]["name"] == "akira", err
     refused = subprocess.run(
         [*command, "--token", TOKEN], input="", capture_output=True, text=True, timeout=60, env=server_env()
     )
