@@ -190,6 +190,15 @@ def test_a_third_run_beyond_max_running_is_refused_and_guidance_is_bounded(
         "akira: error: the guidance is 17.6 KiB, more than the 16 KiB akira takes as guidance; "
         "say it shorter (it goes whole into the agent's prompt)"
     ]
+    # And so does the ## Guidance of an escalation file: refused, and the file left in place.
+    request = repo.root / "Needs_Action" / f"escalation_{paused[0]}.md"
+    request.write_text("# Escalation\n\n## Guidance\n\n" + "g" * 17 * 1024 + "\n")
+    done = run_akira(repo.root, "loop", "resume", "--task-id", paused[0])
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"akira: error: the ## Guidance of Needs_Action/escalation_{paused[0]}.md is 17.0 KiB, more than "
+        "the 16 KiB akira takes as guidance; say it shorter (it goes whole into the agent's prompt)"
+    ]
+    assert request.exists() and repo.state(paused[0]).status == "paused"
 
 
 def test_a_task_file_a_step_wrote_is_listed_as_such_and_not_started(tmp_path: Path) -> None:
