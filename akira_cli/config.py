@@ -27,6 +27,7 @@ from akira_cli.sections import (
     GitSettings,
     LLMSettings,
     LoopSettings,
+    McpSettings,
     NotifySettings,
     ReasoningSettings,
     ReflectionSettings,
@@ -52,6 +53,7 @@ class Config(Section):
     notify: NotifySettings = Field(default_factory=NotifySettings)
     git: GitSettings = Field(default_factory=GitSettings)
     fleet: FleetSettings = Field(default_factory=FleetSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     follow: FollowSettings | None = None

@@ -374,14 +374,18 @@ def request_files(workspace: Workspace, task_id: str) -> list[Path]:
 
 def take_guidance(workspace: Workspace, task_id: str) -> str | None:
     """Reads `## Guidance` from the request files and files them away in .state/archive/."""
+    from akira_cli.resume_requests import bounded_guidance
+
     found: list[str] = []
-    for path in request_files(workspace, task_id):
+    paths = request_files(workspace, task_id)
+    for path in paths:  # all read and bounded before any is filed away: a refusal loses none
         with contextlib.suppress(OSError, UnicodeDecodeError):  # a link out of the tree is not followed
             data = nofollow.read(workspace.root, path.relative_to(workspace.root), MAX_REQUEST)
             match = GUIDANCE.search(data.decode("utf-8"))
             text = COMMENT.sub("", match.group(1)).strip() if match else ""
             if text:
-                found.append(text)
+                found.append(bounded_guidance(text, f"the ## Guidance of {workspace.relative(path)}"))
+    for path in paths:
         target = workspace.state_dir / "archive" / f"{path.stem}.{utcnow().replace(':', '')}.md"
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)

@@ -7,8 +7,24 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from akira_cli.errors import AkiraError
 from akira_cli.fileio import atomic_write
 from akira_cli.state.models import LoopState
+
+MAX_GUIDANCE = 16 * 1024
+"""Bytes of UTF-8 a resume's guidance may hold, from MCP, `--guidance` or a `## Guidance`
+section alike: it goes whole into a prompt and into the state."""
+
+
+def bounded_guidance(text: str, where: str) -> str:
+    """`text`, or a one-line refusal naming `where` when it is over `MAX_GUIDANCE`."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_GUIDANCE:
+        raise AkiraError(
+            f"{where} is {size / 1024:.1f} KiB, more than the {MAX_GUIDANCE // 1024} KiB akira "
+            "takes as guidance; say it shorter (it goes whole into the agent's prompt)"
+        )
+    return text
 
 
 class ResumeRequest(BaseModel):

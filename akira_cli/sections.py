@@ -285,6 +285,13 @@ class FleetSettings(Section):
     """A command run in each fresh clone before the first step (`pip install -e .`, `npm ci`)."""
 
 
+class McpSettings(Section):
+    """`akira mcp`: the server that lets another agent drive runs here."""
+
+    max_running: int = Field(4, ge=1)
+    """Runs started by the server that may run at once; one more is refused (a tool error)."""
+
+
 class FollowSettings(Section):
     """After the pull request: its checks fixed and its review comments answered until it is
     green, or a person is needed. Off while the section is absent (`loop start --follow`)."""

@@ -14,6 +14,9 @@ MARKERS = (".state", "Specs", ".kiro", ".specify", "openspec")
 """A folder holding one of these is a workspace; commands look for the nearest one upward."""
 LAYOUT = ("Specs", "Done", "Needs_Action", "Logs/completion_reports", ".state", ".hooks", "config")
 CONTROL = (".state", ".hooks", "config")
+SPEC_FOLDERS = ("Specs", ".kiro/specs", "specs", "openspec/changes")
+"""Where the spec tools keep task files: the person's, never a step's (read-only in a step's
+sandbox), and the only places a client of `akira mcp` is offered task files from."""
 
 
 class Placed(Protocol):

@@ -37,7 +37,7 @@ def test_the_committed_reference_is_what_the_models_generate() -> None:
 
 def test_every_section_and_key_is_in_the_reference_with_its_description() -> None:
     text = config_docs.render()
-    assert len(sections()) == 17  # 15 sections, a project check, and llm.prices
+    assert len(sections()) == 18  # 16 sections, a project check, and llm.prices
     for name, model in sections().items():
         docs = config_docs.docstrings(model)
         assert docs[""], f"give {model.__name__} a docstring in akira_cli/sections.py"

@@ -243,10 +243,15 @@ def test_a_forged_tick_in_a_task_file_put_in_its_place_is_never_taken(
     agent.write_text(f'case "$AKIRA_STEP_ID" in 1) {forge} ;; *) touch two-ran ;; esac\n')
     akira.write_config(f"agent:\n  command: bash {agent}\n")
     run = (f"  - Run: `{forge}`\n", "  - Run: `touch two-ran`\n") if how == "run" else ("", "")
-    akira.write_task("feat", f"- [ ] 1. Forge\n{run[0]}- [ ] 2. Never ran\n{run[1]}")
+    task = akira.write_task("feat", f"- [ ] 1. Forge\n{run[0]}- [ ] 2. Never ran\n{run[1]}")
+    before = task.read_bytes()
     done = start(akira, *flags)
     state = akira.state()
     assert "2" not in state.completed_ids() and not (akira.root / "two-ran").exists()
+    if not flags:  # sandboxed, every spec folder is read-only: the step cannot even move one
+        assert not (akira.root / "Specs-old").exists() and task.read_bytes() == before
+        assert state.status == "needs_action" and "exited 1" in state.stop_reason, done.err
+        return
     assert done.code == 3 and state.status == "paused", done.err
     assert "was replaced while step 1 ran" in state.stop_reason
     assert (akira.root / ".hooks" / f"stop_autonomous_loop_{state.task_id}.md").is_file()

@@ -4,6 +4,7 @@ fake `gh` (tests/support/fake_forge.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import subprocess
@@ -12,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from akira_cli import api
-from akira_cli.mcp_server.tools import answer
+from akira_cli.mcp_server.calls import answer
 from tests.support.fake_forge import GH, Forge, start, workspace
 from tests.support.git import git
+from tests.support.mcp import call, over_stdio
 from tests.support.spec_moves import TASKS, ended, repository, running
 
 pytestmark = pytest.mark.timeout(900)
@@ -56,8 +58,13 @@ def test_starting_a_completed_spec_again_says_nothing_to_do_and_makes_no_branch(
     said = api.start(repo, ".kiro/specs/calc/tasks.md")
     assert said.line().startswith("nothing to do: every step of ")  # the path as shown from here
     assert said.line().endswith("/.kiro/specs/calc/tasks.md is ticked")
-    tool = answer(lambda: api.start(repo, ".kiro/specs/calc/tasks.md"))
-    assert not tool.is_error and tool.structured_content == said.data()
+
+    async def start_loop() -> tuple[bool, str, object]:
+        async with over_stdio(repo) as client:
+            return await call(client, "start_loop", task=".kiro/specs/calc/tasks.md")
+
+    error, text, _ = asyncio.run(start_loop())  # refused: there is no run to poll
+    assert error and text == "akira: error: nothing to do: every step of .kiro/specs/calc/tasks.md is ticked"
     assert git(repo, "branch", "--list") == branches and state_files(repo) == states
 
 
@@ -83,11 +90,18 @@ def test_undo_of_a_step_a_person_ticked_is_refused_and_names_the_run_that_has_it
         in line
     )
     assert (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain")) == before
-    # through the run API, as the MCP tool undo_step calls it: a tool error with the CLI's line
-    tool = answer(lambda: api.undo(repo, "calc", "2"))
-    [said] = [content.text for content in tool.content]  # type: ignore[union-attr]
-    assert tool.is_error and "\n" not in said  # the same line, with --root as it is run from here
-    assert said.startswith(line.removesuffix("'")) and said.endswith(f" --root {repo}'")
+    # the MCP tool undo_step: a tool error of the same line, naming the tool to call instead
+
+    async def undo_step() -> tuple[bool, str, object]:
+        async with over_stdio(repo) as client:
+            return await call(client, "undo_step", task_id="calc", step="2")
+
+    error, said, _ = asyncio.run(undo_step())
+    assert error and "\n" not in said
+    assert said.startswith(line.split(": run 'akira loop undo")[0])
+    assert said.endswith(
+        f"its commit is in {first_id} on akira/calc: call undo_step with task_id {first_id}, step 2"
+    )
     assert (git(repo, "rev-parse", "HEAD"), tasks.read_text(), git(repo, "status", "--porcelain")) == before
     first.unlink()  # no run remembers the step's commit: this run's own first commit is named
     [second] = [path.stem.removeprefix("autonomous_loop_") for path in state_files(repo)]

@@ -28,6 +28,10 @@ def quiet(line: str) -> None:
     pass
 
 
+def always() -> bool:
+    return True
+
+
 def start(
     root: str | Path | None,
     task: str | Path,
@@ -46,6 +50,7 @@ def start(
     settings: Mapping[str, Any] | None = None,
     show: bool = False,
     say: Say = quiet,
+    go_on: Callable[[], bool] = always,
 ) -> Started | Finished | Note:
     """A new loop on the task file `task` (a path from here or from the workspace, or its feature
     folder); a task file whose steps are all ticked starts nothing (`Note`). `settings`: more
@@ -53,7 +58,8 @@ def start(
     Detached, it returns once the state exists, with the task id and the process; else it runs
     the loop here (with the live display when `show`) and returns how it ended. `follow`: after
     the pull request, follow its checks and reviews (`follow:` with its defaults, when the config
-    has none)."""
+    has none). `go_on` is asked once the checks are done, before anything is written: False (a
+    client that cancelled its call) starts nothing."""
     from akira_cli.agents.base import preflight
     from akira_cli.api import prepare
     from akira_cli.api.agent_preflight import at_start
@@ -105,6 +111,10 @@ def start(
         say(
             f"warning: project check {label} already fails before the first step; this run "
             "records its result but does not let it block steps"
+        )
+    if not go_on():
+        raise AkiraError(
+            f"the start of {workspace.shown(path)} was cancelled before its run began; nothing started"
         )
     store = store_for(workspace)
     with prepare.start_lock(store):
@@ -203,6 +213,10 @@ def resume(
         at_resume(workspace, cfg, state)
     # Guidance a person wrote in the escalation or intervention file and `guidance` both count;
     # the files are archived with the state, so no stale request is left in Needs_Action/.
+    from akira_cli.resume_requests import bounded_guidance
+
+    if guidance:
+        bounded_guidance(guidance, "the guidance")
     text = "\n\n".join(part for part in (take_guidance(workspace, state.task_id), guidance) if part) or None
     accepted = exam_steps(state, accept_exam or [])
     request = ResumeRequest(

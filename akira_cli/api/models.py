@@ -36,6 +36,9 @@ class TaskEntry(Answer):
     task_id: str | None
     """Its latest loop, if any."""
     status: str | None
+    origin: Literal["person", "step", "uncommitted"] = "person"
+    """Who wrote it: `step` when an akira step's commit created it or changed more than its
+    ticks (a start over MCP refuses it), `uncommitted` when git does not track it."""
 
 
 class TaskList(Answer):

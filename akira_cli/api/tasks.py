@@ -33,19 +33,25 @@ def tasks(root: str | Path | None) -> TaskList:
         key=lambda state: state.started_at,
         reverse=True,
     )
+    from akira_cli.api.origins import origins
+
     seen: set[Path] = set()
-    found = []
+    listed: list[tuple[Path, str]] = []
     for layout, pattern in LAYOUTS:
         for path in sorted(workspace.root.glob(pattern)):
             if path.is_file() and path.resolve() not in seen and workspace.contains(path):
                 seen.add(path.resolve())
-                latest = next((s for s in states if same_file(Path(s.task_path), path)), None)
-                found.append(entry(workspace, store, path, layout, latest))
+                listed.append((path, layout))
+    who = origins(workspace.root, [path for path, _ in listed])
+    found = []
+    for path, layout in listed:
+        latest = next((s for s in states if same_file(Path(s.task_path), path)), None)
+        found.append(entry(workspace, store, path, layout, latest, who[path]))
     return TaskList(tasks=found)
 
 
 def entry(
-    workspace: Workspace, store: StateStore, path: Path, layout: str, latest: LoopState | None
+    workspace: Workspace, store: StateStore, path: Path, layout: str, latest: LoopState | None, origin: str
 ) -> TaskEntry:
     from akira_cli.api.models import TaskEntry
     from akira_cli.api.summary import effective_status
@@ -66,5 +72,6 @@ def entry(
             "steps_total": len(steps),
             "task_id": latest.task_id if latest else None,
             "status": effective_status(store, latest) if latest else None,
+            "origin": origin,
         }
     )

@@ -9,6 +9,7 @@ result as JSON: the test reads the run's progress from there, as the model does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 
 from realcli.clis import RealCli
 from realcli.skips import skip_module_unless_installable
+from tests.support.mcp import http_server
 from tests.support.servers.anthropic_server import Anthropic
 from tests.support.servers.scripted import Script, ScriptedServer, ToolCall
 from tests.support.workspace import Akira
@@ -83,15 +85,29 @@ def model(body: dict[str, Any]) -> ToolCall | None:
 @pytest.mark.slow
 @pytest.mark.timeout(func_only=True)  # the install before the first test is no part of it
 @pytest.mark.parametrize("real_cli", ["claude"], indirect=True)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_claude_code_starts_a_run_and_polls_it_to_completion(
-    akira: Akira, tmp_path: Path, real_cli: RealCli
+    akira: Akira, tmp_path: Path, real_cli: RealCli, transport: str
 ) -> None:
+    """Over stdio Claude Code starts akira; over HTTP it sends the token in a header, as the
+    README's config block says."""
     akira.write_task("feat", STEPS)
     config = tmp_path / "mcp.json"
-    server = {"command": sys.executable, "args": ["-m", "akira_cli", "mcp", "--root", str(akira.root)]}
-    config.write_text(json.dumps({"mcpServers": {"akira": server}}), encoding="utf-8")
     script = Script(workdir=akira.root, plan=model, answer="The run has completed.")
-    with ScriptedServer(Anthropic(), script) as scripted:
+    with contextlib.ExitStack() as stack:
+        server: dict[str, Any]
+        if transport == "http":
+            token = "claude-code-token-4f2a9c7e1b3d"
+            (tmp_path / "token").write_text(token + "\n")
+            served = stack.enter_context(http_server(akira.root, "--token-file", str(tmp_path / "token")))
+            server = {"type": "http", "url": served.url, "headers": {"Authorization": f"Bearer {token}"}}
+        else:
+            server = {
+                "command": sys.executable,
+                "args": ["-m", "akira_cli", "mcp", "--root", str(akira.root)],
+            }
+        config.write_text(json.dumps({"mcpServers": {"akira": server}}), encoding="utf-8")
+        scripted = stack.enter_context(ScriptedServer(Anthropic(), script))
         env = real_cli.environment(tmp_path / "home", scripted.url, akira.root)
         env["PYTHONPATH"] = os.pathsep.join(sys.path)  # akira as this test imports it
         env["MCP_TIMEOUT"] = "120000"  # Claude Code's wait for a server to start (ms): a loaded CI machine
