@@ -120,6 +120,8 @@ def hostile_run(
     akira.write_config(f'{agent}sandbox:\n  allow_hosts: ["127.0.0.1:{ok}"]\n')
     run = f"  - Run: `bash {script}`\n" if how == "run" else ""
     akira.write_task("feat", f"- [ ] 1. Do the work\n{run}  - Verify: `test -f work.txt`\n")
+    # the loot holds the step's own proxy password: committed, push protection would refuse it
+    (ws / ".gitignore").write_text("loot.txt\n")
     git(ws, "init", "-q")
     git(ws, "add", "-A")
     git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start")
