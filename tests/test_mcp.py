@@ -6,31 +6,27 @@ and each refusal a tool error with the CLI's line. Real processes, a real git re
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import re
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.git import git, git_workspace
+from tests.support.mcp import TOKEN, call, http_server, over_http, over_stdio, server_env
 from tests.support.workspace import Akira
 
 pytest.importorskip("mcp")
 
 
-TOKEN = "a-test-token-long-enough"
 START = [sys.executable, "-m", "akira_cli", "loop", "start", "--task", "Specs/race/tasks.md", "--no-wait"]
 DEADLINE = 120.0
 STEPS = """\
@@ -52,57 +48,6 @@ STEPS = """\
 def repo(tmp_path: Path) -> Akira:
     """A workspace in a git repository with one commit: its runs are git-native (undo works)."""
     return git_workspace(tmp_path, STEPS.format(gate=tmp_path / "gate"))
-
-
-def server_env() -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key != "AKIRA_ROOT"}
-
-
-@contextlib.asynccontextmanager
-async def over_stdio(root: Path) -> AsyncIterator[Client]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "akira_cli", "mcp", "--root", str(root)], env=server_env()
-    )
-    async with Client(params) as client:
-        yield client
-
-
-@contextlib.contextmanager
-def http_server(root: Path, *args: str) -> Iterator[str]:
-    """`akira mcp --http 127.0.0.1:0` as a process; its URL, read from the line it prints."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "akira_cli", "mcp", "--root", str(root), "--http", "127.0.0.1:0", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=server_env(),
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()  # blocks until it listens (or exits: an empty line)
-        found = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
-        assert found, f"no URL in {line!r}"
-        yield found.group(0)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-@contextlib.asynccontextmanager
-async def over_http(url: str) -> AsyncIterator[Client]:
-    import httpx2
-
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-        yield client
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str, dict[str, Any] | None]:
-    result = await client.call_tool(tool, arguments)
-    text = "".join(getattr(block, "text", "") for block in result.content)
-    return bool(result.is_error), text, result.structured_content
 
 
 async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -242,7 +187,8 @@ def test_an_agent_drives_a_run_over_http_with_a_token(repo: Akira, tmp_path: Pat
         async with over_http(url) as client:
             await a_night_driven_by_an_agent(client, repo, tmp_path)
 
-    with http_server(repo.root, "--token", TOKEN) as url:
+    with http_server(repo.root, "--token", TOKEN) as served:
+        url = served.url
         request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json"})
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=30)
@@ -265,7 +211,7 @@ def test_http_beyond_this_machine_needs_a_token(repo: Akira) -> None:
     )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [
-        "akira: error: --http 0.0.0.0:0 listens beyond this machine, so it needs --token TOKEN "
+        "akira: error: --http 0.0.0.0:0 listens beyond this machine, so it needs --token-file FILE "
         "(clients send 'Authorization: Bearer TOKEN'); or listen on 127.0.0.1"
     ]
 

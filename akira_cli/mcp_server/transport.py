@@ -1,40 +1,71 @@
 """How `akira mcp` is reached: stdio (the default; the SDK keeps stdout for the protocol and
-points the process's own fd 1 at stderr while it serves), or streamable HTTP on `HOST:PORT`.
-HTTP listens on 127.0.0.1 unless told otherwise; any other address needs a token, and a request
-without `Authorization: Bearer <token>` gets 401."""
+points the process's own fd 1 at stderr while it serves), or streamable HTTP on `HOST:PORT`
+behind akira's door (`akira_cli/door.py`: Host, Origin and a bearer token on every request).
+HTTP listens on 127.0.0.1 unless told otherwise; with no token given, on loopback akira makes
+one and keeps it in `.state/mcp_token`; beyond loopback the person gives one."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
-import ipaddress
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from akira_cli.door import Door, kept_token, loopback, read_token_file
 from akira_cli.errors import AkiraError, UsageError
 from akira_cli.workspace import Workspace
 
 LOCAL = "127.0.0.1"
+TOKEN_VARIABLE = "AKIRA_MCP_TOKEN"
+KEPT = ".state/mcp_token"
 
 
-def serve(workspace: Workspace, http: str | None, host: str | None, token: str | None) -> int:
-    from akira_cli.mcp_server.tools import server
-
-    mcp = server(workspace)
+def serve(
+    workspace: Workspace, http: str | None, host: str | None, token: str | None, token_file: Path | None
+) -> int:
+    # The server's token is no step's business: no process it starts inherits it.
+    os.environ.pop(TOKEN_VARIABLE, None)
     if http is None:
-        if host is not None or token is not None:
-            raise UsageError("--host and --token are for --http [HOST:]PORT; stdio needs neither")
-        mcp.run("stdio")
+        if host is not None or token is not None or token_file is not None:
+            raise UsageError("--host, --token and --token-file are for --http [HOST:]PORT; stdio needs none")
+        from akira_cli.mcp_server.tools import server
+
+        server(workspace).run("stdio")
         return 0
     bind, port = address(http, host)
-    if not loopback(bind) and not token:
-        raise AkiraError(
-            f"--http {bind}:{port} listens beyond this machine, so it needs --token TOKEN (clients send "
-            f"'Authorization: Bearer TOKEN'); or listen on {LOCAL}"
-        )
-    app = mcp.streamable_http_app(host=bind)
-    asyncio.run(listen(BearerToken(app, token) if token else app, bind, port))
+    secret, kept = door_token(workspace, bind, port, token, token_file)
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from akira_cli.mcp_server.tools import server
+
+    # The door checks Host and Origin for every spelling of the address; the SDK's own check
+    # knows three exact strings only, so it is off.
+    app = server(workspace).streamable_http_app(
+        host=bind, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
+    asyncio.run(listen(Door(app, secret), bind, port, kept))
     return 0
+
+
+def door_token(
+    workspace: Workspace, bind: str, port: int, token: str | None, token_file: Path | None
+) -> tuple[str, str | None]:
+    """The token every request must carry, and the path akira kept it at when it made it."""
+    from akira_cli.door import checked
+
+    if token is not None and token_file is not None:
+        raise UsageError("give --token or --token-file, not both")
+    if token_file is not None:
+        return read_token_file(token_file), None
+    if token is not None:
+        return checked(token, "--token"), None
+    if not loopback(bind):
+        raise AkiraError(
+            f"--http {bind}:{port} listens beyond this machine, so it needs --token-file FILE "
+            f"(clients send 'Authorization: Bearer TOKEN'); or listen on {LOCAL}"
+        )
+    return kept_token(workspace.root / KEPT), KEPT
 
 
 def address(http: str, host: str | None) -> tuple[str, int]:
@@ -46,17 +77,9 @@ def address(http: str, host: str | None) -> tuple[str, int]:
     return named, int(port)
 
 
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-async def listen(app: Any, host: str, port: int) -> None:
-    """uvicorn on `host:port` (0: a free port); the address goes to stderr once it listens."""
+async def listen(app: Any, host: str, port: int, kept: str | None) -> None:
+    """uvicorn on `host:port` (0: a free port); the address (and where the token akira made is
+    kept) goes to stderr, in one line, once it listens."""
     import uvicorn
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
@@ -67,30 +90,6 @@ async def listen(app: Any, host: str, port: int) -> None:
     if server.started:
         bound = server.servers[0].sockets[0].getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        print(f"akira: MCP server on http://{shown}:{bound[1]}/mcp", file=sys.stderr, flush=True)
+        where = f"; its token is in {kept} (clients send 'Authorization: Bearer TOKEN')" if kept else ""
+        print(f"akira: MCP server on http://{shown}:{bound[1]}/mcp{where}", file=sys.stderr, flush=True)
     await running
-
-
-class BearerToken:
-    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` gets 401."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send(
-                    {"type": "http.response.body", "body": b"akira: send Authorization: Bearer <token>\n"}
-                )
-                return
-        await self.app(scope, receive, send)

@@ -82,7 +82,13 @@ PRESET_BASE_URLS: dict[str, tuple[str, ...]] = {
 }
 """Where a person points a preset's CLI at a gateway: that gateway is the preset's API host."""
 
-BASE_ENV = ("PATH", "LANG", "LC_*", "TERM", "TZ", "AKIRA_*")
+STEP_VARIABLES = (
+    "AKIRA_TASK_ID", "AKIRA_STEP_ID", "AKIRA_ATTEMPT", "AKIRA_PROMPT_FILE",
+    "AKIRA_WORKSPACE", "AKIRA_WORKTREE", "AKIRA_REVIEW",
+)  # fmt: skip
+"""The `AKIRA_*` variables akira sets for a step, by name: no other (a server's token, the fleet's
+database URL) reaches one."""
+BASE_ENV = ("PATH", "LANG", "LC_*", "TERM", "TZ", *STEP_VARIABLES)
 PROXY_NAMES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 
 
