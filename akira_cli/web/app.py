@@ -5,6 +5,7 @@ the controls. Each reads or does through the run API only."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,18 @@ FOLLOW_EVERY = 0.25
 HEARTBEAT = 15.0
 MAX_BODY = 64 * 1024
 ACTIONS = ("stop", "resume", "cancel", "undo")
+REFRESH = frozenset(
+    {
+        "step_completed",
+        "stop_condition",
+        "loop_started",
+        "loop_paused",
+        "loop_resumed",
+        "loop_completed",
+        "ledger",
+    }
+)
+"""Events after which the stream sends where the run stands again."""
 
 
 def refusal_line(exc: AkiraError) -> str:
@@ -157,6 +170,7 @@ async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:
     id is the offset after it, so a reconnecting page goes on where it was."""
     from akira_cli import api
     from akira_cli.events import Event
+    from akira_cli.web.run_page import facts_now
 
     quiet = 0.0
     yield ": akira follows the event log\n\n"
@@ -176,6 +190,10 @@ async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:
                 item = json.dumps({"event": raw, "line": text})
                 chunks.append(f"id: {found.offset}\nevent: akira\ndata: {item}\n\n")
             offset = found.offset
+            if any(str(raw.get("type")) in REFRESH for raw in found.events):
+                with contextlib.suppress(AkiraError):
+                    shown = await asyncio.to_thread(facts_now, root, task_id)
+                    chunks.append(f"event: facts\ndata: {json.dumps({'html': shown})}\n\n")
             if chunks:
                 yield "".join(chunks)
             continue

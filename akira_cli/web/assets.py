@@ -40,7 +40,14 @@ button { font: inherit; padding: 0.25rem 0.7rem; }
 #control-result:empty { display: none; }
 #control-result { font-family: ui-monospace, monospace; padding: 0.3rem; border-radius: 4px;
                   background: #f6f8fa; }
-svg { max-width: 100%; height: auto; }
+svg { width: 100%; max-width: 40rem; height: auto; }
+body, li, pre { overflow-wrap: anywhere; }
+@media (max-width: 40rem) {
+  #runs thead { display: none; }
+  #runs tr { display: block; border-bottom: 1px solid var(--line); padding: 0.3rem 0; }
+  #runs td { display: block; border: 0; padding: 0.05rem 0; overflow-wrap: anywhere; }
+  #runs td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
+}
 @media (max-width: 40rem) { .wide { display: none; } body { padding: 0.5rem; } }
 """
 
@@ -87,7 +94,10 @@ function apply(event) {
     const chip = document.createElement('button');
     chip.className = 'a running';
     chip.textContent = data.attempt || '?';
-    chip.dataset.d = 'step ' + id + ' attempt ' + (data.attempt || '?') + ': running';
+    chip.dataset.head = 'step ' + id + ' attempt ' + (data.attempt || '?') +
+      ' (iteration ' + event.iteration + ')';
+    chip.dataset.start = event.ts;
+    chip.dataset.d = chip.dataset.head + ': running';
     stepBox(id).querySelector('.attempts').append(chip);
   }
   if ((event.type === 'evaluation' || event.type === 'attempt_interrupted') && id) {
@@ -96,7 +106,9 @@ function apply(event) {
       const outcome = event.type === 'attempt_interrupted' ? 'interrupted'
         : (data.complete ? 'passed' : 'failed');
       chip.className = 'a ' + outcome;
-      chip.dataset.d = 'step ' + id + ' attempt ' + (data.attempt || '?') + ': ' + outcome +
+      const took = (Date.parse(event.ts) - Date.parse(chip.dataset.start)) / 1000;
+      chip.dataset.d = chip.dataset.head + ': ' + outcome +
+        (isNaN(took) ? '' : '\\ntook ' + (took < 10 ? took.toFixed(1) : Math.round(took)) + 's') +
         ((data.reasons || []).length ? '\\n' + data.reasons.join('\\n') : '');
     }
   }
@@ -136,6 +148,10 @@ if (page.stream) {
     events.append(line);
     while (events.childElementCount > 500) events.firstElementChild.remove();
     events.scrollTop = events.scrollHeight;
+  });
+  source.addEventListener('facts', (message) => {
+    const shown = document.getElementById('facts');
+    if (shown) shown.outerHTML = JSON.parse(message.data).html;
   });
 }
 

@@ -97,6 +97,15 @@ def lines(events: list[dict[str, Any]]) -> list[str]:
     return shown
 
 
+def facts_now(root: Path, task_id: str) -> str:
+    """Where the run stands now (the stream sends it again after a step's end or a stop)."""
+    from akira_cli import api
+
+    summary = api.status(root, task_id)
+    assert isinstance(summary, LoopSummary)
+    return facts(summary, api.progress(root, summary.task_id))
+
+
 def facts(summary: LoopSummary, progress: Progress) -> str:
     items = [
         f'status <span id="status" class="status status-{escape(summary.status)}">'
@@ -111,7 +120,8 @@ def facts(summary: LoopSummary, progress: Progress) -> str:
     if summary.current_step:
         items.append(f"now step {escape(summary.current_step)}")
     why = f"<p class='muted'>{escape(summary.stop_reason)}</p>" if summary.stop_reason else ""
-    return '<ul class="facts">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>" + why
+    listed = "".join(f"<li>{item}</li>" for item in items)
+    return f'<div id="facts"><ul class="facts">{listed}</ul>{why}</div>'
 
 
 def controls(progress: Progress) -> str:

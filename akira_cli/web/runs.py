@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 from akira_cli.api.models import LoopSummary, Progress
 from akira_cli.web.html import duration, frame, link, money, run_link, status
@@ -29,7 +30,7 @@ def runs_page(root: Path) -> str:
         rows.append(row(loop, progress))
     corrupt = "".join(f"<li>{escape(path)}</li>" for path in getattr(board, "corrupt", []))
     body = (
-        f"<h1>akira: runs in {escape(str(root))}</h1>"
+        f'<h1>akira: runs</h1><p class="muted">{escape(str(root))}</p>'
         + (
             '<div class="scroll"><table id="runs"><thead><tr><th>run</th><th>task</th><th>status</th>'
             "<th>steps</th><th>verified / unverified / changed exam</th><th>cost</th>"
@@ -49,12 +50,26 @@ def row(loop: LoopSummary, progress: Progress | None) -> str:
     pr = loop.pull_request
     checks = f" ({escape(pr.checks)})" if pr and pr.checks else ""
     why = f'<div class="muted">{escape(loop.stop_reason)}</div>' if loop.stop_reason else ""
-    return (
-        f'<tr class="run" data-task="{escape(loop.task_id)}"><td>{run_link(loop.task_id)}</td>'
-        f'<td>{escape(loop.feature)}<div class="muted wide">{escape(loop.task_path)}</div></td>'
-        f"<td>{status(loop.status)}{why}</td><td>{steps}</td>"
-        f"<td>{loop.verified} / {loop.unverified} / {loop.changed_exam}</td>"
-        f'<td>{money(loop.cost_usd)}</td><td class="wide">{loop.tokens:,}</td>'
-        f"<td>{duration(loop.duration_seconds)}</td>"
-        f"<td>{link(pr.url) + checks if pr else ''}</td></tr>"
+    cells = [
+        ("", run_link(loop.task_id)),
+        ("task", f'{escape(loop.feature)}<div class="muted wide">{escape(loop.task_path)}</div>'),
+        ("status", status(loop.status) + why),
+        ("steps", steps),
+        (
+            "verified / unverified / changed exam",
+            f"{loop.verified} / {loop.unverified} / {loop.changed_exam}",
+        ),
+        ("cost", money(loop.cost_usd)),
+        ("tokens", f"{loop.tokens:,}"),
+        ("time", duration(loop.duration_seconds)),
+        ("pull request", link(pr.url) + checks if pr else ""),
+    ]
+    shown = "".join(
+        f"<td{f' data-label={quoteattr(label)}' if label else ''}{WIDE.get(label, '')}>{text}</td>"
+        for label, text in cells
     )
+    return f'<tr class="run" data-task="{escape(loop.task_id)}">{shown}</tr>'
+
+
+WIDE = {"tokens": ' class="wide"'}
+"""Cells a phone leaves out."""
