@@ -155,6 +155,11 @@ def test_beyond_loopback_without_a_token_file_is_one_line_and_a_token_file_is_re
             {"Host": f"127.0.0.1:{served.port}", "X-Akira-Token": "a-token-from-a-file-123"},
         )
         assert status == 200
+        taken = akira.cli("web", "--token-file", str(secret), "--http", f"127.0.0.1:{served.port}")
+        assert taken.code == 1 and taken.err == (
+            f"akira: error: --http 127.0.0.1:{served.port}: cannot listen there (Address already in use); "
+            "name another port, or 0 for a free one\n"
+        )
 
 
 def test_the_event_log_is_followed_from_an_offset_and_a_torn_line_waits(akira: Akira) -> None:

@@ -5,6 +5,7 @@ uvicorn behind the door. The page's URL goes to stderr once, with the token when
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,27 @@ def serve(workspace: Workspace, http: str | None, token_file: Path | None) -> in
             f"--http {bind}:{port} listens beyond this machine, so it needs --token-file FILE; "
             f"or listen on {LOCAL}"
         )
+    listening = bound_socket(bind, port)
     app = WebDoor(build(workspace.root, token), token)
-    asyncio.run(listen(app, bind, port, token if made else None))
+    asyncio.run(listen(app, listening, token if made else None))
     return 0
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on `host:port`, or the one line that says why it cannot."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(128)
+    except OSError as exc:
+        listening.close()
+        why = exc.strerror or str(exc)
+        raise AkiraError(
+            f"--http {host}:{port}: cannot listen there ({why}); name another port, or 0 for a free one"
+        ) from None
+    return listening
 
 
 def address(http: str) -> tuple[str, int]:
@@ -45,14 +64,12 @@ def address(http: str) -> tuple[str, int]:
     return named, int(port)
 
 
-async def listen(app: Any, host: str, port: int, token: str | None) -> None:
+async def listen(app: Any, listening: socket.socket, token: str | None) -> None:
     import uvicorn
 
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=2
-    )
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
-    running = asyncio.create_task(server.serve())
+    running = asyncio.create_task(server.serve(sockets=[listening]))
     while not server.started and not running.done():
         await asyncio.sleep(0.05)
     if server.started:
