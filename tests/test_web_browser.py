@@ -165,3 +165,34 @@ def test_the_run_that_needs_a_person_comes_first_and_a_step_undone_from_the_page
     assert commits(repo.root, f"{head}..HEAD") == ['Revert "feat: done"', 'Revert "3 Write b"']
     assert git(repo.root, "status", "--porcelain") == "?? Specs/broken/"  # the other task's file
     assert repo.state(done_id).status == "paused"
+
+
+def test_a_wave_of_p_steps_is_drawn_side_by_side_as_it_starts(tmp_path: Path) -> None:
+    wave = "".join(
+        f"- [ ] {n}. [P] Write {n}\n"
+        f"  - Run: `while [ ! -e {tmp_path}/gate ]; do sleep 0.05; done; echo {n} > f{n}.txt`\n"
+        f"  - Exists: `f{n}.txt`\n"
+        for n in (1, 2)
+    )
+    repo = git_workspace(tmp_path, wave + "- [ ] 3. Write 3\n  - Run: `echo 3 > f3.txt`\n")
+    with web_server(repo.root) as served, chromium(tmp_path / "profile") as driver:
+        task_id = api.start(repo.root, "Specs/feat/tasks.md", parallel=2).task_id
+        driver.get(f"{served.url}run/{task_id}?token={served.token}")
+
+        def side_by_side(d: Any) -> bool:
+            return bool(
+                d.execute_script(
+                    "const w = document.querySelector('.wave.parallel');"
+                    "return !!w && !!w.querySelector('[data-step=\"1\"]') && !!w.querySelector('[data-step=\"2\"]')"
+                    " && !w.querySelector('[data-step=\"3\"]');"
+                )
+            )
+
+        until(
+            driver,
+            "steps 1 and 2 in one wave, both running",
+            lambda d: side_by_side(d) and chips(d, "1") == chips(d, "2") == ["running"],
+        )
+        (tmp_path / "gate").touch()
+        until(driver, "the status completed", lambda d: status(d) == "completed")
+        assert side_by_side(driver) and chips(driver, "3") == ["passed"]

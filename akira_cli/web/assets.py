@@ -60,11 +60,13 @@ const timeline = document.getElementById('timeline');
 const detail = document.getElementById('detail');
 const result = document.getElementById('control-result');
 
+const waveOf = {};
+
 function stepBox(id, title) {
   let box = timeline.querySelector('[data-step="' + CSS.escape(id) + '"]');
   if (!box) {
-    const wave = document.createElement('div');
-    wave.className = 'wave';
+    const wave = waveOf[id] || document.createElement('div');
+    if (!waveOf[id]) wave.className = 'wave';
     box = document.createElement('div');
     box.className = 'step';
     box.dataset.step = id;
@@ -75,7 +77,7 @@ function stepBox(id, title) {
     attempts.className = 'attempts';
     box.append(name, attempts);
     wave.append(box);
-    timeline.append(wave);
+    if (!wave.parentNode) timeline.append(wave);
   } else if (title) {
     box.querySelector('.name').textContent = id + ' ' + title;
   }
@@ -89,6 +91,18 @@ function lastChip(id) {
 
 function apply(event) {
   const id = event.step_id, data = event.data || {};
+  if (event.type === 'wave_started') {  // its steps side by side, as the page draws a wave
+    const wave = document.createElement('div');
+    wave.className = 'wave parallel';
+    for (const member of data.steps || []) {
+      const box = timeline.querySelector('[data-step="' + CSS.escape(String(member)) + '"]');
+      if (!box) { waveOf[member] = wave; continue; }
+      const old = box.parentNode;
+      if (!wave.parentNode) timeline.insertBefore(wave, old);
+      wave.append(box);
+      if (!old.childElementCount) old.remove();
+    }
+  }
   if (event.type === 'step_started' && id) stepBox(id, data.title || '');
   if (event.type === 'attempt_started' && id) {
     const chip = document.createElement('button');
