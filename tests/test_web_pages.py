@@ -5,10 +5,14 @@ table, and an unknown run as the CLI's line. Real runs, the page fetched from a 
 from __future__ import annotations
 
 import re
+from html import unescape
+from pathlib import Path
 
 import pytest
 
+from tests.support.follow import Night, log
 from tests.support.parallel import start, tasks
+from tests.support.servers.github_actions import Job
 from tests.support.web import request, web_server
 from tests.support.workspace import Akira
 
@@ -73,3 +77,34 @@ def test_the_chart_has_the_budget_line_and_the_page_the_criteria_table(akira: Ak
             "akira: error: no loop found for &#x27;task_20990101_000000&#x27; (not a task id, task file or "
             "feature name); run &#x27;akira loop status&#x27; to list loops"
         ) in body
+
+
+def red_until_add_adds(night: Night, sha: str) -> list[Job]:
+    if "a - b" in night.calc(sha):
+        return [Job("lint"), Job("test", conclusion="failure", log=log(1))]
+    return [Job("lint"), Job("test")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_followed_pull_request_shows_its_checks_and_its_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Night(tmp_path, monkeypatch, red_until_add_adds) as night:
+        done = night.start("--follow")
+        assert done.code == 0, done.err
+        task_id = night.akira.task_id()
+        sha, _ = night.commit("ci-1")
+        url = night.forge.url(night.forge.pulls[0])
+        with web_server(night.root) as served:
+            status, runs = page(served, "/")
+            assert status == 200 and f">{url}</a> (green)" in runs
+            status, body = page(served, f"/run/{task_id}")
+    assert status == 200
+    assert (
+        f'<p id="pull-request"><a href="{url}" rel="noreferrer">{url}</a>: checks green, round 1/3</p>'
+        in body
+    )
+    checks = unescape(body.split('<pre id="checks">', 1)[1].split("</pre>", 1)[0])
+    assert "- Round 1:" in checks
+    assert f"`test` failed: `E assert 0 == 4`; ci-1 fixed in `{sha[:8]}`" in checks

@@ -51,7 +51,7 @@ def run_page(root: Path, task_id: str, token: str) -> str:
                 budget.max_cost_usd,
             ),
             criteria(progress),
-            pull_request(summary),
+            pull_request(summary, report),
             "<h2>Events</h2>",
             '<div id="events">' + "".join(f"<div>{escape(text)}</div>" for text in lines(events)) + "</div>",
         ]
@@ -242,13 +242,19 @@ def criteria(progress: Progress) -> str:
     )
 
 
-def pull_request(summary: LoopSummary) -> str:
+def pull_request(summary: LoopSummary, report: Report | None) -> str:
+    """Its checks and round; and the report's "Checks" section: each fix round, what failed or
+    was asked, the commit that did it, the threads answered and those not (yet)."""
     pr = summary.pull_request
     if pr is None:
         return ""
+    rounds_done = ""
+    if report is not None and "\n## Checks\n" in report.text:
+        part = report.text.split("\n## Checks\n", 1)[1].split("\n## ", 1)[0].strip()
+        rounds_done = f'<pre id="checks">{escape(part)}</pre>'
     rounds = f", round {pr.round}/{pr.max_rounds}" if pr.round is not None else ""
     waiting = f", waiting for {pr.waiting_for} checks" if pr.waiting_for else ""
     follow = f"<p>{escape(summary.following)}</p>" if summary.following else ""
     checks = escape(pr.checks or "unknown")
     said = f"{link(pr.url)}: checks {checks}{rounds}{waiting}"
-    return f'<h2>Pull request</h2><p id="pull-request">{said}</p>{follow}'
+    return f'<h2>Pull request</h2><p id="pull-request">{said}</p>{follow}{rounds_done}'
