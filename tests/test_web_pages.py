@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.follow import Night, log
 from tests.support.parallel import start, tasks
+from tests.support.review_night import Night as ReviewNight
 from tests.support.servers.github_actions import Job
 from tests.support.web import request, web_server
 from tests.support.workspace import Akira
@@ -108,3 +109,29 @@ def test_a_followed_pull_request_shows_its_checks_and_its_rounds(
     checks = unescape(body.split('<pre id="checks">', 1)[1].split("</pre>", 1)[0])
     assert "- Round 1:" in checks
     assert f"`test` failed: `E assert 0 == 4`; ci-1 fixed in `{sha[:8]}`" in checks
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_each_attempt_shows_its_review_verdict_and_a_disputed_step_needs_a_persons_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    night = ReviewNight(tmp_path, monkeypatch)
+    night.setup("  agent: claude\n  max_rounds: 2\n")
+    night.verdicts(**{"1": ["changes"], "2": ["approve"]})
+    code, err = night.start()
+    assert code == 0, err
+    task_id = night.akira.task_id()
+    with web_server(night.root) as served:
+        status, body = page(served, f"/run/{task_id}")
+    assert status == 200
+    one = body[body.index('data-step="1"') : body.index('data-step="2"')]
+    said = [
+        (kind, unescape(text)) for kind, text in re.findall(r'<button class="a (\w+)" data-d="([^"]*)"', one)
+    ]
+    assert [kind for kind, _ in said] == ["failed", "passed"]  # sent back by the reviewer, then disputed
+    assert "review: changes" in said[0][1] and "review: disputed" in said[1][1]
+    two = body[body.index('data-step="2"') :]
+    assert "review: approve" in unescape(re.findall(r'data-d="([^"]*)"', two)[0])
+    look = body.split('<ul id="look">', 1)[1].split("</ul>", 1)[0]
+    assert "step 1: the reviewer disputed it" in look and "step 2" not in look

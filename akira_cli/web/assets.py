@@ -133,6 +133,7 @@ function apply(event) {
   if (event.type === 'review' && id) {
     const chip = lastChip(id);
     if (chip) chip.dataset.d += '\\nreview: ' + data.verdict;
+    if (chip && data.verdict === 'changes') chip.className = 'a failed';
   }
   if (event.type === 'step_completed' && id) stepBox(id).classList.add('done');
   const ends = event.type === 'stop_condition' || event.type.startsWith('loop_');

@@ -124,6 +124,8 @@ def _review(line: Timeline, step_id: str | None, data: dict[str, Any], event: di
     attempt = line.last(step_id)
     if attempt is not None:
         attempt.review = str(data.get("verdict") or "")
+        if attempt.review == "changes":  # its checks passed, but the reviewer sent it back
+            attempt.outcome = "failed"
 
 
 def _completed(line: Timeline, step_id: str | None, data: dict[str, Any], event: dict[str, Any]) -> None:
