@@ -176,7 +176,7 @@ def look(progress: Progress, report: Report | None) -> str:
 def timeline_html(line: Timeline, progress: Progress) -> str:
     steps = dict(line.steps)
     for row in progress.steps:  # the steps not started yet, in the task file's order
-        steps.setdefault(row.id, Step(row.id, row.title))
+        steps.setdefault(row.id, Step(row.id, row.title, wave=line.wave_of.get(row.id, 0)))
         steps[row.id].title = steps[row.id].title or row.title
         steps[row.id].done = steps[row.id].done or row.done
     parts: list[str] = []
