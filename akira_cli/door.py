@@ -135,24 +135,34 @@ class Door:
         await self.app(scope, receive, send)
 
     def refusal(self, scope: dict[str, Any]) -> Refusal | None:
-        headers: dict[bytes, bytes] = {}
-        for name, value in scope.get("headers") or []:
-            if name in headers and name in (b"host", b"origin", b"authorization"):
-                return Refusal(400, f"more than one {name.decode()} header")
-            headers[name] = value
-        server = scope.get("server") or ("", 0)
-        here, port = address_of(str(server[0])), int(server[1] or 0)
-        host = headers.get(b"host", b"").decode("latin-1")
-        if not names_this_server(host, here, port):
-            return Refusal(421, "the Host header does not name this server's address and port")
-        origin = headers.get(b"origin")
-        if origin is not None:
-            text = origin.decode("latin-1")
-            if not text.startswith("http://") or not names_this_server(text[7:], here, port):
-                return Refusal(403, "requests from another origin are refused")
-        if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
+        found = place(scope)
+        if isinstance(found, Refusal):
+            return found
+        if not hmac.compare_digest(found.get(b"authorization", b""), self.expected):
             return Refusal(401, "send 'Authorization: Bearer <token>' (the token akira printed the path of)")
         return None
+
+
+def place(scope: dict[str, Any]) -> Refusal | dict[bytes, bytes]:
+    """The request's headers when its Host and Origin (when sent) name this server; else the
+    refusal (421, 403). `akira web` checks its own token after this (its page reads with a
+    cookie, and writes with a header)."""
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope.get("headers") or []:
+        if name in headers and name in (b"host", b"origin", b"authorization"):
+            return Refusal(400, f"more than one {name.decode()} header")
+        headers[name] = value
+    server = scope.get("server") or ("", 0)
+    here, port = address_of(str(server[0])), int(server[1] or 0)
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not names_this_server(host, here, port):
+        return Refusal(421, "the Host header does not name this server's address and port")
+    origin = headers.get(b"origin")
+    if origin is not None:
+        text = origin.decode("latin-1")
+        if not text.startswith("http://") or not names_this_server(text[7:], here, port):
+            return Refusal(403, "requests from another origin are refused")
+    return headers
 
 
 def names_this_server(authority: str, here: Address | None, port: int) -> bool:

@@ -16,11 +16,14 @@ Importing this package is cheap (each verb imports what it uses), so the CLI sta
 
 from akira_cli.api.control import cancel, stop, undo
 from akira_cli.api.loops import follow, resume, start
+from akira_cli.api.night import budget, events
 from akira_cli.api.tasks import tasks
 from akira_cli.api.views import logs, progress, report, status
 
 __all__ = [
+    "budget",
     "cancel",
+    "events",
     "follow",
     "logs",
     "progress",

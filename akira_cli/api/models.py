@@ -297,3 +297,30 @@ class Undone(Answer):
 
     def line(self) -> str:
         return self.message
+
+
+class EventPage(Answer):
+    """The events written to a loop's log from a byte `offset` on (whole lines only), and the
+    offset to read from next: a follower never reads the log twice."""
+
+    task_id: str
+    offset: int
+    """Where the next read starts (the log's size at this read, less a torn last line)."""
+    events: list[dict[str, Any]]
+    live: bool
+
+    def line(self) -> str:
+        return f"{counted(len(self.events), 'event')} of {self.task_id}, up to byte {self.offset}"
+
+
+class Budget(Answer):
+    """The run's spending caps (`budget:` of its config), None for no cap."""
+
+    task_id: str
+    max_tokens_total: int | None
+    max_cost_usd: float | None
+
+    def line(self) -> str:
+        tokens = self.max_tokens_total if self.max_tokens_total is not None else "no cap"
+        cost = f"${self.max_cost_usd}" if self.max_cost_usd is not None else "no cap"
+        return f"{self.task_id}: tokens {tokens}, cost {cost}"

@@ -21,6 +21,7 @@ from akira_cli.cli import (
     mcp_cmd,
     pr_cmd,
     reason_cmd,
+    web_cmd,
 )
 from akira_cli.cli.common import PlainUsage, exits
 from akira_cli.errors import AkiraError
@@ -67,6 +68,7 @@ app.add_typer(fleet_cmd.app, name="fleet")
 app.command("doctor")(exits(doctor_cmd.doctor))
 app.command("mcp")(exits(mcp_cmd.mcp))
 app.add_typer(pr_cmd.app, name="pr")
+app.command("web")(exits(web_cmd.web))
 
 
 def main(argv: list[str] | None = None) -> int:
