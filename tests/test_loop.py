@@ -168,9 +168,26 @@ def test_failure_threshold_and_reset_failures(akira: Akira) -> None:
     assert akira.run("loop", "start", "--task", "Specs/flaky/tasks.md", "--failure-threshold", "1").code == 4
     state = akira.state()
     assert state.stop_conditions.failure_threshold_exceeded and state.consecutive_failures == 1
-    assert akira.run("loop", "resume", "--task-id", state.task_id).code == 4  # still over the threshold
-    assert akira.run("loop", "resume", "--task-id", state.task_id, "--reset-failures").code == 0
+    assert akira.run("loop", "resume", "--task-id", state.task_id).code == 0  # a person stepped in
     assert akira.state().status == "completed"
+
+
+def test_a_resume_after_an_escalation_gives_the_step_a_fresh_try(akira: Akira) -> None:
+    akira.write_task(
+        "blocked",
+        """
+        - [ ] 1. Needs the fixture
+          - Run: `test -f fixture`
+          - Fallback: `test -e fixture`
+          - Fallback: `test -r fixture`
+    """,
+    )
+    assert akira.run("loop", "start", "--task", "Specs/blocked/tasks.md").code == 4
+    state = akira.state()
+    assert "step 1 failed 3 attempt(s)" in state.stop_reason
+    (akira.root / "fixture").write_text("the person fixed the cause\n")
+    assert akira.run("loop", "resume", "--task-id", state.task_id).code == 0
+    assert akira.state().status == "completed" and len(akira.state().steps["1"].attempts) == 4
 
 
 @pytest.mark.slow
