@@ -109,6 +109,7 @@ def start(
     store = store_for(workspace)
     with prepare.start_lock(store):
         prepare.refuse_unfinished(store, path, workspace)
+        prepare.refuse_for_checkout(store, git, workspace, path)
         state, lock = prepare.new_loop(
             workspace, store, path, cfg, include_optional, agent, config, detach, git, say
         )

@@ -200,6 +200,37 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
         )
 
 
+def refuse_for_checkout(store: StateStore, git: GitRun | None, workspace: Workspace, path: Path) -> None:
+    """A git-native start in a checkout another task's loop works, or with the person's
+    uncommitted changes to tracked files (`git/yours.py`), is refused before anything is written."""
+    from akira_cli.git.yours import refuse_uncommitted
+
+    if git is None:
+        return
+    refuse_busy_checkout(store, git, workspace)
+    task, root = git.relative(path), git.root
+    refuse_uncommitted(git.git, git.shown, lambda name: name == task or git.is_control(root / name))
+
+
+def refuse_busy_checkout(store: StateStore, git: GitRun, workspace: Workspace) -> None:
+    """Another task's live loop in this checkout: a start's branch switch would move HEAD under
+    it, and it would stop as if its agent had switched branches."""
+    for _, state in store.scan():
+        if state is None or state.git is None or state.status in ("completed", "cancelled"):
+            continue
+        if state.git.root not in (None, str(git.root)):
+            continue
+        holder = store.lock(state.task_id).holder()
+        if holder is not None:
+            stop = command_line(workspace, "loop", "stop", "--task-id", state.task_id)
+            raise AkiraError(
+                f"task {state.task_id} ({workspace.shown(Path(state.task_path))}) is running in this "
+                f"checkout as process {holder}, on {state.git.branch}; a second run here would switch "
+                f"its branch under it: wait for it, stop it with {in_quotes(stop)}, or start this one "
+                "in a clone or worktree of its own"
+            )
+
+
 def save_as_read(workspace: Workspace, store: StateStore, state: LoopState) -> None:
     """The resumed state saved for a detached process, under the task's lock and only when no
     other process saved since it was read: an older copy saved over a later one would drop the
