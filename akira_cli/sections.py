@@ -239,7 +239,8 @@ class GitSettings(Section):
     enabled: Literal["auto", True, False] = "auto"
     """auto: when the task file lies in a git work tree; true: required (an error elsewhere)."""
     branch: str = "akira/{feature}"
-    """The task branch ({feature} and {task_id} are filled in); "" commits on the current branch."""
+    """The task branch ({feature} and {task_id} are filled in; {feature} made branch-safe: `my
+    feature` gives `my-feature`); "" commits on the current branch."""
     base: str = ""
     """Where a task branch starts and where its pull request points: a branch (local, else the
     push remote's); "" is the branch HEAD is on at `loop start`."""

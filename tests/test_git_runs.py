@@ -476,3 +476,13 @@ def test_a_second_start_in_a_checkout_a_live_loop_works_is_refused_naming_it(tmp
             first.kill()
         first.communicate(timeout=30)
     assert repo.state(running).status == "completed"
+
+
+def test_a_feature_folder_with_a_space_gets_a_branch_safe_task_branch(repo: Akira) -> None:
+    repo.write_task("my feature", "- [ ] 1. Write\n  - Run: `echo x > x.txt`\n")
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-qm", "spec")
+    done = repo.cli("loop", "start", "--task", "Specs/my feature/tasks.md")
+    assert done.code == 0, done.err
+    assert git(repo.root, "branch", "--show-current") == "akira/my-feature"
+    assert commits(repo.root) == ["1 Write", "my feature: done"]

@@ -12,6 +12,15 @@ from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 
 
+def task_branch(template: str, feature: str, task_id: str) -> str:
+    """`git.branch` filled in, with the feature made branch-safe: a folder named `my feature`
+    gives `akira/my-feature` (spaces and what git refuses in a ref name become `-`)."""
+    safe = re.sub(r"[\s~^:?*\[\\\x00-\x1f\x7f]+|\.{2,}|@\{", "-", feature)
+    safe = re.sub(r"-{2,}", "-", safe).strip("-./")
+    safe = safe.removesuffix(".lock").rstrip("-./") or "task"
+    return template.replace("{feature}", safe).replace("{task_id}", task_id)
+
+
 def base_commit(git: Git, settings: GitSettings, shown_root: str) -> str | None:
     """`git.base`'s commit: the local branch, else the push remote's (a fresh clone has only its
     default branch locally); None when git.base is empty."""
