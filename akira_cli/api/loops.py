@@ -100,6 +100,8 @@ def start(
         say(f"warning: {line}")
     workdir = agent_workdir(workspace, cfg)
     sandboxed = resolve(cfg, sandbox, lambda line: say(f"warning: {line}"))
+    if sandboxed:
+        prepare.refuse_hidden_agent(cfg, pending, workdir, workspace.root)
     failing = baseline(cfg, workspace.root, workdir, path, agent) if pending else []
     for label in failing:
         say(

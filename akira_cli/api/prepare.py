@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from akira_cli.state.lock import TaskLock
     from akira_cli.state.models import LoopState
     from akira_cli.state.store import StateStore
-    from akira_cli.tasks.model import TaskFile
+    from akira_cli.tasks.model import Step, TaskFile
 
 
 def criteria_warnings(task_file: TaskFile) -> list[str]:
@@ -229,6 +229,28 @@ def refuse_busy_checkout(store: StateStore, git: GitRun, workspace: Workspace) -
                 f"its branch under it: wait for it, stop it with {in_quotes(stop)}, or start this one "
                 "in a clone or worktree of its own"
             )
+
+
+def refuse_hidden_agent(cfg: Config, steps: list[Step], workdir: Path, root: Path) -> None:
+    """A sandboxed run whose agent CLI lies where the sandbox hides it (`sandbox/sees.py`) would
+    stop at its first step: refused before anything is written."""
+    from akira_cli.agents.base import choose_kind
+    from akira_cli.agents.executable import agent_command
+    from akira_cli.sandbox.sees import hidden_program
+
+    for step in steps:
+        try:
+            command = agent_command(choose_kind(cfg.agent.kind, step, cfg), cfg)
+        except AkiraError:
+            continue  # no agent for the step: the run's own refusal says so
+        if command is None:
+            continue
+        preset = command.preset.name if command.preset is not None else None
+        label, trees = "the agent's program", [workdir, root]
+        hides = hidden_program(label, command.executable, cfg.sandbox, trees, preset)
+        if command.executable and hides is not None:
+            raise AkiraError(hides)
+        return  # one CLI per run
 
 
 def save_as_read(workspace: Workspace, store: StateStore, state: LoopState) -> None:
