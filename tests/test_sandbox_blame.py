@@ -197,3 +197,21 @@ def test_the_live_panel_shows_what_the_sandbox_refused_whole() -> None:
     text = " ".join(" ".join(line[21:].split()) for line in frame.splitlines() if line.strip())
     assert "step 2: the sandbox refused downloads.example.com:443;" in text, frame
     assert "sandbox.allow_hosts: [downloads.example.com]" in text, frame
+
+
+def test_an_attempts_commands_share_one_tmp_and_the_next_attempt_gets_a_fresh_one(akira: Akira) -> None:
+    akira.write_task(
+        "tmp",
+        """
+        - [ ] 1. Write a scratch file
+          - Run: `echo seen > /tmp/made-by-run`
+          - Verify: `grep -q seen /tmp/made-by-run`
+        - [ ] 2. Start clean
+          - Run: `test ! -e /tmp/made-by-run && touch fresh`
+          - Exists: `fresh`
+        """,
+    )
+    done = akira.run("loop", "start", "--task", "Specs/tmp/tasks.md", "--agent", "script", "--sandbox")
+    state = akira.state()
+    assert done.code == 0 and state.status == "completed", state.stop_reason
+    assert [len(state.steps[sid].attempts) for sid in ("1", "2")] == [1, 1]

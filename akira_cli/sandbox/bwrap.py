@@ -135,7 +135,11 @@ class Sandbox:
         return [*start, *flags, *status, "--chdir", str(cwd), "--", *command], env
 
     def begin(self, step_id: str) -> None:
+        """An attempt starts: what is refused from now on is its step's, and its commands share
+        a `/tmp` of their own (a command outside any attempt gets an empty one)."""
         self.refusals.begin(self.lane, step_id)
+        if self.private is not None:
+            self.private.fresh_tmp(self.lane)
 
     def blame(self, said: str) -> tuple[list[str], list[str]]:
         refused = self.refusals.since_begin(self.lane)
@@ -172,7 +176,9 @@ class Sandbox:
 
     def flags(self, cwd: Path | None = None, in_room: bool = False) -> list[str]:
         """`in_room`: the command starts in its room's network namespace (it makes none)."""
-        out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *isolation()]
+        shared = self.private.tmp_of(self.lane) if self.private is not None else None
+        tmp = ["--bind", str(shared), "/tmp"] if shared is not None else ["--tmpfs", "/tmp"]
+        out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *tmp, *isolation()]
         if self.settings.network != "all" and not in_room:
             out.append("--unshare-net")
         out += self._home
