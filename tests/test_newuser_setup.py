@@ -77,6 +77,11 @@ def test_init_proposes_the_projects_own_interpreter_when_it_has_a_venv(tmp_path:
     assert "proposed project check (commented in the config): .venv/bin/python -m pytest -q" in done.stdout
     config = (project / "config" / "autonomous_loop.yaml").read_text()
     assert "#   - run: .venv/bin/python -m pytest -q\n" in config
+    confirmed = config.replace("# checks:\n", "checks:\n").replace("#   - run: .venv", "  - run: .venv")
+    (project / "config" / "autonomous_loop.yaml").write_text(confirmed)  # as the comment says
+    shown = run("config", "show", cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert ".venv/bin/python -m pytest -q" in shown.stdout
     answer = subprocess.run(
         [".venv/bin/python", "-c", "import sys; print(sys.prefix)"],
         cwd=project,
