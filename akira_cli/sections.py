@@ -18,7 +18,7 @@ class LoopSettings(Section):
     """The loop's limits, its state, its stop conditions, its reports and its completion."""
 
     max_iterations: int = Field(100, ge=1)
-    """Attempts allowed over the whole task."""
+    """Attempts allowed over the whole task (a start with more steps left than this warns)."""
     parallel: int = Field(1, ge=1, le=64)
     """How many `[P]` steps of a wave run at once, each in its own git worktree."""
     failure_threshold: int = Field(3, ge=1)

@@ -62,7 +62,9 @@ def test_init_twice_into_fresh_folders_and_keeps_an_edited_config(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_max_iterations_writes_an_intervention_and_resume_continues(akira: Akira) -> None:
+def test_max_iterations_writes_an_intervention_and_resume_continues(
+    akira: Akira, capsys: pytest.CaptureFixture[str]
+) -> None:
     akira.write_task(
         "three",
         """
@@ -74,7 +76,12 @@ def test_max_iterations_writes_an_intervention_and_resume_continues(akira: Akira
           - Run: `true`
     """,
     )
-    assert akira.run("loop", "start", "--task", "Specs/three/tasks.md", "--max-iterations", "2").code == 4
+    started = akira.run(
+        "loop", "start", "--task", "Specs/three/tasks.md", "--max-iterations", "2", capsys=capsys
+    )
+    assert started.code == 4
+    [warned] = [line for line in started.err.splitlines() if "max_iterations" in line and "warning" in line]
+    assert "3 steps left but autonomous_loop.max_iterations is 2" in warned and "--max-iterations 6" in warned
     state = akira.state()
     assert state.status == "needs_action" and state.iteration == 2
     assert state.stop_conditions.max_iterations_reached

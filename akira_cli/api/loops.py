@@ -89,6 +89,8 @@ def start(
     ]:
         say(f"warning: {line}")
     pending = [step for step in parsed.leaves(include_optional) if not step.ticked]
+    for line in prepare.iteration_warnings(cfg, len(pending)):
+        say(f"warning: {line}")
     preflight(cfg.agent.kind, pending, cfg)
     at_start(workspace, cfg, pending)
     review_preflight(cfg)

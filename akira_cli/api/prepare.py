@@ -72,6 +72,19 @@ def review_when_warnings(config: Config, task_file: TaskFile) -> list[str]:
     ]
 
 
+def iteration_warnings(cfg: Config, pending: int) -> list[str]:
+    """More steps left than iterations allowed: the run would stop at `max_iterations` with
+    steps never tried, though the count is known now. Each step takes an iteration at least."""
+    allowed = cfg.autonomous_loop.max_iterations
+    if pending <= allowed:
+        return []
+    return [
+        f"the task has {pending} steps left but autonomous_loop.max_iterations is {allowed}, so the run "
+        f"stops after {allowed} iterations; raise it (--max-iterations {pending * 2}, or "
+        "autonomous_loop.max_iterations in config/autonomous_loop.yaml)"
+    ]
+
+
 @contextlib.contextmanager
 def start_lock(store: StateStore) -> Iterator[None]:
     from filelock import Timeout
