@@ -113,6 +113,25 @@ def test_a_refused_host_is_named_with_the_line_that_allows_it(
 
 
 @pytest.mark.slow
+def test_a_step_that_waits_on_a_refused_host_until_its_timeout_blames_the_sandbox(
+    tmp_path: Path, servers: tuple[Server, Server]
+) -> None:
+    port = servers[0].server_address[1]
+    # names no host, says nothing, and waits (as a client that retries does)
+    quiet = f"curl -s https://127.0.0.$((0+1)):{port}/file >/dev/null 2>&1; sleep 30"
+    root, home, path = workspace(tmp_path, f"- [ ] 1. Fetch quietly\n  - Run: `{quiet}`\n  - Timeout: 2\n")
+    done = start(root, home, path)
+    assert done.returncode == 4, f"{done.stdout}\n{done.stderr}"
+    line = f"the sandbox refused 127.0.0.1:{port}; to allow it: sandbox.allow_hosts: [127.0.0.1:{port}]"
+    attempts = only_state(root).steps["1"].window()
+    assert attempts and attempts[0].error.splitlines()[0] == line, attempts[0].error
+    events = list(read_events(next((root / ".state" / "logs").glob("*.jsonl"))))
+    reflections = [e.data for e in events if e.type == "reflection_generated"]
+    assert reflections and all(r["category"] == "environment" for r in reflections), reflections
+    assert all("took longer" not in str(r) for r in reflections)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["by-path", "by-name"])
 def test_a_tool_hidden_in_the_home_gets_the_allow_read_hint(tmp_path: Path, how: str) -> None:
     home = tmp_path / "home"

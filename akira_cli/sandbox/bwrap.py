@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -82,6 +83,10 @@ class Proxied:
     rooms: Rooms | None = None
 
 
+TIMED_OUT = re.compile(r"` timed out after \d+s")
+"""The runner's line for a command that ran into its step's timeout."""
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """Implements the runner's `CommandWrapper`: a command becomes a `bwrap` command line."""
@@ -144,9 +149,11 @@ class Sandbox:
     def blame(self, said: str) -> tuple[list[str], list[str]]:
         refused = self.refusals.since_begin(self.lane)
         secrets = self.private.secrets if self.private is not None else ()
-        stopped = [refusal.line() for refusal in refused if refusal.named_by(said)]
+        waited = TIMED_OUT.search(said) is not None  # a client that retries a refused host runs out of time
+        named = [refusal for refusal in refused if waited or refusal.named_by(said)]
+        stopped = [refusal.line() for refusal in named]
         stopped += hidden_paths(said, self.home, self._shown, secrets)
-        return stopped, [refusal.note() for refusal in refused if not refusal.named_by(said)]
+        return stopped, [refusal.note() for refusal in refused if refusal not in named]
 
     def moved(self, tree: Path) -> Sandbox:
         """The same sandbox for a worktree slot at `tree`: the main work tree is read-only there."""
