@@ -486,3 +486,16 @@ def test_a_feature_folder_with_a_space_gets_a_branch_safe_task_branch(repo: Akir
     assert done.code == 0, done.err
     assert git(repo.root, "branch", "--show-current") == "akira/my-feature"
     assert commits(repo.root) == ["1 Write", "my feature: done"]
+
+
+def test_a_task_file_the_repository_ignores_is_never_committed(repo: Akira) -> None:
+    root = repo.root
+    (root / ".gitignore").write_text("Specs/feat/\n")
+    git(root, "rm", "-q", "-r", "--cached", "Specs/feat")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "specs stay local")
+    code, err = start(repo)
+    assert code == 0, err
+    touched = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
+    assert "a.txt" in touched and not [name for name in touched if name.startswith("Specs/")]
+    assert (root / "Done" / "feat" / "tasks.md").read_text().startswith("- [x] 1.")
