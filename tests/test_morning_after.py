@@ -14,7 +14,7 @@ from tests.support.workspace import Akira
 
 
 @pytest.mark.slow
-def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) -> None:
+def test_a_give_up_names_its_file_and_the_fix_and_cancel_files_it_away(akira: Akira) -> None:
     task = akira.write_task("long", "".join(f"- [ ] {n}. s{n}\n  - Run: `touch f{n}`\n" for n in range(1, 5)))
     result = akira.cli("loop", "start", "--task", str(task), "--max-iterations", "2")
     assert result.code == 4
@@ -23,6 +23,9 @@ def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) ->
     text = (akira.root / "Needs_Action" / f"intervention_{task_id}.md").read_text()
     assert f"`akira loop resume --task-id {task_id} --max-iterations 4`" in text  # run from the workspace
     assert f"`akira loop cancel --task-id {task_id}`" in text
+    assert akira.cli("loop", "cancel", "--task-id", task_id).code == 0
+    assert list((akira.root / "Needs_Action").glob(f"*_{task_id}.md")) == []  # nothing left to do
+    assert list((akira.root / ".state" / "archive").glob(f"intervention_{task_id}.*.md"))
 
 
 @pytest.mark.slow
