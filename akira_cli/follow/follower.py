@@ -114,13 +114,6 @@ class Follower:
         while True:
             self.loop.guard.check_hook(state)
             decision = self.look(forge)
-            if isinstance(decision, Green) and (changed := record.exam_changed()):
-                why = (
-                    f"the pull request is green after {changed}: its checks pass with the tests or CI "
-                    "a fix changed, which a person must judge (it stays a draft)"
-                )
-                record.phase, record.checks, record.gave_up = "needs_action", "green", why
-                raise PullRequestNeedsPerson(why)
             if isinstance(decision, Green):
                 record.phase, record.checks, record.waiting_for = "green", "green", 0
                 self.loop.bus.emit(EventType.FOLLOW, action="green", url=record.url, rounds=record.round)
@@ -244,7 +237,6 @@ class Follower:
             if attempt.outcome == "success":
                 break
         item.commit = attempt.commit
-        item.exam_changed = attempt.exam.changed if attempt.exam is not None else []
         item.summary = summary_of(state.context.last_response, step.title)
         state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
         state.current_step = None
