@@ -499,3 +499,20 @@ def test_a_task_file_the_repository_ignores_is_never_committed(repo: Akira) -> N
     touched = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
     assert "a.txt" in touched and not [name for name in touched if name.startswith("Specs/")]
     assert (root / "Done" / "feat" / "tasks.md").read_text().startswith("- [x] 1.")
+
+
+def test_undo_of_a_parent_starts_at_its_first_sub_step_and_a_missing_step_is_named(tmp_path: Path) -> None:
+    steps = (
+        "- [ ] 1. Parent\n  - [ ] 1.1 One\n    - Run: `echo 1 > one.txt`\n"
+        "  - [ ] 1.2 Two\n    - Run: `echo 2 > two.txt`\n- [ ] 2. Last\n  - Run: `echo 3 > last.txt`\n"
+    )
+    repo = git_workspace(tmp_path, steps)
+    assert start(repo)[0] == 0
+    missing = repo.cli("loop", "undo", "--task-id", "feat", "--step", "9")
+    lines = missing.err.strip().splitlines()
+    assert missing.code == 1 and len(lines) == 1, missing.err
+    assert "has no step 9 (its steps: 1.1, 1.2, 2)" in lines[0] and "loop progress --task-id" in lines[0]
+    parent = repo.cli("loop", "undo", "--task-id", "feat", "--step", "1")
+    assert parent.code == 0, parent.err
+    assert "reverted step(s) 1.1, 1.2, 2" in parent.err
+    assert not (repo.root / "one.txt").exists() and repo.state().completed_steps == []
