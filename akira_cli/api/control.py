@@ -120,7 +120,9 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
     lock = store.lock(state.task_id)
     lock.acquire(f"task {state.task_id}")  # refused while a process runs it
     try:
-        cfg = load_config(workspace.root, Path(state.config_file) if state.config_file else None)
+        cfg = load_config(
+            workspace.root, Path(state.config_file) if state.config_file else None, state.settings
+        )
         run = (
             GitRun.detect(workspace.root, Path(state.task_path), cfg.git, root=state.git.root)
             if state.git

@@ -74,6 +74,7 @@ def start(
         "agent.kind": agent,
         "autonomous_loop.parallel": parallel,
     }
+    kept = prepare.kept_settings(settings)  # a detached run's own process reads them back
     workspace, cfg = workspace_and_config(root, config, overrides, Path(task))
     path = task_file(workspace, str(task))
     for line in prepare.short_secret_warnings(cfg):
@@ -117,8 +118,8 @@ def start(
         state, lock = prepare.new_loop(
             workspace, store, path, cfg, include_optional, agent, config, detach, git, say
         )
-    if sandbox is not None or not sandboxed:
-        state.sandbox_flag, state.sandboxed = sandbox, sandboxed
+    if sandbox is not None or not sandboxed or kept:
+        state.sandbox_flag, state.sandboxed, state.settings = sandbox, sandboxed, kept
         store.save(state)
     if failing or follow:
         state.advisory_checks, state.follow = bool(failing), follow
@@ -178,7 +179,7 @@ def resume(
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
     config_file = config or (Path(state.config_file) if state.config_file else None)
-    cfg = load_config(workspace.root, config_file)
+    cfg = load_config(workspace.root, config_file, state.settings)
     if state.status == "cancelled":
         again = command_line(workspace, "loop", "start", "--task", state.task_path)
         raise AkiraError(f"task {state.task_id} was cancelled; start a new loop with '{again}'")
@@ -239,7 +240,9 @@ def follow(
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
-    cfg = load_config(workspace.root, config or (Path(state.config_file) if state.config_file else None))
+    cfg = load_config(
+        workspace.root, config or (Path(state.config_file) if state.config_file else None), state.settings
+    )
     prepare.can_follow(workspace, store, state, cfg)
     run = git_run(workspace, cfg, state)  # never switch branches under a person's feet
     assert run is not None and state.git is not None and state.git.pr_url

@@ -9,10 +9,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from akira_cli.api.lookup import same_file
 from akira_cli.errors import AkiraError
@@ -70,6 +70,21 @@ def review_when_warnings(config: Config, task_file: TaskFile) -> list[str]:
         f"review.when names step(s) {', '.join(map(str, missing))}, which {task_file.path.name} lacks, "
         "so nothing is reviewed for them; fix the ids in config/autonomous_loop.yaml"
     ]
+
+
+SECRET_SETTINGS = ("llm.api_key",)
+"""Settings a state file cannot keep: what akira writes is masked, so a key would come back as ***."""
+
+
+def kept_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`api.start`'s settings as the state keeps them for every resume; a key is refused."""
+    kept = {key: value for key, value in (settings or {}).items() if value is not None}
+    if secret := next((key for key in kept if key in SECRET_SETTINGS), None):
+        raise AkiraError(
+            f"settings names {secret}, which a run cannot keep for its resumes (the state file masks "
+            "it); set it in the environment or in config/autonomous_loop.yaml instead"
+        )
+    return kept
 
 
 def iteration_warnings(cfg: Config, pending: int) -> list[str]:

@@ -199,6 +199,9 @@ class LoopState(Model):
     """(device, inode) of the task file, to find it again wherever a person moved it."""
     config_file: str | None = None
     """The --config FILE given at start, reused by resume and --detach."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The dotted config keys `api.start(settings=...)` gave over the files', reused by every
+    resume and by a detached run's own process (`loop resume`), which reads the files again."""
     elapsed_seconds: float = 0.0
     """Work time summed over runs, for `timeout_seconds`."""
     systemic_issues: list[str] = Field(default_factory=list)
