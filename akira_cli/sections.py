@@ -46,7 +46,7 @@ class LoopSettings(Section):
     log_every_iteration: bool = True
     """Events go to `.state/logs/<id>.jsonl`."""
     create_progress_reports: bool = True
-    """Write `Logs/progress_<id>.md` every `progress_report_every_n_iterations`."""
+    """Write `Logs/progress_reports/<id>.md` every `progress_report_every_n_iterations`."""
     progress_report_every_n_iterations: int = Field(25, ge=1)
     """How often a progress report is written."""
     retry_failed_steps: bool = True

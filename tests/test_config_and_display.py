@@ -109,6 +109,14 @@ def test_progress_reports_and_retry_failed_steps(akira: Akira) -> None:
     assert "type: progress_report" in report and "**Iteration**: 3/100" in report  # the last word
     assert "**Status**: needs_action" in report
     assert len(akira.state().steps["3"].attempts) == 1  # no retry, so no fallback
+    from importlib.resources import files
+
+    from akira_cli.config_docs import docstrings
+    from akira_cli.sections import LoopSettings
+
+    said = "Logs/progress_reports/<id>.md"  # where the docs say it is, as it is written
+    assert said in docstrings(LoopSettings)["create_progress_reports"]
+    assert said in files("akira_cli.templates").joinpath("autonomous_loop.yaml").read_text()
 
 
 @pytest.mark.slow
