@@ -151,3 +151,10 @@ def test_a_count_of_one_is_said_in_the_singular(akira: Akira) -> None:
     )
     assert done.returncode == 4, done.stderr
     assert "no progress: 1 attempt in a row changed no file" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("command", [["doctor"], ["pr", "follow"]], ids=" ".join)
+def test_config_help_says_what_config_does_for_that_command(tmp_path: Path, command: list[str]) -> None:
+    done = run(*command, "--help", cwd=tmp_path, columns="200")
+    assert done.returncode == 0, done.stderr
+    assert "--config" in done.stdout and "resume reuses" not in done.stdout, done.stdout

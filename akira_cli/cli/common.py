@@ -37,6 +37,15 @@ ConfigOption = Annotated[
     ),
 ]
 """--config on `loop start` and `loop resume`."""
+FollowConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        readable=False,
+        help="Extra config file layered over config/autonomous_loop.yaml (default: the run's own).",
+    ),
+]
+"""--config on `pr follow`: the run's own --config, unless another is given."""
 ExtraConfigOption = Annotated[
     Path | None,
     typer.Option(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from akira_cli import redaction
-from akira_cli.cli.common import ConfigOption, JsonOption, RootOption
+from akira_cli.cli.common import ExtraConfigOption, JsonOption, RootOption
 from akira_cli.cli.loop_cmd import AgentKind
 from akira_cli.errors import AkiraError
 from akira_cli.words import counted
@@ -29,7 +29,7 @@ def doctor(
         AgentKind | None,
         typer.Option("--agent", help="The agent to check (default: agent.kind in config, else auto)."),
     ] = None,
-    config: ConfigOption = None,
+    config: ExtraConfigOption = None,
     as_json: JsonOption = False,
     root: RootOption = None,
 ) -> int:
