@@ -4,6 +4,7 @@ cut; no internal section numbers in what a user reads. Real subprocesses and fil
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -158,3 +159,12 @@ def test_config_help_says_what_config_does_for_that_command(tmp_path: Path, comm
     done = run(*command, "--help", cwd=tmp_path, columns="200")
     assert done.returncode == 0, done.stderr
     assert "--config" in done.stdout and "resume reuses" not in done.stdout, done.stdout
+
+
+def test_logs_json_says_it_is_json_lines_and_an_error_under_json_is_json_too(akira: Akira) -> None:
+    helped = run("loop", "logs", "--help", cwd=akira.root, columns="200")
+    assert "JSON Lines" in helped.stdout, helped.stdout
+    done = run("loop", "logs", "--task-id", "nope", "--json", "--root", str(akira.root), cwd=akira.root)
+    assert done.returncode == 1 and done.stderr.startswith("akira: error: ")
+    answer = json.loads(done.stdout)
+    assert answer["exit_code"] == 1 and answer["error"] == done.stderr.strip().removeprefix("akira: error: ")

@@ -59,6 +59,9 @@ TaskIdOption = Annotated[
     str, typer.Option("--task-id", help="Task id, the task file's path, or the feature name.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Machine-readable output.")]
+JsonLinesOption = Annotated[
+    bool, typer.Option("--json", metavar="", help="One JSON object per event, one per line (JSON Lines).")
+]
 
 
 class PlainUsage(TyperCommand):

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from akira_cli.api.lookup import load_task
-from akira_cli.cli.common import JsonOption, RootOption, TaskIdOption, exits
+from akira_cli.cli.common import JsonLinesOption, JsonOption, RootOption, TaskIdOption, exits
 from akira_cli.cli.loop_cmd import app
 from akira_cli.words import counted
 from akira_cli.workspace import Workspace
@@ -130,7 +130,7 @@ def logs(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", metavar="", help="Keep printing new events live.")
     ] = False,
-    json_out: JsonOption = False,
+    json_out: JsonLinesOption = False,
     root: RootOption = None,
 ) -> int:
     """Show the event history; --follow tails it until the loop ends."""
