@@ -179,7 +179,9 @@ def test_failure_threshold_and_reset_failures(akira: Akira) -> None:
     assert akira.state().status == "completed"
 
 
-def test_a_resume_after_an_escalation_gives_the_step_a_fresh_try(akira: Akira) -> None:
+def test_a_resume_after_an_escalation_gives_the_step_a_fresh_try(
+    akira: Akira, capsys: pytest.CaptureFixture[str]
+) -> None:
     akira.write_task(
         "blocked",
         """
@@ -195,6 +197,10 @@ def test_a_resume_after_an_escalation_gives_the_step_a_fresh_try(akira: Akira) -
     (akira.root / "fixture").write_text("the person fixed the cause\n")
     assert akira.run("loop", "resume", "--task-id", state.task_id).code == 0
     assert akira.state().status == "completed" and len(akira.state().steps["1"].attempts) == 4
+    progress = akira.run("loop", "progress", "--task-id", state.task_id, capsys=capsys).out
+    report = (akira.root / "Logs" / "completion_reports" / f"{state.task_id}.md").read_text()
+    assert "[x] 1 Needs the fixture (4 attempts)" in progress, progress  # both count the same
+    assert "4 attempt(s))" in report, report
 
 
 @pytest.mark.slow

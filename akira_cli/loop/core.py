@@ -149,7 +149,8 @@ class AutonomousLoop:
             self.report_completed(step, attempt)
 
     def completed(self, step: Step, attempt: Attempt) -> None:
-        self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
+        tries = self.state.record(step.id, step.title).attempts_total
+        self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt, tries))
         if attempt.review is not None:
             self.state.reviews[attempt.review.verdict] = self.state.reviews.get(attempt.review.verdict, 0) + 1
         self.state.current_step = None

@@ -65,14 +65,16 @@ class CompletedStep(Model):
     """The deterministic checks that passed for it (shown in the criteria table)."""
 
     @classmethod
-    def of(cls, step_id: str, description: str, attempt: Attempt) -> CompletedStep:
-        """The record of a step that `attempt` completed."""
+    def of(cls, step_id: str, description: str, attempt: Attempt, tries: int | None = None) -> CompletedStep:
+        """The record of a step that `attempt` completed; `tries`: every attempt the step had,
+        across resumes (`StepRecord.attempts_total`, as `loop progress` counts them), else the
+        attempt's number."""
         review = attempt.review
         return cls(
             step_id=step_id,
             description=description,
             duration_seconds=attempt.duration_seconds,
-            attempts=attempt.number,
+            attempts=tries or attempt.number,
             verified=attempt.verified,
             commit=attempt.commit,
             review=review.verdict if review is not None else None,
