@@ -68,7 +68,10 @@ def stacked(current: str, settings: GitSettings, earlier: Iterable[GitRecord]) -
     pattern = re.escape(settings.branch).replace(r"\{feature\}", ".+").replace(r"\{task_id\}", ".+")
     if current not in theirs and not re.fullmatch(f"{pattern}(-[0-9]+)?", current):
         return None
-    base = theirs.get(current) or "<branch>"
+    base, seen = theirs.get(current) or "<branch>", {current}
+    while base in theirs and base not in seen:  # a chain of runs: back to where the first started
+        seen.add(base)
+        base = theirs[base] or base
     return (
         f"HEAD is on {current}, an earlier run's task branch: the new task branch starts from it "
         f"and carries its commits; to start every run from {base}, set git.base: {base} in "
