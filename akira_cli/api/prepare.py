@@ -181,10 +181,13 @@ def follow_warnings(cfg: Config, follow: bool) -> list[str]:
 def can_follow(workspace: Workspace, store: StateStore, state: LoopState, cfg: Config) -> None:
     """`akira pr follow` refuses a run it cannot follow, with one line."""
     if state.git is None or not state.git.pr_url:
-        raise AkiraError(
-            f"task {state.task_id} has no pull request to follow; a run opens one with git.pr: draft "
-            "and git.push set, when it completes"
-        )
+        why = "a run opens one with git.pr: draft and git.push set, when it completes"
+        if state.git is not None and cfg.git.pr != "off" and cfg.git.push:
+            from akira_cli.git.pr import forge_problem
+
+            problem = forge_problem(Path(state.git.root or workspace.root), cfg.git)
+            why = problem or "it opens one when it completes"
+        raise AkiraError(f"task {state.task_id} has no pull request to follow; {why}")
     if state.status == "cancelled":
         raise AkiraError(f"task {state.task_id} was cancelled; there is nothing to follow")
     live = store.lock(state.task_id).holder()
