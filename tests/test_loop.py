@@ -447,3 +447,15 @@ def test_start_refuses_a_task_under_done(akira: Akira) -> None:
     result = akira.cli("loop", "start", "--task", "Done/old/tasks.md")
     assert result.code == 1 and "under Done/" in result.err and "move it back under Specs/" in result.err
     assert not akira.state_files()
+
+
+def test_a_step_with_no_check_is_never_said_to_have_passed_its_checks(akira: Akira) -> None:
+    akira.write_task(
+        "bare", "- [ ] 1. Make\n  - Run: `touch made`\n- [ ] 2. Check\n  - Run: `touch b`\n  - Exists: `b`\n"
+    )
+    assert akira.run("loop", "start", "--task", "Specs/bare/tasks.md").code == 0
+    said = {
+        e.step_id: e.data.get("what_worked", "") for e in akira.events() if e.type == "post_action_reflection"
+    }
+    assert said["1"] == "Run changed files, with no check to pass (unverified)", said
+    assert said["2"] == "Run passed its check", said
