@@ -200,3 +200,12 @@ def test_the_last_progress_report_says_how_the_run_ended_and_where_the_task_is(a
     report = (akira.root / "Logs" / "progress_reports" / f"{akira.task_id()}.md").read_text()
     assert "**Status**: completed (all 4 steps are done)" in report
     assert "**Task file**: Done/example/tasks.md" in report and "**Iteration**: 5/100" in report
+
+
+def test_the_dashboard_in_a_pipe_is_one_line_per_loop_with_its_feature(akira: Akira) -> None:
+    akira.write_task("greet", "- [ ] 1. s\n  - Run: `true`\n")
+    assert akira.run("loop", "start", "--task", "Specs/greet/tasks.md").code == 0
+    shown = akira.cli("loop", "status").out.splitlines()
+    [line] = [row for row in shown if akira.task_id() in row]
+    assert line.split()[:3] == [akira.task_id(), "greet", "completed"], shown
+    assert "greet" not in [row.strip() for row in shown], shown
