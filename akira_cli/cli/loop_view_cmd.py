@@ -20,6 +20,7 @@ from akira_cli.workspace import Workspace
 def tasks(json_out: JsonOption = False, root: RootOption = None) -> int:
     """The workspace's task files (every layout), their steps done and their latest loop."""
     from akira_cli import api
+    from akira_cli.workspace import Workspace
 
     found = api.tasks(root)
     if json_out:
@@ -28,9 +29,11 @@ def tasks(json_out: JsonOption = False, root: RootOption = None) -> int:
     if not found.tasks:
         typer.echo(found.line())
         return 0
+    workspace = Workspace.resolve(root)  # the paths as they open from here (the JSON's: the workspace's)
     for task in found.tasks:
         loop = f"  {task.task_id}: {task.status}" if task.task_id else ""
-        typer.echo(f"{task.path}  {task.steps_done}/{task.steps_total} ({task.layout}){loop}")
+        shown = workspace.shown(workspace.root / task.path)
+        typer.echo(f"{shown}  {task.steps_done}/{task.steps_total} ({task.layout}){loop}")
     return 0
 
 
