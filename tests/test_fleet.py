@@ -99,6 +99,11 @@ def test_bad_inputs_are_one_line_each(fleet: Fleet, origin: Path, tmp_path: Path
             fleet.url,
         ],
         "unknown run": [*fleet_args("cancel", "run-nope"), "--database-url", fleet.url],
+        "missing": [
+            *fleet_args("add", "--task", str(origin / "Specs" / "nope" / "tasks.md")),
+            "--database-url",
+            fleet.url,
+        ],
     }
     fleet.add(task)
     cases["duplicate"] = [*fleet_args("add", "--task", str(task)), "--database-url", fleet.url]
@@ -111,6 +116,8 @@ def test_bad_inputs_are_one_line_each(fleet: Fleet, origin: Path, tmp_path: Path
         assert "hunter2secret" not in done.stderr + done.stdout, what
     unreachable = subprocess.run(cases["unreachable"], capture_output=True, text=True, timeout=60)
     assert f"127.0.0.1:{port}" in unreachable.stderr and "akira:***@" in unreachable.stderr
+    missing = subprocess.run(cases["missing"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "task file not found; check the --task path" in missing.stderr and "git -C" not in missing.stderr
     duplicate = subprocess.run(cases["duplicate"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert "already has a live run (run-" in duplicate.stderr
 

@@ -55,6 +55,8 @@ def new_run(task: Path, repo: str | None, ref: str | None) -> RunSpec:
     at the ref, and the repository to be one they can clone."""
     path = task / "tasks.md" if task.is_dir() else task
     local: Path | None
+    if repo is None and not path.is_file():
+        raise AkiraError(f"{shlex.quote(str(path))}: task file not found; check the --task path")
     if repo is None:
         top = toplevel(path.parent if path.parent.exists() else Path.cwd())
         if top is None:
