@@ -163,3 +163,20 @@ def test_the_escalation_and_the_stop_hook_print_commands_to_paste(akira: Akira) 
     assert stop.code == 0
     hook = (akira.root / ".hooks" / f"stop_autonomous_loop_{task_id}.md").read_text()
     assert f"`akira loop resume --task-id {task_id}`" in hook
+
+
+def test_boxes_an_earlier_run_ticked_are_not_counted_as_a_persons(akira: Akira) -> None:
+    task = akira.write_task(
+        "again", "- [ ] 1. s\n  - Run: `touch one`\n  - Exists: `one`\n- [ ] 2. t\n  - Run: `exit 3`\n"
+    )
+    assert akira.cli("loop", "start", "--task", str(task)).code == 4  # step 1 done, step 2 escalated
+    first = akira.task_id()
+    assert akira.cli("loop", "cancel", "--task-id", first).code == 0
+    task.write_text(task.read_text().replace("`exit 3`", "`true`"))
+    assert akira.cli("loop", "start", "--task", str(task)).code == 0
+    state = akira.state()
+    assert state.task_id != first and state.done_breakdown()["done_by_person"] == 0
+    assert [(done.step_id, done.done_by) for done in state.completed_steps] == [
+        ("1", "akira"),
+        ("2", "akira"),
+    ]

@@ -115,8 +115,9 @@ def start(
     with prepare.start_lock(store):
         prepare.refuse_unfinished(store, path, workspace)
         prepare.refuse_for_checkout(store, git, workspace, path)
+        ticked = frozenset(step.id for step in parsed.leaves(True) if step.ticked)
         state, lock = prepare.new_loop(
-            workspace, store, path, cfg, include_optional, agent, config, detach, git, say
+            workspace, store, path, cfg, include_optional, agent, config, detach, git, say, ticked
         )
     if sandbox is not None or not sandboxed or kept:
         state.sandbox_flag, state.sandboxed, state.settings = sandbox, sandboxed, kept

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from akira_cli.config import Config
     from akira_cli.git.run import GitRun
     from akira_cli.state.lock import TaskLock
-    from akira_cli.state.models import LoopState
+    from akira_cli.state.models import CompletedStep, LoopState
     from akira_cli.state.store import StateStore
     from akira_cli.tasks.model import Step, TaskFile
 
@@ -124,6 +124,7 @@ def new_loop(
     detach: bool,
     git: GitRun | None,
     say: Callable[[str], None],
+    ticked: frozenset[str] = frozenset(),
 ) -> tuple[LoopState, TaskLock | None]:
     """The new loop's state, saved, with its lock taken (a detached child takes its own). On a
     git-native run the task branch is made first: no state is ever saved without it (a kill -9
@@ -143,6 +144,7 @@ def new_loop(
         agent_kind=agent,
         config_file=str(config.resolve()) if config else None,
         task_file_identity=(stat.st_dev, stat.st_ino),
+        completed_steps=earlier_completions(store, path, ticked),
     )
     if git is not None:
         from akira_cli.git.base import stacked
@@ -157,6 +159,20 @@ def new_loop(
     lock = store.lock(state.task_id)
     lock.acquire(f"task {state.task_id} ({path.name})")
     return state, lock
+
+
+def earlier_completions(store: StateStore, path: Path, ticked: frozenset[str]) -> list[CompletedStep]:
+    """Boxes of `path` ticked by an earlier run of akira's on it (not by a person): taken as
+    akira's, so that a new run counts them neither as a person's decision nor runs them. Their
+    commits stay that run's (`loop undo` names it)."""
+    found: dict[str, CompletedStep] = {}
+    for _, other in store.scan() if ticked else ():
+        if other is None or not same_file(Path(other.home or other.task_path), path):
+            continue
+        for done in store.all_completed(other):
+            if done.done_by == "akira" and done.step_id in ticked:
+                found[done.step_id] = done.model_copy(update={"commit": None, "review": None})
+    return list(found.values())
 
 
 def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -> GitRun | None:
