@@ -189,6 +189,9 @@ def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     said = first.stderr.read().splitlines()
     assert f"akira: {run_id} paused after 1/3 steps; it goes back to the queue" in said, said
     assert said[-1] == "akira: fleet worker leaving stopped; its 1 run goes back to the queue", said
+    [row] = fleet.status()  # no worker holds it now: queued, not running on the one that left
+    assert (row["status"], row["worker"]) == ("queued", None), row
+    assert "handed back by leaving after 1/3 steps" in str(row["message"]), row
     fleet.worker("staying", timeout=60)
     rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=120, what="the run handed back")
     assert rows[0]["worker"] == "staying" and rows[0]["run_id"] == run_id
@@ -312,6 +315,13 @@ def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     assert out == "" and err.strip().splitlines() == [
         "akira: fleet worker idle stopped"
     ]  # nothing between: it waited quietly, and it had no runs to hand back
+    from akira_cli.fleet.database import Tables
+
+    tables = Tables(fleet.url)
+    try:  # forgotten, not left stale: no worker "recovers" one that held nothing
+        assert "idle" not in tables.stale("nobody", timeout=-3600)
+    finally:
+        tables.close()
 
 
 def test_a_run_recovered_after_its_loop_finished_is_completed_not_run_again(
