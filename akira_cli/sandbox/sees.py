@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from akira_cli.sandbox.policy import PRESET_EXECUTABLES, TMP, expand, hidden
@@ -40,7 +40,7 @@ def hidden_program(
     label: str,
     executable: str,
     settings: SandboxSettings,
-    trees: Iterable[Path],
+    trees: Sequence[Path],
     preset: str | None,
     environ: Mapping[str, str] | None = None,
 ) -> str | None:
@@ -49,7 +49,7 @@ def hidden_program(
     (another line says so). `trees`: the work trees bound in."""
     environ = os.environ if environ is None else environ
     home = Path.home()
-    path = where(executable, next(iter(trees), Path.cwd()), environ)
+    path = where(executable, trees[0] if trees else Path.cwd(), environ)
     if path is None:
         return None
     shown = [
@@ -59,11 +59,8 @@ def hidden_program(
     ]
     for candidate in dict.fromkeys((path, Path(os.path.realpath(path)))):
         if hidden(candidate, home) and not any(candidate.is_relative_to(folder) for folder in shown):
-            place = (
-                "/tmp, which the sandbox makes private"
-                if candidate.is_relative_to(TMP)
-                else ("your home, which the sandbox hides")
-            )
+            in_tmp = candidate.is_relative_to(TMP)
+            place = "/tmp, which the sandbox makes private" if in_tmp else "your home, which it hides"
             folder = candidate.parent
             named = f"~/{folder.relative_to(home).as_posix()}" if folder.is_relative_to(home) else str(folder)
             return (
