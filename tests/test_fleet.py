@@ -207,6 +207,20 @@ def test_a_failing_setup_marks_the_run_needs_action_with_its_output(fleet: Fleet
     assert "the-setup-broke" in str(rows[0]["message"]) and "exited 3" in str(rows[0]["message"])
 
 
+def test_a_setup_that_changes_a_tracked_file_still_runs_in_the_workers_own_clone(
+    fleet: Fleet, origin: Path
+) -> None:
+    (origin / "lock.txt").write_text("pinned\n")  # as `npm install` rewrites a lock file
+    config = origin / "config" / "autonomous_loop.yaml"
+    config.write_text(config.read_text().replace('setup: ""', 'setup: "echo regenerated >> lock.txt"'))
+    fleet.add(commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `echo 1 > one.txt`\n"))
+    fleet.worker("w")
+    rows = fleet.wait(
+        lambda rows: rows[0]["status"] in ("completed", "failed", "needs_action"), what="the end"
+    )
+    assert rows[0]["status"] == "completed", rows[0]  # no person's work to refuse in akira's clone
+
+
 def test_cancel_drops_a_queued_run(fleet: Fleet, origin: Path) -> None:
     run_id = fleet.add(commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `true`\n"))
     done = fleet.cli("cancel", run_id)

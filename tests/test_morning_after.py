@@ -176,7 +176,7 @@ def test_boxes_an_earlier_run_ticked_are_not_counted_as_a_persons(akira: Akira) 
     assert akira.cli("loop", "start", "--task", str(task)).code == 0
     state = akira.state()
     assert state.task_id != first and state.done_breakdown()["done_by_person"] == 0
-    assert [(done.step_id, done.done_by) for done in state.completed_steps] == [
-        ("1", "akira"),
-        ("2", "akira"),
+    assert [(done.step_id, done.done_by, done.earlier_run) for done in state.completed_steps] == [
+        ("1", "akira", first),
+        ("2", "akira", None),
     ]

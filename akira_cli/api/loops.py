@@ -44,18 +44,21 @@ def start(
     sandbox: bool | None = None,
     follow: bool = False,
     settings: Mapping[str, Any] | None = None,
+    own_checkout: bool = False,
     show: bool = False,
     say: Say = quiet,
 ) -> Started | Finished | Note:
     """A new loop on the task file `task` (a path from here or from the workspace, or its feature
     folder); a task file whose steps are all ticked starts nothing (`Note`). `settings`: more
-    dotted config keys over the files' (`{"git.push": "origin"}`).
+    dotted config keys over the files' (`{"git.push": "origin"}`). `own_checkout`: the checkout
+    is akira's own (a fleet worker's clone, its setup run), so no person's uncommitted work is
+    refused there.
     Detached, it returns once the state exists, with the task id and the process; else it runs
     the loop here (with the live display when `show`) and returns how it ended. `follow`: after
     the pull request, follow its checks and reviews (`follow:` with its defaults, when the config
     has none)."""
     from akira_cli.agents.base import preflight
-    from akira_cli.api import prepare
+    from akira_cli.api import checkout, prepare
     from akira_cli.api.agent_preflight import at_start
     from akira_cli.api.models import Note
     from akira_cli.api.run import agent_workdir
@@ -104,7 +107,7 @@ def start(
     workdir = agent_workdir(workspace, cfg)
     sandboxed = resolve(cfg, sandbox, lambda line: say(f"warning: {line}"))
     if sandboxed:
-        prepare.refuse_hidden_agent(cfg, pending, workdir, workspace.root)
+        checkout.refuse_hidden_agent(cfg, pending, workdir, workspace.root)
     failing = baseline(cfg, workspace.root, workdir, path, agent) if pending else []
     for label in failing:
         say(
@@ -114,7 +117,7 @@ def start(
     store = store_for(workspace)
     with prepare.start_lock(store):
         prepare.refuse_unfinished(store, path, workspace)
-        prepare.refuse_for_checkout(store, git, workspace, path)
+        checkout.refuse_for_checkout(store, git, workspace, path, own_checkout)
         ticked = frozenset(step.id for step in parsed.leaves(True) if step.ticked)
         state, lock = prepare.new_loop(
             workspace, store, path, cfg, include_optional, agent, config, detach, git, say, ticked

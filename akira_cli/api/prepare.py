@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from akira_cli.state.lock import TaskLock
     from akira_cli.state.models import CompletedStep, LoopState
     from akira_cli.state.store import StateStore
-    from akira_cli.tasks.model import Step, TaskFile
+    from akira_cli.tasks.model import TaskFile
 
 
 def criteria_warnings(task_file: TaskFile) -> list[str]:
@@ -171,7 +171,8 @@ def earlier_completions(store: StateStore, path: Path, ticked: frozenset[str]) -
             continue
         for done in store.all_completed(other):
             if done.done_by == "akira" and done.step_id in ticked:
-                found[done.step_id] = done.model_copy(update={"commit": None, "review": None})
+                unmade = {"commit": None, "review": None, "earlier_run": other.task_id}
+                found[done.step_id] = done.model_copy(update=unmade)
     return list(found.values())
 
 
@@ -245,59 +246,6 @@ def refuse_unfinished(store: StateStore, path: Path, workspace: Workspace) -> No
             f"{path} already has an unfinished loop {state.task_id} ({state.status}); continue it "
             f"with {in_quotes(command_line(workspace, 'loop', 'resume', '--task-id', state.task_id))}"
         )
-
-
-def refuse_for_checkout(store: StateStore, git: GitRun | None, workspace: Workspace, path: Path) -> None:
-    """A git-native start in a checkout another task's loop works, or with the person's
-    uncommitted changes to tracked files (`git/yours.py`), is refused before anything is written."""
-    from akira_cli.git.yours import refuse_uncommitted
-
-    if git is None:
-        return
-    refuse_busy_checkout(store, git, workspace)
-    task, root = git.relative(path), git.root
-    refuse_uncommitted(git.git, git.shown, lambda name: name == task or git.is_control(root / name))
-
-
-def refuse_busy_checkout(store: StateStore, git: GitRun, workspace: Workspace) -> None:
-    """Another task's live loop in this checkout: a start's branch switch would move HEAD under
-    it, and it would stop as if its agent had switched branches."""
-    for _, state in store.scan():
-        if state is None or state.git is None or state.status in ("completed", "cancelled"):
-            continue
-        if state.git.root not in (None, str(git.root)):
-            continue
-        holder = store.lock(state.task_id).holder()
-        if holder is not None:
-            stop = command_line(workspace, "loop", "stop", "--task-id", state.task_id)
-            raise AkiraError(
-                f"task {state.task_id} ({workspace.shown(Path(state.task_path))}) is running in this "
-                f"checkout as process {holder}, on {state.git.branch}; a second run here would switch "
-                f"its branch under it: wait for it, stop it with {in_quotes(stop)}, or start this one "
-                "in a clone or worktree of its own"
-            )
-
-
-def refuse_hidden_agent(cfg: Config, steps: list[Step], workdir: Path, root: Path) -> None:
-    """A sandboxed run whose agent CLI lies where the sandbox hides it (`sandbox/sees.py`) would
-    stop at its first step: refused before anything is written."""
-    from akira_cli.agents.base import choose_kind
-    from akira_cli.agents.executable import agent_command
-    from akira_cli.sandbox.sees import hidden_program
-
-    for step in steps:
-        try:
-            command = agent_command(choose_kind(cfg.agent.kind, step, cfg), cfg)
-        except AkiraError:
-            continue  # no agent for the step: the run's own refusal says so
-        if command is None:
-            continue
-        preset = command.preset.name if command.preset is not None else None
-        label, trees = "the agent's program", [workdir, root]
-        hides = hidden_program(label, command.executable, cfg.sandbox, trees, preset)
-        if command.executable and hides is not None:
-            raise AkiraError(hides)
-        return  # one CLI per run
 
 
 def save_as_read(workspace: Workspace, store: StateStore, state: LoopState) -> None:

@@ -149,7 +149,7 @@ class AutonomousLoop:
             self.report_completed(step, attempt)
 
     def completed(self, step: Step, attempt: Attempt) -> None:
-        tries = self.state.record(step.id, step.title).attempts_total
+        tries = self.state.record(step.id, step.title).tries
         self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt, tries))
         if attempt.review is not None:
             self.state.reviews[attempt.review.verdict] = self.state.reviews.get(attempt.review.verdict, 0) + 1

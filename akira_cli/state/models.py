@@ -57,6 +57,9 @@ class CompletedStep(Model):
     """At least one deterministic check ran for the step and all passed."""
     commit: str | None = None
     """The step's commit on the task branch (git-native runs); None when git is off or nothing changed."""
+    earlier_run: str | None = None
+    """The earlier run of akira's on the same task file that completed it (its box was ticked
+    at this run's start): that run has its commit."""
     review: Literal["approved", "disputed", "none"] | None = None
     """The reviewer's verdict (the morning review); None when no reviewer looked at the step."""
     review_note: str = ""
@@ -66,9 +69,8 @@ class CompletedStep(Model):
 
     @classmethod
     def of(cls, step_id: str, description: str, attempt: Attempt, tries: int | None = None) -> CompletedStep:
-        """The record of a step that `attempt` completed; `tries`: every attempt the step had,
-        across resumes (`StepRecord.attempts_total`, as `loop progress` counts them), else the
-        attempt's number."""
+        """The record of a step that `attempt` completed; `tries`: the attempts that counted
+        over every window, across resumes (`StepRecord.tries`), else the attempt's number."""
         review = attempt.review
         return cls(
             step_id=step_id,
@@ -84,6 +86,8 @@ class CompletedStep(Model):
 
     @property
     def how(self) -> str:
+        if self.earlier_run:
+            return f"done by the earlier run {self.earlier_run}"
         return DONE_BY_TEXT[(self.done_by, self.verified)]
 
 
