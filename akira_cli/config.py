@@ -165,16 +165,27 @@ def _validate_layer(data: dict[str, Any], path: Path) -> None:
 
 
 def _explain(exc: ValidationError, where: object) -> str:
-    error = exc.errors()[0]
+    """Every problem of the layer in one line, so that one run names them all."""
+    found = list(dict.fromkeys(_problem(error) for error in exc.errors()))
+    if len(found) == 1:
+        what, fix = found[0]
+        return f"{where}: {what}" + (f"; {fix}" if fix else "")
+    listed = "; ".join(what for what, _ in found)
+    return f"{where}: {len(found)} problems: {listed}; fix them in that file"
+
+
+def _problem(error: Any) -> tuple[str, str]:
+    """What is wrong with one key, and how to fix it."""
     loc = [str(part) for part in error["loc"]]
     key = ".".join(loc)
     if error["type"] == "extra_forbidden":
         hint = _suggest(loc)
-        fix = f" (did you mean '{hint}'?)" if hint else "; remove it or check the spelling"
-        return f"{where}: unknown key '{key}'{fix}"
+        if hint:
+            return f"unknown key '{key}' (did you mean '{hint}'?)", ""
+        return f"unknown key '{key}'", "remove it or check the spelling"
     given = error.get("input")
     shown = "" if isinstance(given, dict | list) else f" (got {given!r})"
-    return f"{where}: key '{key}': {error['msg'].lower()}{shown}; fix the value in that file"
+    return f"key '{key}': {error['msg'].lower()}{shown}", "fix the value in that file"
 
 
 def _suggest(loc: list[str]) -> str | None:

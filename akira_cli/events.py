@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from akira_cli.fileio import name_path
 from akira_cli.redaction import redact, redact_bytes
@@ -96,6 +96,58 @@ class Event(BaseModel):
         return printable(redact(f"{self.ts} [{self.iteration}]{where} {self.type} {detail}".rstrip()))
 
 
+class Payload(BaseModel):
+    """An event's `data` as a model: `EventBus.send` writes it, `Event.read` reads it back, so a
+    key one side names and the other lacks is a type error or a refusal, never "until None"."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: ClassVar[EventType]
+
+
+class UsageLimitWait(Payload):
+    kind = EventType.USAGE_LIMIT
+    message: str
+    waiting_until: str
+    """When the limit resets (ISO 8601 UTC)."""
+    seconds: float
+
+
+class StopReached(Payload):
+    kind = EventType.STOP_CONDITION
+    condition: str
+    status: str
+    message: str
+    exit_code: int
+    report: str | None = None
+    """The file written for a person: `escalation`, `intervention` or `completion`."""
+
+
+class LoopPaused(Payload):
+    kind = EventType.LOOP_PAUSED
+    reason: str
+    waiting: bool
+
+
+class LoopCompleted(Payload):
+    kind = EventType.LOOP_COMPLETED
+    task_path: str
+    iterations: int
+    metrics: dict[str, Any]
+
+
+P = TypeVar("P", bound=Payload)
+
+
+def read_payload(event: Event, kind: type[P]) -> P | None:
+    """`event`'s data as `kind`, when it is that kind of event and its data has that shape."""
+    if event.type != kind.kind:
+        return None
+    try:
+        return kind.model_validate(event.data)
+    except ValueError:
+        return None
+
+
 def _short(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else _PLAIN.get(type(value), _json)(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -145,6 +197,10 @@ class EventBus:
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers = (*self._subscribers, subscriber)
+
+    def send(self, payload: Payload, step_id: str | None = None) -> Event:
+        """A typed event: its data is the payload's fields, every one present."""
+        return self.emit(payload.kind, step_id, **payload.model_dump())
 
     def emit(self, type: str, step_id: str | None = None, **data: Any) -> Event:
         event = Event(

@@ -9,7 +9,16 @@ import os
 import subprocess
 import threading
 
-from akira_cli.events import Event, EventBus, EventType
+from akira_cli.events import (
+    Event,
+    EventBus,
+    EventType,
+    LoopCompleted,
+    LoopPaused,
+    StopReached,
+    UsageLimitWait,
+    read_payload,
+)
 from akira_cli.redaction import redact
 from akira_cli.sections import NotifySettings
 from akira_cli.workspace import Workspace
@@ -40,17 +49,17 @@ class Notifier:
         self.threads.append(thread)
 
     def describe(self, event: Event) -> tuple[str, str, str, str] | None:
-        task_id, data = event.task_id, event.data
-        if event.type == EventType.LOOP_COMPLETED:
+        task_id = event.task_id
+        if read_payload(event, LoopCompleted) is not None:
             report = self.workspace.reports / f"{task_id}.md"
             return "completed", "completed", f"{task_id} completed", str(report)
-        if event.type == EventType.STOP_CONDITION and data.get("status") == "needs_action":
-            path = self.workspace.needs_action / f"{data.get('report') or 'intervention'}_{task_id}.md"
-            return "needs_action", "needs_action", str(data.get("message", "")), str(path)
-        if event.type == EventType.LOOP_PAUSED:
-            return "paused", "paused", str(data.get("reason", "")), ""
-        if event.type == EventType.USAGE_LIMIT:
-            return "usage_limit", "running", f"waiting for a usage limit until {data.get('until')}", ""
+        if (stop := read_payload(event, StopReached)) is not None and stop.status == "needs_action":
+            path = self.workspace.needs_action / f"{stop.report or 'intervention'}_{task_id}.md"
+            return "needs_action", "needs_action", stop.message, str(path)
+        if (paused := read_payload(event, LoopPaused)) is not None:
+            return "paused", "paused", paused.reason, ""
+        if (wait := read_payload(event, UsageLimitWait)) is not None:
+            return "usage_limit", "running", f"waiting for a usage limit until {wait.waiting_until}", ""
         return None
 
     def run(self, env: dict[str, str]) -> None:

@@ -58,8 +58,11 @@ def take_request(state_dir: Path, task_id: str) -> ResumeRequest | None:
 
 def apply_resume(state: LoopState, request: ResumeRequest) -> None:
     """Clears the stop flags. After a give-up (needs_action, failed) a person has stepped in,
-    so every unfinished step also gets a fresh attempt window; a paused or interrupted loop
-    carries on with the attempts it has, so a crash never buys a failing approach a rerun."""
+    so every unfinished step also gets a fresh attempt window and the failures in a row start
+    again from 0 (else the threshold the last window's attempts reached stops the loop again
+    before any attempt); a paused or interrupted loop carries on with the attempts and the
+    count it has (`--reset-failures` clears the count), so a crash never buys a failing
+    approach a rerun."""
     if request.max_iterations is not None:
         state.max_iterations = request.max_iterations
     if request.reset_failures:
@@ -70,7 +73,7 @@ def apply_resume(state: LoopState, request: ResumeRequest) -> None:
         if step_id in state.steps:
             state.steps[step_id].exam_accepted = True
     if state.status in ("needs_action", "failed"):
-        state.no_progress_streak = 0
+        state.no_progress_streak = state.consecutive_failures = 0
         done = state.completed_ids()
         for record in state.steps.values():
             if record.step_id not in done:

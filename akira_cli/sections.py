@@ -18,7 +18,7 @@ class LoopSettings(Section):
     """The loop's limits, its state, its stop conditions, its reports and its completion."""
 
     max_iterations: int = Field(100, ge=1)
-    """Attempts allowed over the whole task."""
+    """Attempts allowed over the whole task (a start with more steps left than this warns)."""
     parallel: int = Field(1, ge=1, le=64)
     """How many `[P]` steps of a wave run at once, each in its own git worktree."""
     failure_threshold: int = Field(3, ge=1)
@@ -46,7 +46,7 @@ class LoopSettings(Section):
     log_every_iteration: bool = True
     """Events go to `.state/logs/<id>.jsonl`."""
     create_progress_reports: bool = True
-    """Write `Logs/progress_<id>.md` every `progress_report_every_n_iterations`."""
+    """Write `Logs/progress_reports/<id>.md` every `progress_report_every_n_iterations`."""
     progress_report_every_n_iterations: int = Field(25, ge=1)
     """How often a progress report is written."""
     retry_failed_steps: bool = True
@@ -239,7 +239,8 @@ class GitSettings(Section):
     enabled: Literal["auto", True, False] = "auto"
     """auto: when the task file lies in a git work tree; true: required (an error elsewhere)."""
     branch: str = "akira/{feature}"
-    """The task branch ({feature} and {task_id} are filled in); "" commits on the current branch."""
+    """The task branch ({feature} and {task_id} are filled in; {feature} made branch-safe: `my
+    feature` gives `my-feature`); "" commits on the current branch."""
     base: str = ""
     """Where a task branch starts and where its pull request points: a branch (local, else the
     push remote's); "" is the branch HEAD is on at `loop start`."""

@@ -91,6 +91,8 @@ def test_the_cost_budget_stops_a_claude_run(akira: Akira, fake_cli) -> None:  # 
 @pytest.mark.timeout(60)
 def test_a_usage_limit_is_waited_out_and_costs_nothing(akira: Akira, fake_cli) -> None:  # type: ignore[no-untyped-def]
     fake_cli("limit", "work")
+    told = akira.root.parent / "notified.txt"
+    akira.write_config(f'notify:\n  command: echo "$AKIRA_EVENT|$AKIRA_MESSAGE" >> {told}\n')
     started = time.monotonic()
     result = akira.cli("loop", "start", "--agent", "claude", "--task", str(two_steps(akira)))
     assert result.code == 0, result.err
@@ -98,7 +100,10 @@ def test_a_usage_limit_is_waited_out_and_costs_nothing(akira: Akira, fake_cli) -
     state = akira.state()
     assert state.total_failures == 0 and state.iteration == 2 and not state.reflections
     assert state.waiting_until is None
-    assert [e.type for e in akira.events()].count(EventType.USAGE_LIMIT) == 1
+    [limit] = [e for e in akira.events() if e.type == EventType.USAGE_LIMIT]
+    akira.wait_for(lambda: "usage_limit|" in told.read_text(), 30, "the notification")
+    [line] = [row for row in told.read_text().splitlines() if row.startswith("usage_limit|")]
+    assert line == f"usage_limit|waiting for a usage limit until {limit.data['waiting_until']}", line
 
 
 @pytest.mark.slow
@@ -291,3 +296,14 @@ def test_a_limit_without_a_reset_time_is_waited_out_doubling_with_jitter_up_to_t
     assert len({held[0] for held in runs}) == 3  # apart, not in step
     with pytest.raises(NeedsPerson, match=r"later than agent.max_limit_wait_seconds \(100s\)"):
         waiter(100.0, []).wait_out("1", limit)  # even the shortest first wait is past the cap
+
+
+def test_an_event_payload_missing_a_key_is_refused_where_it_is_sent() -> None:
+    from pydantic import ValidationError
+
+    from akira_cli.events import EventBus, UsageLimitWait, read_payload
+
+    with pytest.raises(ValidationError):
+        UsageLimitWait(message="limit", seconds=1.0)  # type: ignore[call-arg]
+    untyped = EventBus("t").emit(EventType.USAGE_LIMIT, message="limit", until="later", seconds=1)
+    assert read_payload(untyped, UsageLimitWait) is None  # the old spelling is not read as the new

@@ -201,3 +201,19 @@ def test_near_miss_directives_are_warned_about_once_and_never_run(akira: Akira) 
     warnings = [line for line in result.err.splitlines() if line.startswith("akira: warning:")]
     assert len(warnings) == 2 and "tasks.md:3" in warnings[0] and "tasks.md:4" in warnings[1]
     assert (akira.root / "a").exists() and not (akira.root / "pwned").exists()
+
+
+def test_every_bad_config_key_is_named_in_one_line_at_once(akira: Akira) -> None:
+    akira.write_config(
+        "autonomous_loop:\n  max_iteration: 5\n  parallel: many\nreview:\n  enabled: perhaps\n"
+    )
+    result = akira.cli("config", "show")
+    one_clear_line(
+        result,
+        1,
+        "autonomous_loop.yaml: 3 problems: ",
+        "unknown key 'autonomous_loop.max_iteration' (did you mean 'autonomous_loop.max_iterations'?)",
+        "key 'autonomous_loop.parallel'",
+        "key 'review.enabled'",
+        "fix them in that file",
+    )

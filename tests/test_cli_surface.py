@@ -178,8 +178,11 @@ def test_loop_tasks_lists_every_layout_as_the_api_and_mcp_list_them(tmp_path: Pa
         (".kiro/specs/auth/tasks.md", "kiro", 0, 1),
     }
     assert listed == api.tasks(tmp_path).data()["tasks"]
-    plain = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert plain.returncode == 0 and "Specs/calc/tasks.md  1/2 (akira)" in plain.stdout.splitlines()
+    (tmp_path / "src").mkdir()  # from a subfolder, each path opens from there
+    below = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path / "src")
+    assert f"{tmp_path}/Specs/calc/tasks.md  1/2 (akira)" in below.stdout.splitlines(), below.stdout
     # the one line a text-only MCP client reads: its nouns agree with the count
     assert api.tasks(tmp_path).line().startswith("2 task files: ")
     (tmp_path / ".kiro" / "specs" / "auth" / "tasks.md").unlink()

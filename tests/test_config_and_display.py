@@ -109,6 +109,14 @@ def test_progress_reports_and_retry_failed_steps(akira: Akira) -> None:
     assert "type: progress_report" in report and "**Iteration**: 3/100" in report  # the last word
     assert "**Status**: needs_action" in report
     assert len(akira.state().steps["3"].attempts) == 1  # no retry, so no fallback
+    from importlib.resources import files
+
+    from akira_cli.config_docs import docstrings
+    from akira_cli.sections import LoopSettings
+
+    said = "Logs/progress_reports/<id>.md"  # where the docs say it is, as it is written
+    assert said in docstrings(LoopSettings)["create_progress_reports"]
+    assert said in files("akira_cli.templates").joinpath("autonomous_loop.yaml").read_text()
 
 
 @pytest.mark.slow
@@ -192,3 +200,12 @@ def test_the_last_progress_report_says_how_the_run_ended_and_where_the_task_is(a
     report = (akira.root / "Logs" / "progress_reports" / f"{akira.task_id()}.md").read_text()
     assert "**Status**: completed (all 4 steps are done)" in report
     assert "**Task file**: Done/example/tasks.md" in report and "**Iteration**: 5/100" in report
+
+
+def test_the_dashboard_in_a_pipe_is_one_line_per_loop_with_its_feature(akira: Akira) -> None:
+    akira.write_task("greet", "- [ ] 1. s\n  - Run: `true`\n")
+    assert akira.run("loop", "start", "--task", "Specs/greet/tasks.md").code == 0
+    shown = akira.cli("loop", "status").out.splitlines()
+    [line] = [row for row in shown if akira.task_id() in row]
+    assert line.split()[:3] == [akira.task_id(), "greet", "completed"], shown
+    assert "greet" not in [row.strip() for row in shown], shown

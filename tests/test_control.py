@@ -246,3 +246,17 @@ def test_an_interrupted_loop_is_shown_and_resumed(akira: Akira) -> None:
     assert akira.cli("loop", "resume", "--task-id", task_id).code == 0
     done = akira.state(task_id).completed_steps
     assert sorted(int(s.step_id) for s in done) == list(range(1, 9))
+
+
+def test_the_apis_settings_reach_a_detached_run_and_a_key_is_refused(akira: Akira) -> None:
+    from akira_cli import api
+    from akira_cli.errors import AkiraError
+
+    task = akira.write_task("quiet", "- [ ] 1. s\n  - Run: `touch made`\n  - Exists: `made`\n")
+    settings = {"autonomous_loop.create_completion_report": False}
+    started = api.start(akira.root, str(task), settings=settings)
+    akira.wait_for(lambda: akira.state(started.task_id).status == "completed", 60, "the detached run")
+    assert akira.state(started.task_id).settings == settings
+    assert not (akira.root / "Logs" / "completion_reports" / f"{started.task_id}.md").exists()
+    with pytest.raises(AkiraError, match=r"llm\.api_key"):
+        api.start(akira.root, str(task), settings={"llm.api_key": "sk-a-key-long-enough-to-mask"})

@@ -268,3 +268,10 @@ def test_a_preset_flag_the_cli_lacks_names_the_right_fix_for_its_version(
     machine.install("claude", prints={"help": old_help})
     _, report = doctor(akira, capsys, "--agent", "claude")
     assert rows(report)["flags"]["fix"] == "set agent.command to the line without --permission-mode"
+
+
+def test_the_reports_first_line_is_its_title_without_trailing_spaces(
+    akira: Akira, machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = akira.run("doctor", "--agent", "script", capsys=capsys).out
+    assert shown.splitlines()[0] == "akira doctor", repr(shown.splitlines()[0])

@@ -6,6 +6,9 @@ not installed; a config that does not load is still a table. Real git, real bare
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -142,3 +145,42 @@ def test_a_config_that_does_not_load_is_still_a_table(
         shown.out.split()
     )
     assert "1 problem would stop a run; fix it and run 'akira doctor" in " ".join(shown.out.split())
+
+
+def test_an_agent_or_a_reviewer_the_sandbox_hides_is_named_as_the_sandboxs_doing(
+    akira: Akira, machine: Machine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    system = os.path.dirname(shutil.which("true") or "/bin/true")  # bwrap's probe runs `true` inside
+    machine.setenv("PATH", f"{machine.bin}:{machine.tools}:{system}")
+    for path in (tmp_path / "own-tools" / "agent.sh", machine.home / "rev" / "review.sh"):
+        path.parent.mkdir()
+        path.write_text("#!/bin/sh\necho done\n")
+        path.chmod(0o755)
+    akira.write_config(
+        f"agent:\n  command: {tmp_path / 'own-tools' / 'agent.sh'}\n"
+        "review:\n  agent: ~/rev/review.sh\nsandbox:\n  mode: auto\n"
+    )
+    done = akira.cli("doctor", "--json")  # a process of its own: the sandbox probed with this PATH
+    found = rows(json.loads(done.out))
+    if found["sandbox"]["status"] != "ok":
+        pytest.skip(f"bubblewrap cannot work here: {found['sandbox']['detail']}")
+    assert done.code == 1 and found["agent"]["status"] == "fail", found["agent"]
+    assert (
+        f"the agent's program {tmp_path / 'own-tools' / 'agent.sh'} lies under /tmp"
+        in found["agent"]["detail"]
+    )
+    assert "sandbox.allow_read" in found["agent"]["fix"] and "--no-sandbox" in found["agent"]["fix"]
+    reviewer = found["reviewer"]
+    assert reviewer["status"] == "warn" and "the reviewer's program" in reviewer["detail"], reviewer
+    assert "cannot start inside the sandbox" in reviewer["detail"] and "Akira-Review: none" in reviewer["fix"]
+    akira.write_task("hidden", "- [ ] 1. Do it\n  - Exists: `x`\n")
+    started = akira.cli("loop", "start", "--task", "Specs/hidden/tasks.md")
+    lines = started.err.strip().splitlines()
+    assert started.code == 1 and "lies under /tmp" in lines[-1], started.err
+    assert not list((akira.root / ".state").glob("autonomous_loop_*.json"))
+    akira.write_config("review:\n  agent: ~/rev/review.sh\nsandbox:\n  mode: auto\n")
+    akira.write_task("runs", "- [ ] 1. Write\n  - Run: `echo x > x.txt`\n  - Exists: `x.txt`\n")
+    night = akira.cli("loop", "start", "--task", "Specs/runs/tasks.md")
+    assert night.code == 0, night.err
+    warned = [e.data.get("message", "") for e in akira.events() if e.type == "warning"]
+    assert any("the reviewer's program" in line and "inside the sandbox" in line for line in warned), warned

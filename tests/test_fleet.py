@@ -99,6 +99,11 @@ def test_bad_inputs_are_one_line_each(fleet: Fleet, origin: Path, tmp_path: Path
             fleet.url,
         ],
         "unknown run": [*fleet_args("cancel", "run-nope"), "--database-url", fleet.url],
+        "missing": [
+            *fleet_args("add", "--task", str(origin / "Specs" / "nope" / "tasks.md")),
+            "--database-url",
+            fleet.url,
+        ],
     }
     fleet.add(task)
     cases["duplicate"] = [*fleet_args("add", "--task", str(task)), "--database-url", fleet.url]
@@ -111,6 +116,8 @@ def test_bad_inputs_are_one_line_each(fleet: Fleet, origin: Path, tmp_path: Path
         assert "hunter2secret" not in done.stderr + done.stdout, what
     unreachable = subprocess.run(cases["unreachable"], capture_output=True, text=True, timeout=60)
     assert f"127.0.0.1:{port}" in unreachable.stderr and "akira:***@" in unreachable.stderr
+    missing = subprocess.run(cases["missing"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "task file not found; check the --task path" in missing.stderr and "git -C" not in missing.stderr
     duplicate = subprocess.run(cases["duplicate"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert "already has a live run (run-" in duplicate.stderr
 
@@ -182,6 +189,9 @@ def test_sigterm_hands_a_running_loop_back_at_a_step_boundary(
     said = first.stderr.read().splitlines()
     assert f"akira: {run_id} paused after 1/3 steps; it goes back to the queue" in said, said
     assert said[-1] == "akira: fleet worker leaving stopped; its 1 run goes back to the queue", said
+    [row] = fleet.status()  # no worker holds it now: queued, not running on the one that left
+    assert (row["status"], row["worker"]) == ("queued", None), row
+    assert "handed back by leaving after 1/3 steps" in str(row["message"]), row
     fleet.worker("staying", timeout=60)
     rows = fleet.wait(lambda rows: rows[0]["status"] == "completed", timeout=120, what="the run handed back")
     assert rows[0]["worker"] == "staying" and rows[0]["run_id"] == run_id
@@ -195,6 +205,20 @@ def test_a_failing_setup_marks_the_run_needs_action_with_its_output(fleet: Fleet
     fleet.worker("w")
     rows = fleet.wait(lambda rows: rows[0]["status"] == "needs_action", what="needs_action")
     assert "the-setup-broke" in str(rows[0]["message"]) and "exited 3" in str(rows[0]["message"])
+
+
+def test_a_setup_that_changes_a_tracked_file_still_runs_in_the_workers_own_clone(
+    fleet: Fleet, origin: Path
+) -> None:
+    (origin / "lock.txt").write_text("pinned\n")  # as `npm install` rewrites a lock file
+    config = origin / "config" / "autonomous_loop.yaml"
+    config.write_text(config.read_text().replace('setup: ""', 'setup: "echo regenerated >> lock.txt"'))
+    fleet.add(commit_task(origin, "feat", "- [ ] 1. One\n  - Run: `echo 1 > one.txt`\n"))
+    fleet.worker("w")
+    rows = fleet.wait(
+        lambda rows: rows[0]["status"] in ("completed", "failed", "needs_action"), what="the end"
+    )
+    assert rows[0]["status"] == "completed", rows[0]  # no person's work to refuse in akira's clone
 
 
 def test_cancel_drops_a_queued_run(fleet: Fleet, origin: Path) -> None:
@@ -305,6 +329,13 @@ def test_an_idle_worker_waits_quietly_and_sigterm_ends_it(fleet: Fleet) -> None:
     assert out == "" and err.strip().splitlines() == [
         "akira: fleet worker idle stopped"
     ]  # nothing between: it waited quietly, and it had no runs to hand back
+    from akira_cli.fleet.database import Tables
+
+    tables = Tables(fleet.url)
+    try:  # forgotten, not left stale: no worker "recovers" one that held nothing
+        assert "idle" not in tables.stale("nobody", timeout=-3600)
+    finally:
+        tables.close()
 
 
 def test_a_run_recovered_after_its_loop_finished_is_completed_not_run_again(

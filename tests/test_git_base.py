@@ -67,6 +67,12 @@ def test_a_run_started_on_an_earlier_runs_branch_warns_and_names_git_base(tmp_pa
         "in config/autonomous_loop.yaml"
     )
     assert git(repo, "log", "--format=%s", "main..akira/net").splitlines() == ["1 Write net", "1 Write tools"]
+    (repo / ".kiro" / "specs" / "db").mkdir()
+    (repo / ".kiro" / "specs" / "db" / "tasks.md").write_text(spec("db"))
+    third = start(repo, "db")  # on akira/net, which started on akira/tools: the advice is still main
+    assert third.returncode == 0, third.stderr
+    [warning] = [line for line in third.stderr.splitlines() if "warning" in line]
+    assert "HEAD is on akira/net" in warning and "set git.base: main in" in warning, warning
 
 
 def test_git_base_starts_every_task_branch_there_and_points_its_pull_request_there(
@@ -103,8 +109,8 @@ def test_git_base_never_loses_a_change_the_switch_would_overwrite(tmp_path: Path
     night = start(repo, "net")
     assert night.returncode == 1
     [line] = night.stderr.splitlines()
-    assert line.startswith("akira: error: git refused to create and check out the task branch akira/net in ")
-    assert "notes.txt" in line and f"'git -C {repo} switch -c akira/net " in line
+    assert line.startswith("akira: error: uncommitted changes in notes.txt: ")
+    assert f"'git -C {repo} stash'" in line
     assert (repo / "notes.txt").read_text() == "the person's work in progress\n"
     assert git(repo, "rev-parse", "HEAD") == head and git(repo, "branch", "--show-current") == "akira/tools"
     assert git(repo, "branch", "--list", "akira/net") == ""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from akira_cli.cli import main
-from tests.support.git import KILL_AT_COMMIT, commits, git, trailers
+from tests.support.git import KILL_AT_COMMIT, commits, git, git_workspace, trailers
 from tests.support.workspace import Akira
 
 
@@ -71,17 +71,44 @@ def test_the_persons_work_their_index_and_stash_are_theirs(repo: Akira) -> None:
     git(root, "commit", "-q", "-m", "notes")
     (root / "notes.txt").write_text("mine, stashed\n")
     git(root, "stash", "-q")
-    (root / "notes.txt").write_text("mine, edited\n")  # changed before the run, never touched
-    (root / "staged.txt").write_text("staged by the person\n")
-    git(root, "add", "staged.txt")
+    (root / "scratch.txt").write_text("never added\n")  # untracked and untouched: left alone
     stash = git(root, "stash", "list")
     code, err = start(repo)
     assert code == 0, err
     touched = set(git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines())
-    assert "notes.txt" not in touched and "staged.txt" not in touched
-    assert (root / "notes.txt").read_text() == "mine, edited\n"
-    assert git(root, "diff", "--cached", "--name-only") == "staged.txt"  # still staged, as it was
+    assert "notes.txt" not in touched and "scratch.txt" not in touched
+    assert (root / "notes.txt").read_text() == "mine\n" and (root / "scratch.txt").is_file()
+    assert git(root, "diff", "--cached", "--name-only") == ""
     assert git(root, "stash", "list") == stash
+
+
+def test_uncommitted_work_in_a_file_a_step_touches_is_refused_at_start_never_committed(
+    tmp_path: Path,
+) -> None:
+    repo = git_workspace(tmp_path, "- [ ] 1. Append\n  - Run: `echo step >> s.txt`\n")
+    root = repo.root
+    (root / "s.txt").write_text("base\n")
+    git(root, "add", "s.txt")
+    git(root, "commit", "-q", "-m", "s")
+    with (root / "s.txt").open("a") as handle:
+        handle.write("staged-by-me\n")
+    git(root, "add", "s.txt")
+    with (root / "s.txt").open("a") as handle:
+        handle.write("unstaged-by-me\n")
+    index = (root / ".git" / "index").read_bytes()
+    code, err = start(repo)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
+    assert "uncommitted changes in s.txt" in lines[0] and "stash" in lines[0] and "commit -am" in lines[0]
+    assert git(root, "branch", "--show-current") == "main" and not list((root / ".state").glob("*.json"))
+    assert (root / ".git" / "index").read_bytes() == index  # not even refreshed
+    assert (root / "s.txt").read_text() == "base\nstaged-by-me\nunstaged-by-me\n"
+    git(root, "stash", "-q")  # the way out it names
+    code, err = start(repo)
+    assert code == 0, err
+    assert git(root, "show", "HEAD~1:s.txt") == "base\nstep"
+    git(root, "stash", "pop", "-q", check=False)
+    assert "by-me" not in git(root, "log", "-p", "main..HEAD")
 
 
 @pytest.mark.slow
@@ -329,11 +356,10 @@ FAILING_ONCE = """
 @pytest.mark.parametrize("mode", ["keep", "reset"])
 def test_a_failed_attempt_is_kept_as_a_patch_and_reset_undoes_it(repo: Akira, mode: str) -> None:
     root = repo.root
-    (root / "notes.txt").write_text("committed\n")
+    (root / "notes.txt").write_text("committed\nthe person's line\n")
     repo.write_task("feat", FAILING_ONCE)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "notes")
-    (root / "notes.txt").write_text("committed\nthe person's line\n")  # dirty before the run
     repo.write_config(f"git:\n  failed_attempt: {mode}\n")
     code, err = start(repo)
     assert code == 0, err
@@ -426,3 +452,67 @@ def test_an_agent_is_told_that_akira_commits(repo: Akira) -> None:
     prompt = " ".join(git(repo.root, "show", "HEAD~1:prompt.txt").split())
     assert "akira commits your work on its task branch itself" in prompt
     assert "Do not run `git commit`, `git push`, `git stash`, or anything that switches" in prompt
+
+
+def test_a_second_start_in_a_checkout_a_live_loop_works_is_refused_naming_it(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    repo = git_workspace(tmp_path, f"- [ ] 1. Wait\n  - Run: `while [ ! -f {gate} ]; do sleep 0.05; done`\n")
+    repo.write_task("other", "- [ ] 1. Other\n  - Run: `echo other > other.txt`\n")
+    first = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md")
+    try:
+        repo.wait_for(lambda: any(e.type == "step_started" for e in repo.events()), 60, "the first loop")
+        running = repo.task_id()
+        second = repo.cli("loop", "start", "--task", "Specs/other/tasks.md")
+        lines = second.err.strip().splitlines()
+        assert second.code == 1 and len(lines) == 1, second.err
+        assert f"task {running} (" in lines[0] and f"process {first.pid}" in lines[0]
+        assert "on akira/feat" in lines[0] and "loop stop --task-id" in lines[0]
+        assert git(repo.root, "branch", "--show-current") == "akira/feat"
+        gate.touch()
+        assert first.wait(timeout=60) == 0, first.stderr.read() if first.stderr else ""
+    finally:
+        gate.touch()
+        if first.poll() is None:
+            first.kill()
+        first.communicate(timeout=30)
+    assert repo.state(running).status == "completed"
+
+
+def test_a_feature_folder_with_a_space_gets_a_branch_safe_task_branch(repo: Akira) -> None:
+    repo.write_task("my feature", "- [ ] 1. Write\n  - Run: `echo x > x.txt`\n")
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-qm", "spec")
+    done = repo.cli("loop", "start", "--task", "Specs/my feature/tasks.md")
+    assert done.code == 0, done.err
+    assert git(repo.root, "branch", "--show-current") == "akira/my-feature"
+    assert commits(repo.root) == ["1 Write", "my feature: done"]
+
+
+def test_a_task_file_the_repository_ignores_is_never_committed(repo: Akira) -> None:
+    root = repo.root
+    (root / ".gitignore").write_text("Specs/feat/\n")
+    git(root, "rm", "-q", "-r", "--cached", "Specs/feat")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "specs stay local")
+    code, err = start(repo)
+    assert code == 0, err
+    touched = git(root, "log", "--name-only", "--format=", "main..HEAD").splitlines()
+    assert "a.txt" in touched and not [name for name in touched if name.startswith("Specs/")]
+    assert (root / "Done" / "feat" / "tasks.md").read_text().startswith("- [x] 1.")
+
+
+def test_undo_of_a_parent_starts_at_its_first_sub_step_and_a_missing_step_is_named(tmp_path: Path) -> None:
+    steps = (
+        "- [ ] 1. Parent\n  - [ ] 1.1 One\n    - Run: `echo 1 > one.txt`\n"
+        "  - [ ] 1.2 Two\n    - Run: `echo 2 > two.txt`\n- [ ] 2. Last\n  - Run: `echo 3 > last.txt`\n"
+    )
+    repo = git_workspace(tmp_path, steps)
+    assert start(repo)[0] == 0
+    missing = repo.cli("loop", "undo", "--task-id", "feat", "--step", "9")
+    lines = missing.err.strip().splitlines()
+    assert missing.code == 1 and len(lines) == 1, missing.err
+    assert "has no step 9 (its steps: 1.1, 1.2, 2)" in lines[0] and "loop progress --task-id" in lines[0]
+    parent = repo.cli("loop", "undo", "--task-id", "feat", "--step", "1")
+    assert parent.code == 0, parent.err
+    assert "reverted step(s) 1.1, 1.2, 2" in parent.err
+    assert not (repo.root / "one.txt").exists() and repo.state().completed_steps == []

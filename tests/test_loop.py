@@ -62,7 +62,9 @@ def test_init_twice_into_fresh_folders_and_keeps_an_edited_config(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_max_iterations_writes_an_intervention_and_resume_continues(akira: Akira) -> None:
+def test_max_iterations_writes_an_intervention_and_resume_continues(
+    akira: Akira, capsys: pytest.CaptureFixture[str]
+) -> None:
     akira.write_task(
         "three",
         """
@@ -74,7 +76,12 @@ def test_max_iterations_writes_an_intervention_and_resume_continues(akira: Akira
           - Run: `true`
     """,
     )
-    assert akira.run("loop", "start", "--task", "Specs/three/tasks.md", "--max-iterations", "2").code == 4
+    started = akira.run(
+        "loop", "start", "--task", "Specs/three/tasks.md", "--max-iterations", "2", capsys=capsys
+    )
+    assert started.code == 4
+    [warned] = [line for line in started.err.splitlines() if "max_iterations" in line and "warning" in line]
+    assert "3 steps left but autonomous_loop.max_iterations is 2" in warned and "--max-iterations 6" in warned
     state = akira.state()
     assert state.status == "needs_action" and state.iteration == 2
     assert state.stop_conditions.max_iterations_reached
@@ -168,9 +175,32 @@ def test_failure_threshold_and_reset_failures(akira: Akira) -> None:
     assert akira.run("loop", "start", "--task", "Specs/flaky/tasks.md", "--failure-threshold", "1").code == 4
     state = akira.state()
     assert state.stop_conditions.failure_threshold_exceeded and state.consecutive_failures == 1
-    assert akira.run("loop", "resume", "--task-id", state.task_id).code == 4  # still over the threshold
-    assert akira.run("loop", "resume", "--task-id", state.task_id, "--reset-failures").code == 0
+    assert akira.run("loop", "resume", "--task-id", state.task_id).code == 0  # a person stepped in
     assert akira.state().status == "completed"
+
+
+def test_a_resume_after_an_escalation_gives_the_step_a_fresh_try(
+    akira: Akira, capsys: pytest.CaptureFixture[str]
+) -> None:
+    akira.write_task(
+        "blocked",
+        """
+        - [ ] 1. Needs the fixture
+          - Run: `test -f fixture`
+          - Fallback: `test -e fixture`
+          - Fallback: `test -r fixture`
+    """,
+    )
+    assert akira.run("loop", "start", "--task", "Specs/blocked/tasks.md").code == 4
+    state = akira.state()
+    assert "step 1 failed 3 attempt(s)" in state.stop_reason
+    (akira.root / "fixture").write_text("the person fixed the cause\n")
+    assert akira.run("loop", "resume", "--task-id", state.task_id).code == 0
+    assert akira.state().status == "completed" and len(akira.state().steps["1"].attempts) == 4
+    progress = akira.run("loop", "progress", "--task-id", state.task_id, capsys=capsys).out
+    report = (akira.root / "Logs" / "completion_reports" / f"{state.task_id}.md").read_text()
+    assert "[x] 1 Needs the fixture (4 attempts)" in progress, progress  # both count the same
+    assert "4 attempt(s))" in report, report
 
 
 @pytest.mark.slow
@@ -417,3 +447,15 @@ def test_start_refuses_a_task_under_done(akira: Akira) -> None:
     result = akira.cli("loop", "start", "--task", "Done/old/tasks.md")
     assert result.code == 1 and "under Done/" in result.err and "move it back under Specs/" in result.err
     assert not akira.state_files()
+
+
+def test_a_step_with_no_check_is_never_said_to_have_passed_its_checks(akira: Akira) -> None:
+    akira.write_task(
+        "bare", "- [ ] 1. Make\n  - Run: `touch made`\n- [ ] 2. Check\n  - Run: `touch b`\n  - Exists: `b`\n"
+    )
+    assert akira.run("loop", "start", "--task", "Specs/bare/tasks.md").code == 0
+    said = {
+        e.step_id: e.data.get("what_worked", "") for e in akira.events() if e.type == "post_action_reflection"
+    }
+    assert said["1"] == "Run changed files, with no check to pass (unverified)", said
+    assert said["2"] == "Run passed its check", said

@@ -14,7 +14,7 @@ from tests.support.workspace import Akira
 
 
 @pytest.mark.slow
-def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) -> None:
+def test_a_give_up_names_its_file_and_the_fix_and_cancel_files_it_away(akira: Akira) -> None:
     task = akira.write_task("long", "".join(f"- [ ] {n}. s{n}\n  - Run: `touch f{n}`\n" for n in range(1, 5)))
     result = akira.cli("loop", "start", "--task", str(task), "--max-iterations", "2")
     assert result.code == 4
@@ -23,6 +23,9 @@ def test_a_give_up_names_its_file_and_the_fix_for_its_condition(akira: Akira) ->
     text = (akira.root / "Needs_Action" / f"intervention_{task_id}.md").read_text()
     assert f"`akira loop resume --task-id {task_id} --max-iterations 4`" in text  # run from the workspace
     assert f"`akira loop cancel --task-id {task_id}`" in text
+    assert akira.cli("loop", "cancel", "--task-id", task_id).code == 0
+    assert list((akira.root / "Needs_Action").glob(f"*_{task_id}.md")) == []  # nothing left to do
+    assert list((akira.root / ".state" / "archive").glob(f"intervention_{task_id}.*.md"))
 
 
 @pytest.mark.slow
@@ -160,3 +163,20 @@ def test_the_escalation_and_the_stop_hook_print_commands_to_paste(akira: Akira) 
     assert stop.code == 0
     hook = (akira.root / ".hooks" / f"stop_autonomous_loop_{task_id}.md").read_text()
     assert f"`akira loop resume --task-id {task_id}`" in hook
+
+
+def test_boxes_an_earlier_run_ticked_are_not_counted_as_a_persons(akira: Akira) -> None:
+    task = akira.write_task(
+        "again", "- [ ] 1. s\n  - Run: `touch one`\n  - Exists: `one`\n- [ ] 2. t\n  - Run: `exit 3`\n"
+    )
+    assert akira.cli("loop", "start", "--task", str(task)).code == 4  # step 1 done, step 2 escalated
+    first = akira.task_id()
+    assert akira.cli("loop", "cancel", "--task-id", first).code == 0
+    task.write_text(task.read_text().replace("`exit 3`", "`true`"))
+    assert akira.cli("loop", "start", "--task", str(task)).code == 0
+    state = akira.state()
+    assert state.task_id != first and state.done_breakdown()["done_by_person"] == 0
+    assert [(done.step_id, done.done_by, done.earlier_run) for done in state.completed_steps] == [
+        ("1", "akira", first),
+        ("2", "akira", None),
+    ]

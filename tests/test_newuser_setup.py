@@ -4,6 +4,7 @@ cut; no internal section numbers in what a user reads. Real subprocesses and fil
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -76,7 +77,14 @@ def test_init_proposes_the_projects_own_interpreter_when_it_has_a_venv(tmp_path:
     assert done.returncode == 0, done.stderr
     assert "proposed project check (commented in the config): .venv/bin/python -m pytest -q" in done.stdout
     config = (project / "config" / "autonomous_loop.yaml").read_text()
-    assert "#   - run: .venv/bin/python -m pytest -q\n" in config
+    assert "  #   - run: .venv/bin/python -m pytest -q\n" in config
+    confirmed = config.replace("  # commands:\n", "  commands:\n").replace(
+        "  #   - run: .venv", "    - run: .venv"
+    )
+    (project / "config" / "autonomous_loop.yaml").write_text(confirmed)  # as the comment says
+    shown = run("config", "show", cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert ".venv/bin/python -m pytest -q" in shown.stdout
     answer = subprocess.run(
         [".venv/bin/python", "-c", "import sys; print(sys.prefix)"],
         cwd=project,
@@ -146,3 +154,19 @@ def test_a_count_of_one_is_said_in_the_singular(akira: Akira) -> None:
     )
     assert done.returncode == 4, done.stderr
     assert "no progress: 1 attempt in a row changed no file" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("command", [["doctor"], ["pr", "follow"]], ids=" ".join)
+def test_config_help_says_what_config_does_for_that_command(tmp_path: Path, command: list[str]) -> None:
+    done = run(*command, "--help", cwd=tmp_path, columns="200")
+    assert done.returncode == 0, done.stderr
+    assert "--config" in done.stdout and "resume reuses" not in done.stdout, done.stdout
+
+
+def test_logs_json_says_it_is_json_lines_and_an_error_under_json_is_json_too(akira: Akira) -> None:
+    helped = run("loop", "logs", "--help", cwd=akira.root, columns="200")
+    assert "JSON Lines" in helped.stdout, helped.stdout
+    done = run("loop", "logs", "--task-id", "nope", "--json", "--root", str(akira.root), cwd=akira.root)
+    assert done.returncode == 1 and done.stderr.startswith("akira: error: ")
+    answer = json.loads(done.stdout)
+    assert answer["exit_code"] == 1 and answer["error"] == done.stderr.strip().removeprefix("akira: error: ")

@@ -124,7 +124,7 @@ def test_a_run_that_needs_a_person_opens_a_draft_that_says_why(
 
 @pytest.mark.slow
 def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "gh").exists()]
     monkeypatch.setenv("PATH", os.pathsep.join(path))
@@ -145,6 +145,11 @@ def test_no_gh_on_path_is_one_warning_with_the_command_to_run(
     assert "## Acceptance criteria" in body_file.read_text()
     assert git(tmp_path / "origin.git", "rev-parse", "akira/feat") == git(akira.root, "rev-parse", "HEAD")
     assert akira.state().git.pr_url is None  # type: ignore[union-attr]
+    capsys.readouterr()
+    follow = akira.run("pr", "follow", "--task-id", akira.task_id(), capsys=capsys)
+    [line] = follow.err.strip().splitlines()
+    assert follow.code == 1 and "has no pull request to follow" in line
+    assert "gh is not on PATH" in line and "git.pr: draft and git.push set" not in line  # the cause
 
 
 @pytest.mark.slow

@@ -68,7 +68,7 @@ def test_starting_a_completed_spec_again_says_nothing_to_do_and_makes_no_branch(
     assert git(repo, "branch", "--list") == branches and state_files(repo) == states
 
 
-def test_undo_of_a_step_a_person_ticked_is_refused_and_names_the_run_that_has_its_commit(
+def test_undo_of_a_step_an_earlier_run_did_is_refused_and_names_the_run_that_has_its_commit(
     tmp_path: Path,
 ) -> None:
     repo, spec = completed_kiro_run(tmp_path)
@@ -84,7 +84,7 @@ def test_undo_of_a_step_a_person_ticked_is_refused_and_names_the_run_that_has_it
     code, out, err = run_akira(repo, "loop", "undo", "--task-id", "calc", "--step", "2")
     assert code == 1 and out == ""
     [line] = err.splitlines()
-    assert "step 2 has no commit on akira/calc-2 to revert (ticked by a person" in line, line
+    assert f"step 2 has no commit on akira/calc-2 to revert (done by the earlier run {first_id}" in line, line
     assert (
         f"its commit is in {first_id} on akira/calc: run 'akira loop undo --task-id {first_id} --step 2'"
         in line

@@ -113,6 +113,25 @@ def test_a_refused_host_is_named_with_the_line_that_allows_it(
 
 
 @pytest.mark.slow
+def test_a_step_that_waits_on_a_refused_host_until_its_timeout_blames_the_sandbox(
+    tmp_path: Path, servers: tuple[Server, Server]
+) -> None:
+    port = servers[0].server_address[1]
+    # names no host, says nothing, and waits (as a client that retries does)
+    quiet = f"curl -s https://127.0.0.$((0+1)):{port}/file >/dev/null 2>&1; sleep 30"
+    root, home, path = workspace(tmp_path, f"- [ ] 1. Fetch quietly\n  - Run: `{quiet}`\n  - Timeout: 2\n")
+    done = start(root, home, path)
+    assert done.returncode == 4, f"{done.stdout}\n{done.stderr}"
+    line = f"the sandbox refused 127.0.0.1:{port}; to allow it: sandbox.allow_hosts: [127.0.0.1:{port}]"
+    attempts = only_state(root).steps["1"].window()
+    assert attempts and attempts[0].error.splitlines()[0] == line, attempts[0].error
+    events = list(read_events(next((root / ".state" / "logs").glob("*.jsonl"))))
+    reflections = [e.data for e in events if e.type == "reflection_generated"]
+    assert reflections and all(r["category"] == "environment" for r in reflections), reflections
+    assert all("took longer" not in str(r) for r in reflections)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["by-path", "by-name"])
 def test_a_tool_hidden_in_the_home_gets_the_allow_read_hint(tmp_path: Path, how: str) -> None:
     home = tmp_path / "home"
@@ -197,3 +216,21 @@ def test_the_live_panel_shows_what_the_sandbox_refused_whole() -> None:
     text = " ".join(" ".join(line[21:].split()) for line in frame.splitlines() if line.strip())
     assert "step 2: the sandbox refused downloads.example.com:443;" in text, frame
     assert "sandbox.allow_hosts: [downloads.example.com]" in text, frame
+
+
+def test_an_attempts_commands_share_one_tmp_and_the_next_attempt_gets_a_fresh_one(akira: Akira) -> None:
+    akira.write_task(
+        "tmp",
+        """
+        - [ ] 1. Write a scratch file
+          - Run: `echo seen > /tmp/made-by-run`
+          - Verify: `grep -q seen /tmp/made-by-run`
+        - [ ] 2. Start clean
+          - Run: `test ! -e /tmp/made-by-run && touch fresh`
+          - Exists: `fresh`
+        """,
+    )
+    done = akira.run("loop", "start", "--task", "Specs/tmp/tasks.md", "--agent", "script", "--sandbox")
+    state = akira.state()
+    assert done.code == 0 and state.status == "completed", state.stop_reason
+    assert [len(state.steps[sid].attempts) for sid in ("1", "2")] == [1, 1]

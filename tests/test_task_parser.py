@@ -267,6 +267,12 @@ PROSE = [
     ("Depends: none", ""),
     ("Verfy: `pytest`", "did you mean 'Verify'?"),
     ("Fallbak: x", "did you mean 'Fallback'?"),
+    ("Rnu: `npm ci`", "did you mean 'Run'?"),
+    ("Run: npm ci", "the command must be between backticks (write it as Run: `command`)"),
+    ("Verify: python -m pytest -q tests/test_store.py", "the command must be between backticks"),
+    ("Fallback: ./gen.sh --fast", "the command must be between backticks"),
+    ("Verify: make sure the form shows an error", ""),
+    ("Run: tests until they pass", ""),
     ("Run:", ""),
     ("Run: ``", ""),
 ]

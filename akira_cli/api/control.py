@@ -78,6 +78,7 @@ def cancel(root: str | Path | None, task_id: str) -> Note:
     """Ends a loop for good: status cancelled, state archived, task file left where it is."""
     from akira_cli.api.models import Note
     from akira_cli.hooks import remove_hooks
+    from akira_cli.reports import take_guidance
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
@@ -92,6 +93,7 @@ def cancel(root: str | Path | None, task_id: str) -> Note:
     state.status = "cancelled"
     state.stop_reason = "cancelled by a person with 'akira loop cancel'"
     remove_hooks(workspace, state.task_id)
+    take_guidance(workspace, state.task_id)  # its requests for a person are filed away with it
     store.archive(state)
     message = (
         f"cancelled {state.task_id}; its state is archived, the task file stays at "
@@ -118,7 +120,9 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
     lock = store.lock(state.task_id)
     lock.acquire(f"task {state.task_id}")  # refused while a process runs it
     try:
-        cfg = load_config(workspace.root, Path(state.config_file) if state.config_file else None)
+        cfg = load_config(
+            workspace.root, Path(state.config_file) if state.config_file else None, state.settings
+        )
         run = (
             GitRun.detect(workspace.root, Path(state.task_path), cfg.git, root=state.git.root)
             if state.git

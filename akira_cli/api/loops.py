@@ -48,20 +48,23 @@ def start(
     sandbox: bool | None = None,
     follow: bool = False,
     settings: Mapping[str, Any] | None = None,
+    own_checkout: bool = False,
     show: bool = False,
     say: Say = quiet,
     go_on: Callable[[], bool] = always,
 ) -> Started | Finished | Note:
     """A new loop on the task file `task` (a path from here or from the workspace, or its feature
     folder); a task file whose steps are all ticked starts nothing (`Note`). `settings`: more
-    dotted config keys over the files' (`{"git.push": "origin"}`).
+    dotted config keys over the files' (`{"git.push": "origin"}`). `own_checkout`: the checkout
+    is akira's own (a fleet worker's clone, its setup run), so no person's uncommitted work is
+    refused there.
     Detached, it returns once the state exists, with the task id and the process; else it runs
     the loop here (with the live display when `show`) and returns how it ended. `follow`: after
     the pull request, follow its checks and reviews (`follow:` with its defaults, when the config
     has none). `go_on` is asked once the checks are done, before anything is written: False (a
     client that cancelled its call) starts nothing."""
     from akira_cli.agents.base import preflight
-    from akira_cli.api import prepare
+    from akira_cli.api import checkout, prepare
     from akira_cli.api.agent_preflight import at_start
     from akira_cli.api.models import Note
     from akira_cli.api.run import agent_workdir
@@ -80,6 +83,7 @@ def start(
         "agent.kind": agent,
         "autonomous_loop.parallel": parallel,
     }
+    kept = prepare.kept_settings(settings)  # a detached run's own process reads them back
     workspace, cfg = workspace_and_config(root, config, overrides, Path(task))
     path = task_file(workspace, str(task))
     for line in prepare.short_secret_warnings(cfg):
@@ -95,6 +99,8 @@ def start(
     ]:
         say(f"warning: {line}")
     pending = [step for step in parsed.leaves(include_optional) if not step.ticked]
+    for line in prepare.iteration_warnings(cfg, len(pending)):
+        say(f"warning: {line}")
     preflight(cfg.agent.kind, pending, cfg)
     at_start(workspace, cfg, pending)
     review_preflight(cfg)
@@ -106,6 +112,8 @@ def start(
         say(f"warning: {line}")
     workdir = agent_workdir(workspace, cfg)
     sandboxed = resolve(cfg, sandbox, lambda line: say(f"warning: {line}"))
+    if sandboxed:
+        checkout.refuse_hidden_agent(cfg, pending, workdir, workspace.root)
     failing = baseline(cfg, workspace.root, workdir, path, agent) if pending else []
     for label in failing:
         say(
@@ -119,11 +127,13 @@ def start(
     store = store_for(workspace)
     with prepare.start_lock(store):
         prepare.refuse_unfinished(store, path, workspace)
+        checkout.refuse_for_checkout(store, git, workspace, path, own_checkout)
+        ticked = frozenset(step.id for step in parsed.leaves(True) if step.ticked)
         state, lock = prepare.new_loop(
-            workspace, store, path, cfg, include_optional, agent, config, detach, git, say
+            workspace, store, path, cfg, include_optional, agent, config, detach, git, say, ticked
         )
-    if sandbox is not None or not sandboxed:
-        state.sandbox_flag, state.sandboxed = sandbox, sandboxed
+    if sandbox is not None or not sandboxed or kept:
+        state.sandbox_flag, state.sandboxed, state.settings = sandbox, sandboxed, kept
         store.save(state)
     if failing or follow:
         state.advisory_checks, state.follow = bool(failing), follow
@@ -197,7 +207,7 @@ def resume(
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
     config_file = config or (Path(state.config_file) if state.config_file else None)
-    cfg = load_config(workspace.root, config_file)
+    cfg = load_config(workspace.root, config_file, state.settings)
     if state.status == "cancelled":
         again = command_line(workspace, "loop", "start", "--task", state.task_path)
         raise AkiraError(f"task {state.task_id} was cancelled; start a new loop with '{again}'")
@@ -265,7 +275,9 @@ def follow(
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
-    cfg = load_config(workspace.root, config or (Path(state.config_file) if state.config_file else None))
+    cfg = load_config(
+        workspace.root, config or (Path(state.config_file) if state.config_file else None), state.settings
+    )
     prepare.can_follow(workspace, store, state, cfg)
     run = git_run(workspace, cfg, state)  # never switch branches under a person's feet
     assert run is not None and state.git is not None and state.git.pr_url

@@ -9,10 +9,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from akira_cli.api.lookup import same_file
 from akira_cli.errors import AkiraError
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from akira_cli.config import Config
     from akira_cli.git.run import GitRun
     from akira_cli.state.lock import TaskLock
-    from akira_cli.state.models import LoopState
+    from akira_cli.state.models import CompletedStep, LoopState
     from akira_cli.state.store import StateStore
     from akira_cli.tasks.model import TaskFile
 
@@ -72,6 +72,34 @@ def review_when_warnings(config: Config, task_file: TaskFile) -> list[str]:
     ]
 
 
+SECRET_SETTINGS = ("llm.api_key",)
+"""Settings a state file cannot keep: what akira writes is masked, so a key would come back as ***."""
+
+
+def kept_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`api.start`'s settings as the state keeps them for every resume; a key is refused."""
+    kept = {key: value for key, value in (settings or {}).items() if value is not None}
+    if secret := next((key for key in kept if key in SECRET_SETTINGS), None):
+        raise AkiraError(
+            f"settings names {secret}, which a run cannot keep for its resumes (the state file masks "
+            "it); set it in the environment or in config/autonomous_loop.yaml instead"
+        )
+    return kept
+
+
+def iteration_warnings(cfg: Config, pending: int) -> list[str]:
+    """More steps left than iterations allowed: the run would stop at `max_iterations` with
+    steps never tried, though the count is known now. Each step takes an iteration at least."""
+    allowed = cfg.autonomous_loop.max_iterations
+    if pending <= allowed:
+        return []
+    return [
+        f"the task has {pending} steps left but autonomous_loop.max_iterations is {allowed}, so the run "
+        f"stops after {allowed} iterations; raise it (--max-iterations {pending * 2}, or "
+        "autonomous_loop.max_iterations in config/autonomous_loop.yaml)"
+    ]
+
+
 @contextlib.contextmanager
 def start_lock(store: StateStore) -> Iterator[None]:
     from filelock import Timeout
@@ -96,6 +124,7 @@ def new_loop(
     detach: bool,
     git: GitRun | None,
     say: Callable[[str], None],
+    ticked: frozenset[str] = frozenset(),
 ) -> tuple[LoopState, TaskLock | None]:
     """The new loop's state, saved, with its lock taken (a detached child takes its own). On a
     git-native run the task branch is made first: no state is ever saved without it (a kill -9
@@ -115,6 +144,7 @@ def new_loop(
         agent_kind=agent,
         config_file=str(config.resolve()) if config else None,
         task_file_identity=(stat.st_dev, stat.st_ino),
+        completed_steps=earlier_completions(store, path, ticked),
     )
     if git is not None:
         from akira_cli.git.base import stacked
@@ -129,6 +159,21 @@ def new_loop(
     lock = store.lock(state.task_id)
     lock.acquire(f"task {state.task_id} ({path.name})")
     return state, lock
+
+
+def earlier_completions(store: StateStore, path: Path, ticked: frozenset[str]) -> list[CompletedStep]:
+    """Boxes of `path` ticked by an earlier run of akira's on it (not by a person): taken as
+    akira's, so that a new run counts them neither as a person's decision nor runs them. Their
+    commits stay that run's (`loop undo` names it)."""
+    found: dict[str, CompletedStep] = {}
+    for _, other in store.scan() if ticked else ():
+        if other is None or not same_file(Path(other.home or other.task_path), path):
+            continue
+        for done in store.all_completed(other):
+            if done.done_by == "akira" and done.step_id in ticked:
+                unmade = {"commit": None, "review": None, "earlier_run": other.task_id}
+                found[done.step_id] = done.model_copy(update=unmade)
+    return list(found.values())
 
 
 def git_preflight(workspace: Workspace, path: Path, cfg: Config, no_git: bool) -> GitRun | None:
@@ -153,10 +198,13 @@ def follow_warnings(cfg: Config, follow: bool) -> list[str]:
 def can_follow(workspace: Workspace, store: StateStore, state: LoopState, cfg: Config) -> None:
     """`akira pr follow` refuses a run it cannot follow, with one line."""
     if state.git is None or not state.git.pr_url:
-        raise AkiraError(
-            f"task {state.task_id} has no pull request to follow; a run opens one with git.pr: draft "
-            "and git.push set, when it completes"
-        )
+        why = "a run opens one with git.pr: draft and git.push set, when it completes"
+        if state.git is not None and cfg.git.pr != "off" and cfg.git.push:
+            from akira_cli.git.pr import forge_problem
+
+            problem = forge_problem(Path(state.git.root or workspace.root), cfg.git)
+            why = problem or "it opens one when it completes"
+        raise AkiraError(f"task {state.task_id} has no pull request to follow; {why}")
     if state.status == "cancelled":
         raise AkiraError(f"task {state.task_id} was cancelled; there is nothing to follow")
     live = store.lock(state.task_id).holder()

@@ -97,8 +97,8 @@ def step_rows(state: LoopState, store: StateStore) -> list[StepRow]:
             for r in state.steps.values()
         ]
     completed = store.all_completed(state)
-    attempts = {s.step_id: s.attempts for s in completed}
-    attempts.update({r.step_id: r.attempts_total for r in state.steps.values()})
+    attempts = {r.step_id: r.tries or r.attempts_total for r in state.steps.values()}
+    attempts.update({s.step_id: s.attempts for s in completed if s.attempts})  # as the report says
     commits = {s.step_id: s.commit[:8] for s in completed if s.commit}
     reviews = {s.step_id: s.review for s in completed if s.review}
     return [

@@ -82,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except AkiraError as exc:
-        print(f"akira: error: {redaction.redact(str(exc))}", file=sys.stderr)
+        said = redaction.redact(str(exc))
+        print(f"akira: error: {said}", file=sys.stderr)
+        if "--json" in (sys.argv[1:] if argv is None else argv):  # a reader of stdout gets it too
+            import json
+
+            print(json.dumps({"error": said, "exit_code": exc.exit_code}))
         return exc.exit_code
     except KeyboardInterrupt:
         print("akira: interrupted", file=sys.stderr)

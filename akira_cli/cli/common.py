@@ -37,6 +37,15 @@ ConfigOption = Annotated[
     ),
 ]
 """--config on `loop start` and `loop resume`."""
+FollowConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        readable=False,
+        help="Extra config file layered over config/autonomous_loop.yaml (default: the run's own).",
+    ),
+]
+"""--config on `pr follow`: the run's own --config, unless another is given."""
 ExtraConfigOption = Annotated[
     Path | None,
     typer.Option(
@@ -50,6 +59,9 @@ TaskIdOption = Annotated[
     str, typer.Option("--task-id", help="Task id, the task file's path, or the feature name.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Machine-readable output.")]
+JsonLinesOption = Annotated[
+    bool, typer.Option("--json", metavar="", help="One JSON object per event, one per line (JSON Lines).")
+]
 
 
 class PlainUsage(TyperCommand):

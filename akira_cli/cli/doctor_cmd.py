@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from akira_cli import redaction
-from akira_cli.cli.common import ConfigOption, JsonOption, RootOption
+from akira_cli.cli.common import ExtraConfigOption, JsonOption, RootOption
 from akira_cli.cli.loop_cmd import AgentKind
 from akira_cli.errors import AkiraError
 from akira_cli.words import counted
@@ -29,7 +29,7 @@ def doctor(
         AgentKind | None,
         typer.Option("--agent", help="The agent to check (default: agent.kind in config, else auto)."),
     ] = None,
-    config: ConfigOption = None,
+    config: ExtraConfigOption = None,
     as_json: JsonOption = False,
     root: RootOption = None,
 ) -> int:
@@ -71,13 +71,14 @@ def print_table(findings: list[Finding], again: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="akira doctor", title_justify="left", show_lines=False)
+    table = Table(show_lines=False)  # the title apart: Rich pads a table's title to its width
     for column in ("check", "status", "detail", "fix"):
         table.add_column(column, overflow="fold")
     for finding in findings:
         status = Text(finding.status, style=STYLE[finding.status])
         table.add_row(finding.check, status, Text(finding.detail), Text(finding.fix))
     console = Console(width=None if sys.stdout.isatty() else 120)  # a pipe or a log: wide enough
+    console.print("akira doctor", style="italic", highlight=False)
     console.print(table)
     problems = sum(f.status == "fail" for f in findings)
     warnings = sum(f.status == "warn" for f in findings)

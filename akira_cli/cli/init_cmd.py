@@ -83,10 +83,13 @@ def init(
     if not config.exists():
         text = templates.joinpath("autonomous_loop.yaml").read_text()
         proposed = project_checks(target)
-        if proposed:
-            text += (
-                "\n# Project checks proposed for this project; uncomment them to confirm:\n"
-                "# checks:\n" + "".join(f"#   - run: {command}\n" for command in proposed)
+        if proposed:  # in place of `commands: []`, so that uncommenting them gives one `commands`
+            line = next(line for line in text.splitlines(keepends=True) if line.startswith("  commands:"))
+            text = text.replace(
+                line,
+                "  # Project checks proposed for this project; uncomment them to confirm:\n"
+                "  # commands:\n" + "".join(f"  #   - run: {command}\n" for command in proposed),
+                1,
             )
         config.write_text(text, encoding="utf-8")
         written.append(config)

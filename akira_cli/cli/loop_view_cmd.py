@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from akira_cli.api.lookup import load_task
-from akira_cli.cli.common import JsonOption, RootOption, TaskIdOption, exits
+from akira_cli.cli.common import JsonLinesOption, JsonOption, RootOption, TaskIdOption, exits
 from akira_cli.cli.loop_cmd import app
 from akira_cli.words import counted
 from akira_cli.workspace import Workspace
@@ -20,6 +20,7 @@ from akira_cli.workspace import Workspace
 def tasks(json_out: JsonOption = False, root: RootOption = None) -> int:
     """The workspace's task files (every layout), their steps done and their latest loop."""
     from akira_cli import api
+    from akira_cli.workspace import Workspace
 
     found = api.tasks(root)
     if json_out:
@@ -28,9 +29,11 @@ def tasks(json_out: JsonOption = False, root: RootOption = None) -> int:
     if not found.tasks:
         typer.echo(found.line())
         return 0
+    workspace = Workspace.resolve(root)  # the paths as they open from here (the JSON's: the workspace's)
     for task in found.tasks:
         loop = f"  {task.task_id}: {task.status}" if task.task_id else ""
-        typer.echo(f"{task.path}  {task.steps_done}/{task.steps_total} ({task.layout}){loop}")
+        shown = workspace.shown(workspace.root / task.path)
+        typer.echo(f"{shown}  {task.steps_done}/{task.steps_total} ({task.layout}){loop}")
     return 0
 
 
@@ -130,7 +133,7 @@ def logs(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", metavar="", help="Keep printing new events live.")
     ] = False,
-    json_out: JsonOption = False,
+    json_out: JsonLinesOption = False,
     root: RootOption = None,
 ) -> int:
     """Show the event history; --follow tails it until the loop ends."""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from akira_cli.cli.common import ConfigOption, RootOption, TaskIdOption, exits
+from akira_cli.cli.common import FollowConfigOption, RootOption, TaskIdOption, exits
 from akira_cli.workspace import Workspace
 
 app = typer.Typer(help="The pull request a run opened.", no_args_is_help=True)
@@ -21,7 +21,7 @@ def follow(
         bool,
         typer.Option("--no-wait", metavar="", help="When a stop hook pauses it, exit 3 instead of waiting."),
     ] = False,
-    config: ConfigOption = None,
+    config: FollowConfigOption = None,
     root: RootOption = None,
 ) -> int:
     """Fix the pull request's failing checks and answer its review comments until it is green."""

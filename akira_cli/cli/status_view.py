@@ -46,6 +46,15 @@ def _notes(rows: list[dict[str, Any]], corrupt: list[str]) -> list[str]:
     return notes
 
 
+PLAIN_COLUMNS = ("task", "feature", *COLUMNS[1:])
+"""In a pipe one line per loop, the feature a column of its own: a `grep` of a line keeps both."""
+
+
+def _plain_cells(row: dict[str, Any]) -> list[str]:
+    first, *rest = _cells(row)
+    return [*first.split("\n", 1), *rest]
+
+
 def plain_dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> str:
     """The dashboard as plain aligned text, for a pipe or a file (no Rich to import)."""
     lines = ["Autonomous Loop Progress"]
@@ -53,14 +62,11 @@ def plain_dashboard(rows: list[dict[str, Any]], corrupt: list[str]) -> str:
         members = [row for row in rows if row["group"] == group]
         if not members:
             continue
-        table = [list(COLUMNS)] + [_cells(row) for row in members]
-        widths = [max(len(part) for cells in table for part in cells[i].split("\n")) for i in range(6)]
+        table = [list(PLAIN_COLUMNS)] + [_plain_cells(row) for row in members]
+        widths = [max(len(cells[i]) for cells in table) for i in range(len(PLAIN_COLUMNS))]
         lines += ["", f"{group} ({len(members)})"]
         for cells in table:
-            height = max(cell.count("\n") + 1 for cell in cells)
-            for n in range(height):
-                parts = [(cell.split("\n") + [""] * height)[n] for cell in cells]
-                lines.append("  ".join(p.ljust(w) for p, w in zip(parts, widths, strict=True)).rstrip())
+            lines.append("  ".join(p.ljust(w) for p, w in zip(cells, widths, strict=True)).rstrip())
     notes = _notes(rows, corrupt)
     return "\n".join(lines + ([""] if notes else []) + notes)
 

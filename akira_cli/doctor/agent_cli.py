@@ -70,6 +70,8 @@ class AgentOnPath:
             path = context.env.get("PATH", "")
             detail = f"{command.executable!r} is not on PATH ({path}); the run would start {command.line!r}"
             return [Finding("agent", "fail", detail, self.install_fix(command))]
+        if (hides := sandbox_hides("the agent's program", command, context)) is not None:
+            return [Finding.of_said("agent", hides)]
         return [Finding("agent", "ok", f"{command.name}: {context.executable} (runs: {command.line})")]
 
     def no_cli(self, context: DoctorContext) -> Finding:
@@ -92,6 +94,19 @@ class AgentOnPath:
         if pin is not None:
             return f"install it: {pin_install(pin)}; or set agent.command to the executable's full path"
         return "install it, or set agent.command to a program that is on PATH"
+
+
+def sandbox_hides(label: str, command: AgentCommand, context: DoctorContext) -> str | None:
+    """Why the sandbox would not start `command`'s program though it is found here (see
+    `sandbox/sees.py`); None when it would, or a run is not sandboxed."""
+    from akira_cli.sandbox.sees import hidden_program, would_sandbox
+
+    settings = context.config.sandbox
+    if not would_sandbox(settings):
+        return None
+    preset = command.preset.name if command.preset is not None else None
+    trees = [context.workdir, context.root]
+    return hidden_program(label, command.executable, settings, trees, preset, context.env)
 
 
 class AgentVersion:

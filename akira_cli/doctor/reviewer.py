@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from akira_cli.doctor.agent_cli import AgentFlags, AgentVersion, tool_calls
+from akira_cli.doctor.agent_cli import AgentFlags, AgentVersion, sandbox_hides, tool_calls
 from akira_cli.doctor.auth import AgentAuth
 from akira_cli.doctor.base import DoctorContext, Finding, register_check
 
@@ -45,6 +45,9 @@ class Reviewer:
             return []
         if (missing := missing_reviewer(context.config)) is not None:
             return [Finding.of_said("reviewer", missing, "warn")]
+        if (hides := sandbox_hides("the reviewer's program", command, context)) is not None:
+            said = f"{hides}; every step it should review would be left not reviewed (Akira-Review: none)"
+            return [Finding.of_said("reviewer", said, "warn")]
         executable = locate(command.executable, context.workdir)
         own = replace(context, agent=command, executable=executable, cli_version=None, answers={})
         own.prefetch(tool_calls(own))

@@ -44,7 +44,9 @@ def wanted(template: str, task: str, run_id: str) -> str:
     default here: a fleet run never pushes onto the branch it started from."""
     path = Path(task)
     feature = path.parent.name if path.name.lower() == "tasks.md" else path.stem
-    return (template or DEFAULT).replace("{feature}", feature).replace("{task_id}", run_id)
+    from akira_cli.git.base import task_branch
+
+    return task_branch(template or DEFAULT, feature, run_id)
 
 
 def free(repo: str, name: str, reserved: Iterable[str]) -> str:

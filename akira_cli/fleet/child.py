@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
             detach=False,
             no_wait=True,
             settings={"git.push": args.push, "git.branch": args.branch},
+            own_checkout=True,  # the worker's clone: what its setup changed is no person's work
             say=lambda line: print(f"akira: {line}", file=sys.stderr),
         )
     except (AkiraError, OSError) as exc:

@@ -27,7 +27,7 @@ from typing import Any
 
 from akira_cli.fleet.database import Tables
 from akira_cli.fleet.deathsig import tethered
-from akira_cli.fleet.runs import RunSpec, git_out
+from akira_cli.fleet.runs import HANDED_BACK, RunSpec, git_out
 from akira_cli.redaction import url_without_password
 from akira_cli.runner import tail
 
@@ -205,6 +205,8 @@ class LoopRun:
                 f"{self.spec.run_id} paused after {self.done}/{self.total or '?'} steps; "
                 "it goes back to the queue"
             )
+            back = f"handed back by {self.worker} after {self.done}/{self.total or '?'} steps"
+            self.tables.report(self.spec.run_id, status=HANDED_BACK, worker=None, message=back)
             return {"status": "handed_back"}
         status = EXIT_STATUS.get(code or 0, "failed")
         pull_request = (read_state(self.state_dir(clone)).get("git") or {}).get("pr_url")

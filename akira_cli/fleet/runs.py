@@ -27,6 +27,9 @@ STATUS_KEYS = (
 PRIORITY_TOP = 1_000_000
 """`--priority N` (higher runs sooner) as DBOS's priority (lower runs sooner, 1 and up)."""
 DBOS_STATUS = {"ENQUEUED": "queued", "DELAYED": "queued", "PENDING": "running", "CANCELLED": "cancelled"}
+HANDED_BACK = "handed_back"
+"""A run's progress status once a stopping worker handed it back: pending for DBOS, queued for
+a person, until another worker takes it."""
 
 
 class RunSpec(BaseModel):
@@ -55,6 +58,8 @@ def new_run(task: Path, repo: str | None, ref: str | None) -> RunSpec:
     at the ref, and the repository to be one they can clone."""
     path = task / "tasks.md" if task.is_dir() else task
     local: Path | None
+    if repo is None and not path.is_file():
+        raise AkiraError(f"{shlex.quote(str(path))}: task file not found; check the --task path")
     if repo is None:
         top = toplevel(path.parent if path.parent.exists() else Path.cwd())
         if top is None:
@@ -210,6 +215,8 @@ def rows(url: str) -> list[dict[str, Any]]:
         spec = args[0] if args and isinstance(args[0], dict) else {}
         seen = progress.get(run.workflow_id, {})
         status = DBOS_STATUS.get(run.status)
+        if status == "running" and seen.get("status") == HANDED_BACK:
+            status = "queued"  # no worker holds it: the next to look takes it
         if status is None:
             output = run.output if isinstance(run.output, dict) else {}
             status = output.get("status", "failed") if run.status == "SUCCESS" else "failed"

@@ -4,9 +4,10 @@
 - Its executor id is its name. It heartbeats into `akira_fleet_workers`; a worker whose heartbeat
   is older than `--worker-timeout` is dead, and a live worker recovers its pending runs through
   DBOS's workflow recovery (a restarted worker of the same name recovers its own at launch).
-- SIGTERM (or SIGINT) ends it gracefully: its loops pause at their next step boundary, its
-  heartbeat is marked stale so that a live worker takes their runs at once, and it exits 0
-  without ending their workflows.
+- SIGTERM (or SIGINT) ends it gracefully: its loops pause at their next step boundary, their runs
+  show as queued, its heartbeat is marked stale so that a live worker takes them at once (a
+  worker that held none is forgotten instead: nothing to recover), and it exits 0 without
+  ending their workflows.
 """
 
 from __future__ import annotations
@@ -104,7 +105,10 @@ class Worker:
             ended = list(self.running.values())
         for event in ended:
             event.wait(PAUSE_WAIT + 5)
-        self.tables.beat(self.name, at=0.0)  # stale at once: a live worker recovers the runs now
+        if ended:
+            self.tables.beat(self.name, at=0.0)  # stale at once: a live worker recovers the runs now
+        else:
+            self.tables.forget(self.name)  # it held none: nothing for another worker to recover
         self.tables.close()
         back = (
             f"; its {len(ended)} run{'s go' if len(ended) > 1 else ' goes'} back to the queue"

@@ -12,6 +12,15 @@ from akira_cli.sections import GitSettings
 from akira_cli.state.gitrun import GitRun as GitRecord
 
 
+def task_branch(template: str, feature: str, task_id: str) -> str:
+    """`git.branch` filled in, with the feature made branch-safe: a folder named `my feature`
+    gives `akira/my-feature` (spaces and what git refuses in a ref name become `-`)."""
+    safe = re.sub(r"[\s~^:?*\[\\\x00-\x1f\x7f]+|\.{2,}|@\{", "-", feature)
+    safe = re.sub(r"-{2,}", "-", safe).strip("-./")
+    safe = safe.removesuffix(".lock").rstrip("-./") or "task"
+    return template.replace("{feature}", safe).replace("{task_id}", task_id)
+
+
 def base_commit(git: Git, settings: GitSettings, shown_root: str) -> str | None:
     """`git.base`'s commit: the local branch, else the push remote's (a fresh clone has only its
     default branch locally); None when git.base is empty."""
@@ -59,7 +68,10 @@ def stacked(current: str, settings: GitSettings, earlier: Iterable[GitRecord]) -
     pattern = re.escape(settings.branch).replace(r"\{feature\}", ".+").replace(r"\{task_id\}", ".+")
     if current not in theirs and not re.fullmatch(f"{pattern}(-[0-9]+)?", current):
         return None
-    base = theirs.get(current) or "<branch>"
+    base, seen = theirs.get(current) or "<branch>", {current}
+    while base in theirs and base not in seen:  # a chain of runs: back to where the first started
+        seen.add(base)
+        base = theirs[base] or base
     return (
         f"HEAD is on {current}, an earlier run's task branch: the new task branch starts from it "
         f"and carries its commits; to start every run from {base}, set git.base: {base} in "

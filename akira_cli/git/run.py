@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
-from akira_cli.git.base import base_commit, refuse_elsewhere
+from akira_cli.git.base import base_commit, refuse_elsewhere, task_branch
 from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
 from akira_cli.git.pinned import Git, GitError, Repository, find, output_of
 from akira_cli.git.plumbing import Plumbing
@@ -151,8 +151,7 @@ class GitRun:
                 branch=started_on, base=head, started_on=target, created=False, root=str(self.root)
             )
         else:
-            wanted = self.settings.branch.replace("{feature}", feature).replace("{task_id}", state.task_id)
-            name = self.free_name(wanted)
+            name = self.free_name(task_branch(self.settings.branch, feature, state.task_id))
             switch = ("switch", "-c", name, *([base] if base else []))
             done = self.git.run(*switch, check=False)
             if done.returncode != 0:

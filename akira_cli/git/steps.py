@@ -15,7 +15,7 @@ from akira_cli.errors import BranchMoved, NeedsPerson
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.failures import signature
 from akira_cli.fileio import atomic_write
-from akira_cli.git import attempts, moves
+from akira_cli.git import attempts, hints, moves
 from akira_cli.git.branches import BranchWatch
 from akira_cli.git.nested import left_out
 from akira_cli.git.pinned import GitError
@@ -51,6 +51,7 @@ class StepCommits:
         """Blobs of changed files by their (mtime, size), so that an unchanged one is not hashed again."""
         self.marks: dict[str, str] = {}
         """Running steps' `[-]` boxes and what they were before (the loop's `TaskBook.marks`)."""
+        self._home_ignored: bool | None = None
         self.messages: dict[str, Message] = {}
         """The commits of steps that are not in the task file, by step id."""
 
@@ -102,6 +103,7 @@ class StepCommits:
         paths = moves.outside(paths, folders)
         message = self.messages.get(step.id)
         ticked = ticked_bytes(task_path, task, step, self.state, self.marks) if message is None else None
+        ticked = None if self.home_ignored() else ticked
         title = message.subject if message is not None else subject(step.id, step.title)
         changed_now = set(files) if files is not None and self.seen_by_git else None
         try:
@@ -140,6 +142,13 @@ class StepCommits:
     def home(self) -> Path:
         """Where the task file lies on the task branch: its place at `loop start`."""
         return moves.home(self.run.workspace, self.state)
+
+    def home_ignored(self) -> bool:
+        """The task file is untracked and the repository ignores it (a `.gitignore`'d spec
+        folder): its ticks stay out of every commit, as any ignored file does. Asked once."""
+        if self._home_ignored is None:
+            self._home_ignored = hints.ignored(self.run, self.run.relative(self.home))
+        return self._home_ignored
 
     def moved(self, files: Snapshot | None = None) -> tuple[Path, list[Path]]:
         """Where the task file is now, and the folders a person moved the spec between."""
@@ -268,7 +277,7 @@ class StepCommits:
         if record is None:
             return
         data = task_bytes(Path(self.state.task_path), self.state)  # wherever a person put it
-        if data is None:
+        if data is None or self.home_ignored():
             return
         try:
             sha = self.run.commit(

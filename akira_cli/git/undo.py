@@ -13,6 +13,7 @@ from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
 from akira_cli.state import gitrun
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.state.store import StateStore
+from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.reading import TaskFileError
 from akira_cli.tasks.writeback import set_box
 from akira_cli.workspace import Workspace, command_line, in_quotes
@@ -37,6 +38,10 @@ def undoable(
     """SID's completion and every later one; why not, when SID is not completed here or has no
     commit of its own."""
     ids = [done.step_id for done in state.completed_steps]
+    task = task_file(state)
+    if step_id not in ids and task is not None and (step := task.get(step_id)) is not None:
+        under = [sid for sid in descendants(task, step) if sid in ids]  # a parent: from its first sub-step
+        step_id = min(under, key=ids.index) if under else step_id
     if step_id not in ids:
         if step_id in state.completed_ids():
             found = [f.sha for f in run.found(record, state.task_id) if f.step_id == step_id]
@@ -45,11 +50,48 @@ def undoable(
                 f"step {step_id} was completed long ago and its record is sealed in the history; "
                 f"revert it by hand with '{by_hand}'"
             )
-        raise AkiraError(f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo")
+        raise AkiraError(not_completed(run, state, task, step_id))
     undone = state.completed_steps[ids.index(step_id) :]
     if undone[0].commit is None:
         raise AkiraError(no_commit(run, state, undone, store))
     return undone
+
+
+def task_file(state: LoopState) -> TaskFile | None:
+    from akira_cli.tasks.parser import parse_task_file
+
+    try:
+        return parse_task_file(Path(state.task_path))
+    except (OSError, TaskFileError):
+        return None
+
+
+def descendants(task: TaskFile, step: Step) -> list[str]:
+    found: list[str] = []
+    for child in step.children:
+        inner = task.get(child)
+        found += [child, *(descendants(task, inner) if inner is not None else [])]
+    return found
+
+
+def not_completed(run: GitRun, state: LoopState, task: TaskFile | None, step_id: str) -> str:
+    """Why there is nothing to undo for `step_id`: no such step, a parent none of whose
+    sub-steps was completed, or a step not completed."""
+    progress = command_line(Workspace(run.workspace), "loop", "progress", "--task-id", state.task_id)
+    step = task.get(step_id) if task is not None else None
+    if task is not None and step is None:
+        ids = [leaf.id for leaf in task.leaves(state.include_optional)]
+        shown = ", ".join(ids[:12]) + (", …" if len(ids) > 12 else "")
+        return (
+            f"task {state.task_id} has no step {step_id} (its steps: {shown}); see which are done "
+            f"with {in_quotes(progress)}"
+        )
+    if step is not None and step.children:
+        return (
+            f"step {step_id} is a parent, and none of its sub-steps ({', '.join(step.children)}) was "
+            f"completed in task {state.task_id}; there is nothing to undo"
+        )
+    return f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo"
 
 
 def revert_all(run: GitRun, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:

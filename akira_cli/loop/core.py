@@ -27,7 +27,7 @@ from akira_cli.errors import (
     TaskCompleted,
     TaskMovedToDone,
 )
-from akira_cli.events import EventBus, EventType
+from akira_cli.events import EventBus, EventType, LoopCompleted, LoopPaused, StopReached
 from akira_cli.hooks import active_hook
 from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.engine import StepEngine
@@ -149,7 +149,8 @@ class AutonomousLoop:
             self.report_completed(step, attempt)
 
     def completed(self, step: Step, attempt: Attempt) -> None:
-        self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
+        tries = self.state.record(step.id, step.title).tries
+        self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt, tries))
         if attempt.review is not None:
             self.state.reviews[attempt.review.verdict] = self.state.reviews.get(attempt.review.verdict, 0) + 1
         self.state.current_step = None
@@ -242,13 +243,14 @@ class AutonomousLoop:
         self.state.stop_reason = stop.message
         if stop.condition in type(self.state.stop_conditions).model_fields:
             setattr(self.state.stop_conditions, stop.condition, True)
-        self.bus.emit(
-            EventType.STOP_CONDITION,
-            condition=stop.condition,
-            status=stop.status,
-            message=stop.message,
-            exit_code=stop.exit_code,
-            report=stop.report,
+        self.bus.send(
+            StopReached(
+                condition=stop.condition,
+                status=stop.status,
+                message=stop.message,
+                exit_code=stop.exit_code,
+                report=stop.report,
+            )
         )
         try:
             if stop.report == "completion":
@@ -268,7 +270,7 @@ class AutonomousLoop:
             if self.config.autonomous_loop.create_progress_reports:
                 self.reports.progress(self.state)  # the last one tells how it ended
         if stop.status == "paused":
-            self.bus.emit(EventType.LOOP_PAUSED, reason=stop.message, waiting=self.wait)
+            self.bus.send(LoopPaused(reason=stop.message, waiting=self.wait))
         archive = self.config.autonomous_loop.archive_state_file and not self.following()
         if stop.report == "completion" and archive:
             self.store.archive(self.state)
@@ -304,11 +306,10 @@ class AutonomousLoop:
         if self.config.autonomous_loop.create_completion_report:
             open_steps = self.book.open_steps() if isinstance(stop, TaskMovedToDone) else []
             self.reports.completion(self.state, open_steps, self.store.all_completed(self.state))
-        self.bus.emit(
-            EventType.LOOP_COMPLETED,
-            task_path=self.state.task_path,
-            iterations=self.state.iteration,
-            metrics=self.metrics_event(),
+        self.bus.send(
+            LoopCompleted(
+                task_path=self.state.task_path, iterations=self.state.iteration, metrics=self.metrics_event()
+            )
         )
 
     def move_to_done(self, path: Path) -> Path:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from akira_cli.agents.presets.base import UsageLimit
 from akira_cli.backoff import backoff
 from akira_cli.errors import NeedsPerson, StopRequested
-from akira_cli.events import EventBus, EventType
+from akira_cli.events import EventBus, UsageLimitWait
 from akira_cli.state.models import LoopState
 
 FIRST_BACKOFF = 300.0
@@ -61,12 +61,8 @@ class LimitWaiter:
         if record:
             self.state.waiting_until = stamp(until)
             self.save()
-        self.bus.emit(
-            EventType.USAGE_LIMIT,
-            step_id,
-            message=limit.message[:300],
-            waiting_until=stamp(until),
-            seconds=wait,
+        self.bus.send(
+            UsageLimitWait(message=limit.message[:300], waiting_until=stamp(until), seconds=wait), step_id
         )
         self.hold(wait, stamp(until), record)
         self.waited += wait
@@ -91,11 +87,12 @@ class LimitWaiter:
         until = datetime.fromisoformat(self.state.waiting_until.replace("Z", "+00:00"))
         left = (until - now()).total_seconds()
         if left > 0:
-            self.bus.emit(
-                EventType.USAGE_LIMIT,
-                message="waiting out the rest of a usage limit",
-                waiting_until=self.state.waiting_until,
-                seconds=left,
+            self.bus.send(
+                UsageLimitWait(
+                    message="waiting out the rest of a usage limit",
+                    waiting_until=self.state.waiting_until,
+                    seconds=left,
+                )
             )
             self.hold(left, self.state.waiting_until)
         self.state.waiting_until = None

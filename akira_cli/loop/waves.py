@@ -356,7 +356,7 @@ class Waves:
         the agent, no reflection."""
         assert pending.attempt is not None
         pending.attempt.outcome = "collided"
-        pending.record.window_count = max(0, pending.record.window_count - 1)
+        pending.record.uncount()
         first = f" Steps that landed first in its wave: {', '.join(landed)}." if landed else ""
         pending.record.collision = f"Its parallel run collided: {why}.{first}"
         self.loop.bus.emit(

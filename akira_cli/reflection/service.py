@@ -15,7 +15,7 @@ from akira_cli.reflection.heuristic import HeuristicGenerator
 from akira_cli.reflection.memory import Reflection, ReflectionMemory
 from akira_cli.reflection.models import FailureContext
 from akira_cli.state.models import LoopState
-from akira_cli.state.records import Attempt, PostActionReflection, StepRecord
+from akira_cli.state.records import NOT_EVIDENCE, Attempt, PostActionReflection, StepRecord
 from akira_cli.words import clipped
 from akira_cli.workspace import Workspace
 
@@ -44,10 +44,19 @@ class HeuristicLessons:
         lesson = f"{attempt.approach} worked after {failed[-1].approach} failed" if failed else ""
         return PostActionReflection(
             outcome="success",
-            what_worked=clipped(f"{attempt.approach} passed all checks", 100),
+            what_worked=clipped(f"{attempt.approach} {worked(attempt)}", 100),
             what_to_improve=clipped(improve, 100),
             lesson_learned=clipped(lesson, 150),
         )
+
+
+def worked(attempt: Attempt) -> str:
+    """What the attempt's success rests on: its checks, or, without any, its changed files alone."""
+    checks = attempt.evaluation.checks if attempt.evaluation is not None else []
+    real = [check for check in checks if check.name not in NOT_EVIDENCE]
+    if attempt.verified and real:
+        return f"passed its {'check' if len(real) == 1 else f'{len(real)} checks'}"
+    return "changed files, with no check to pass (unverified)"
 
 
 class ReflectionService:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from typing import TYPE_CHECKING
@@ -46,7 +47,7 @@ def missing_reviewer(config: Config) -> str | None:
     """Why every review would be `none`: the reviewer's program is not installed (said at
     `loop start` and by `akira doctor`); None when it is found, or there is no reviewer."""
     program = reviewer_program(config) if config.review.enabled else ""
-    if not program or shutil.which(program) is not None:
+    if not program or shutil.which(os.path.expanduser(program)) is not None:
         return None
     from akira_cli.agents.executable import install_command
     from akira_cli.agents.presets.versions import PINS
@@ -58,6 +59,21 @@ def missing_reviewer(config: Config) -> str | None:
         f"the reviewer's program {program} {where}: every step it should review will be left not "
         f"reviewed (Akira-Review: none); {install} or fix review.agent"
     )
+
+
+def hidden_reviewer(config: Config, workspace: Workspace) -> str | None:
+    """Why every review would be `none` in a sandboxed run: the sandbox hides the reviewer's
+    program (under /tmp, or under the home off PATH), though it is installed."""
+    if config.sandbox.mode != "on":
+        return None
+    from akira_cli.sandbox.sees import hidden_program
+
+    name = (config.review.agent or "").strip()
+    label, program = "the reviewer's program", reviewer_program(config)
+    hides = hidden_program(label, program, config.sandbox, [workspace.root], name)
+    if hides is None:
+        return None
+    return f"{hides}; every step it should review is left not reviewed (Akira-Review: none)"
 
 
 def step_reviewer(
@@ -85,7 +101,7 @@ def step_reviewer(
         preflight(config)
         agent = LLMReviewer(lambda: review_client(config, bus))
     else:
-        if (missing := missing_reviewer(config)) is not None:
+        if (missing := missing_reviewer(config) or hidden_reviewer(config, workspace)) is not None:
             bus.emit(EventType.WARNING, message=missing)
         agent = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
     retry = config.reflection.enabled and config.autonomous_loop.retry_failed_steps

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -87,6 +88,10 @@ class Proxied:
     rooms: Rooms | None = None
 
 
+TIMED_OUT = re.compile(r"` timed out after \d+s")
+"""The runner's line for a command that ran into its step's timeout."""
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """Implements the runner's `CommandWrapper`: a command becomes a `bwrap` command line."""
@@ -140,14 +145,20 @@ class Sandbox:
         return [*start, *flags, *status, "--chdir", str(cwd), "--", *command], env
 
     def begin(self, step_id: str) -> None:
+        """An attempt starts: what is refused from now on is its step's, and its commands share
+        a `/tmp` of their own (a command outside any attempt gets an empty one)."""
         self.refusals.begin(self.lane, step_id)
+        if self.private is not None:
+            self.private.fresh_tmp(self.lane)
 
     def blame(self, said: str) -> tuple[list[str], list[str]]:
         refused = self.refusals.since_begin(self.lane)
         secrets = self.private.secrets if self.private is not None else ()
-        stopped = [refusal.line() for refusal in refused if refusal.named_by(said)]
+        waited = TIMED_OUT.search(said) is not None  # a client that retries a refused host runs out of time
+        named = [refusal for refusal in refused if waited or refusal.named_by(said)]
+        stopped = [refusal.line() for refusal in named]
         stopped += hidden_paths(said, self.home, self._shown, secrets)
-        return stopped, [refusal.note() for refusal in refused if not refusal.named_by(said)]
+        return stopped, [refusal.note() for refusal in refused if refusal not in named]
 
     def moved(self, tree: Path) -> Sandbox:
         """The same sandbox for a worktree slot at `tree`: the main work tree is read-only there."""
@@ -177,7 +188,9 @@ class Sandbox:
 
     def flags(self, cwd: Path | None = None, in_room: bool = False) -> list[str]:
         """`in_room`: the command starts in its room's network namespace (it makes none)."""
-        out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *isolation()]
+        shared = self.private.tmp_of(self.lane) if self.private is not None else None
+        tmp = ["--bind", str(shared), "/tmp"] if shared is not None else ["--tmpfs", "/tmp"]
+        out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *tmp, *isolation()]
         if self.settings.network != "all" and not in_room:
             out.append("--unshare-net")
         out += self._home

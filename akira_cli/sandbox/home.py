@@ -35,6 +35,9 @@ class PrivateHome:
         """The secrets that exist at the run's start, globs expanded."""
         self._layouts: dict[str, Layout] = {}
         self._tools: dict[str, tuple[Path, ...]] = {}
+        self._tmps: dict[str, Path] = {}
+        """The running attempt's `/tmp`, by work tree (`Sandbox.lane`)."""
+        self._made = 0
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._root, True)
 
@@ -52,6 +55,23 @@ class PrivateHome:
                 found = tool_paths(self.environ.get("PATH", ""), self.home, wanted)
                 self._tools[preset or ""] = tuple(found)
             return self._tools[preset or ""]
+
+    def fresh_tmp(self, lane: str) -> Path:
+        """A new `/tmp` for the attempt that starts in work tree `lane`, shared by every command
+        it runs (its `Run:` and its `Verify:` see the same files); the last attempt's is removed."""
+        with self._lock:
+            self._made += 1
+            folder = self._root / "tmp" / f"{lane}-{self._made}"
+            folder.mkdir(parents=True)
+            old = self._tmps.get(lane)
+            self._tmps[lane] = folder
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return folder
+
+    def tmp_of(self, lane: str) -> Path | None:
+        """The running attempt's `/tmp` in work tree `lane`; None before any attempt there."""
+        return self._tmps.get(lane)
 
     def close(self) -> None:
         self._finalizer()

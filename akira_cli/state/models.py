@@ -57,6 +57,9 @@ class CompletedStep(Model):
     """At least one deterministic check ran for the step and all passed."""
     commit: str | None = None
     """The step's commit on the task branch (git-native runs); None when git is off or nothing changed."""
+    earlier_run: str | None = None
+    """The earlier run of akira's on the same task file that completed it (its box was ticked
+    at this run's start): that run has its commit."""
     review: Literal["approved", "disputed", "none"] | None = None
     """The reviewer's verdict (the morning review); None when no reviewer looked at the step."""
     review_note: str = ""
@@ -67,14 +70,15 @@ class CompletedStep(Model):
     """What it did to its exam (changed exam files, its own new tests), when anything."""
 
     @classmethod
-    def of(cls, step_id: str, description: str, attempt: Attempt) -> CompletedStep:
-        """The record of a step that `attempt` completed."""
+    def of(cls, step_id: str, description: str, attempt: Attempt, tries: int | None = None) -> CompletedStep:
+        """The record of a step that `attempt` completed; `tries`: the attempts that counted
+        over every window, across resumes (`StepRecord.tries`), else the attempt's number."""
         review = attempt.review
         return cls(
             step_id=step_id,
             description=description,
             duration_seconds=attempt.duration_seconds,
-            attempts=attempt.number,
+            attempts=tries or attempt.number,
             verified=attempt.verified,
             commit=attempt.commit,
             review=review.verdict if review is not None else None,
@@ -92,6 +96,8 @@ class CompletedStep(Model):
     def how(self) -> str:
         if self.changed_exam:
             return "CHANGED ITS EXAM: its checks pass only with the exam files it changed"
+        if self.earlier_run:
+            return f"done by the earlier run {self.earlier_run}"
         return DONE_BY_TEXT[(self.done_by, self.verified)]
 
 
@@ -211,6 +217,9 @@ class LoopState(Model):
     """(device, inode) of the task file, to find it again wherever a person moved it."""
     config_file: str | None = None
     """The --config FILE given at start, reused by resume and --detach."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The dotted config keys `api.start(settings=...)` gave over the files', reused by every
+    resume and by a detached run's own process (`loop resume`), which reads the files again."""
     elapsed_seconds: float = 0.0
     """Work time summed over runs, for `timeout_seconds`."""
     systemic_issues: list[str] = Field(default_factory=list)

@@ -187,6 +187,9 @@ class StepRecord(Model):
     """Attempts before this index belong to an earlier run (before a resume) and are not counted."""
     window_count: int = 0
     """Attempts (not interrupted ones) since the window started: the next attempt's number - 1."""
+    tries: int = 0
+    """Attempts that count (not interrupted, not collided) over every window, across resumes: the
+    step's attempts as `loop progress` and the completion report give them."""
     approaches: list[str] = Field(default_factory=list)
     """Every approach tried for this step (not interrupted), across resumes."""
     reflections: list[str] = Field(default_factory=list)
@@ -211,7 +214,7 @@ class StepRecord(Model):
         save journals them all, then trims the record)."""
         if self.attempts_total < len(self.attempts):
             self.attempts_total, self.journaled = len(self.attempts), 0
-            self.window_count = len(self.window())
+            self.window_count = self.tries = len(self.window())
             self.approaches = sorted({a.approach for a in self.attempts if a.outcome not in NOT_COUNTED})
         return self
 
@@ -220,9 +223,15 @@ class StepRecord(Model):
         self.attempts_total += 1
         if attempt.outcome not in NOT_COUNTED:
             self.window_count += 1
+            self.tries += 1
             if attempt.approach not in self.approaches:
                 self.approaches.append(attempt.approach)
         self.trim(KEEP_ATTEMPTS)
+
+    def uncount(self) -> None:
+        """The last attempt turned out to cost the step nothing (a collision, found after it was
+        added): it no longer counts in the window nor in `tries`."""
+        self.window_count, self.tries = max(0, self.window_count - 1), max(0, self.tries - 1)
 
     def trim(self, keep: int) -> None:
         excess = len(self.attempts) - keep

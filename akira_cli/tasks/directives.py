@@ -66,6 +66,30 @@ def _command(value: str) -> Reading:
     return Reading()
 
 
+_PROGRAM_NAMES = (
+    "npm npx pnpm yarn node deno bun python python3 pip pip3 pytest uv poetry tox ruff mypy make cmake "
+    "cargo go gcc bash sh git docker mkdir cp mv rm echo touch cat ls test grep sed curl ruby bundle "
+    "rake gradle mvn java dotnet tsc jest eslint"
+)
+COMMON_PROGRAMS = frozenset(_PROGRAM_NAMES.split())
+"""Programs a command line starts with: `Run: npm ci` without its backticks is a near miss, while
+`Verify: make sure the form works` (a long line without a flag) stays prose."""
+
+
+def _shell(value: str) -> Reading:
+    """A backticked command, as `_command`; a command written without its backticks is a near miss."""
+    reading = _command(value)
+    if reading.value is not None or reading.near_miss or "`" in value:
+        return reading
+    words = value.split()
+    if words and (
+        words[0].startswith("./")
+        or (words[0] in COMMON_PROGRAMS and (len(words) <= 3 or any(w.startswith("-") for w in words[1:])))
+    ):
+        return Reading(near_miss="the command must be between backticks")
+    return reading
+
+
 def _path_and_text(value: str) -> Reading:
     spans, rest = _spans(value)
     if len(spans) == 2 and not rest and spans[0].strip() and spans[1]:
@@ -92,7 +116,8 @@ def _step_ids(value: str) -> Reading:
 
 
 _READERS: dict[str, Callable[[str], Reading]] = {
-    **dict.fromkeys((*COMMAND_KEYS, "exists"), _command),
+    **dict.fromkeys(COMMAND_KEYS, _shell),
+    "exists": _command,
     "contains": _path_and_text,
     "timeout": _seconds,
     "depends": _step_ids,

@@ -311,6 +311,7 @@ class _Parser:
 
     def _note_misspelling(self, key: str, number: int) -> None:
         guess = difflib.get_close_matches(key.lower(), DIRECTIVES, n=1, cutoff=MISSPELLING_CUTOFF)
+        guess = guess or [name for name in DIRECTIVES if sorted(name) == sorted(key.lower())]  # 'Rnu'
         if guess:
             self.warn(number, f"'{key}:' is read as a note (did you mean '{guess[0].capitalize()}'?)")
 
