@@ -201,7 +201,16 @@ def test_a_program_a_check_runs_from_an_ignored_folder_is_exam_too(tmp_path: Pat
     assert attempts[0].exam is not None and attempts[0].exam.changed == [".venv/bin/python"]
 
 
-AS_NOBODY = ["report hook", "pytest.py shadow", "assertion rewritten"]
+AS_NOBODY = [
+    "assertion rewritten",
+    "skip mark",
+    "report hook",
+    "pytest.ini collect-only",
+    "pyproject collect-only",
+    "pytest.py shadow",
+    "body gutted",
+]
+"""The issue's seven: each as uid 65534 too."""
 
 
 @pytest.mark.slow

@@ -96,3 +96,29 @@ def test_an_honest_fix_round_still_turns_green(tmp_path: Path, monkeypatch: pyte
         assert done.code == 0, done.err
         assert night.akira.state().pull_request.phase == "green"  # type: ignore[union-attr]
         assert night.forge.pulls[0].draft is False
+
+
+ASKED = """
+- [ ] 1. Update the test to the new meaning of add (a - b)
+  - Verify: `python3 -m pytest -q -p no:cacheprovider tests`
+"""
+ASKED_AGENT = """
+import pathlib
+test = pathlib.Path("tests/test_calc.py")
+test.write_text(test.read_text().replace("== 4", "== 0"))
+print("SUMMARY: the test follows add")
+"""
+
+
+def test_a_step_that_asks_to_change_its_test_is_a_persons_look_in_the_pull_requests_body(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verify = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    tasks = ASKED.replace("python3 -m pytest -q -p no:cacheprovider tests", verify)
+    with Night(tmp_path, monkeypatch, workflow_ci, files=FILES, agent=ASKED_AGENT, tasks=tasks) as night:
+        done = night.start()
+        assert done.code == 0, done.err
+        body = night.forge.pulls[0].body
+        assert "## Needs a person's look" in body and "CHANGED ITS EXAM (its text asked for it)" in body
+        assert "-    assert add(2, 2) == 4" in body and "+    assert add(2, 2) == 0" in body
+        assert "Akira-Verified: changed-exam" in night.commit("1")[1]

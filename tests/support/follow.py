@@ -97,10 +97,11 @@ class Night:
         pr: str = "ready",
         files: dict[str, str] | None = None,
         agent: str = AGENT,
+        tasks: str = TASKS,
         reviews: list[Review] | None = None,
     ) -> None:
         """`files`: more of the repository (path: text); `agent`: the agent's script in place of
-        `AGENT`."""
+        `AGENT`; `tasks`: the task file in place of `TASKS`."""
         gh = real_gh()
         self.tmp = tmp_path
         self.root = tmp_path / "repo"
@@ -108,7 +109,7 @@ class Night:
         assert main(["init", str(self.root)]) == 0
         person_repository(self.root)
         self.akira = Akira(self.root)
-        self.akira.write_task("calc", TASKS)
+        self.akira.write_task("calc", tasks)
         (self.root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
         for name, text in (files or {}).items():
             (self.root / name).parent.mkdir(parents=True, exist_ok=True)
