@@ -29,7 +29,7 @@ from akira_cli.git.step_message import Message
 from akira_cli.redaction import redact
 from akira_cli.sections import FollowSettings
 from akira_cli.state.follow import KEEP_ROUNDS, FixItem, PullRequestWatch, Round
-from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 
 if TYPE_CHECKING:
@@ -246,15 +246,7 @@ class Follower:
         while True:
             loop.guard.check_hook(state)
             loop.guard.check_limits(state)
-            state.iteration += 1
-            loop.bus.iteration = state.iteration
-            record = state.record(step.id, step.title)
-            number = record.window_count + 1
-            state.current_step = CurrentStep(step_id=step.id, description=step.title, attempt=number)
-            loop.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
-            if number == 1:
-                loop.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
-            loop.checkpoint()
+            loop.engine.iteration.begin(step, loop.checkpoint, guidance=False)
             try:
                 attempt = loop.engine.attempt(step, task)
                 loop.account()
@@ -271,8 +263,7 @@ class Follower:
             ).splitlines()
         checks = attempt.evaluation.checks if attempt.evaluation else []
         item.passed = [check.name for check in checks if check.passed and check.name != "agent result"]
-        state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
-        state.current_step = None
+        loop.engine.iteration.complete(step, attempt, tally=False)
         loop.bus.emit(EventType.STEP_COMPLETED, step.id, attempts=attempt.number, commit=attempt.commit)
         loop.checkpoint()
 

@@ -35,7 +35,7 @@ from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
 from akira_cli.resume_requests import ResumeRequest, apply_resume, take_request
-from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
@@ -129,8 +129,6 @@ class AutonomousLoop:
     def iterate(self, path: Path, task: TaskFile, step: Step) -> None:
         """One attempt. Its result is saved by the next boundary's one durable write (the next
         step's start, or the stop), and its box ticked only after that write."""
-        self.state.iteration += 1
-        self.bus.iteration = self.state.iteration
         self.begin_step(step)
         try:
             attempt = self.engine.attempt(step, task)
@@ -149,11 +147,7 @@ class AutonomousLoop:
             self.report_completed(step, attempt)
 
     def completed(self, step: Step, attempt: Attempt) -> None:
-        self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
-        if attempt.review is not None:
-            self.state.reviews[attempt.review.verdict] = self.state.reviews.get(attempt.review.verdict, 0) + 1
-        self.state.current_step = None
-        self.state.record(step.id, step.title).collision = None
+        self.engine.iteration.complete(step, attempt)
         self.book.hold(step)
 
     def report_completed(self, step: Step, attempt: Attempt) -> None:
@@ -196,17 +190,9 @@ class AutonomousLoop:
         self.store.refuse_older(self.state, in_quotes(resume))
 
     def begin_step(self, step: Step) -> None:
-        record = self.state.record(step.id, step.title)
-        if self.state.pending_guidance:
-            record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
-        number = record.window_count + 1
-        self.state.current_step = CurrentStep(step_id=step.id, description=step.title, attempt=number)
-        self.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
-        if number == 1:
-            self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
         # The iteration's one durable write: the last result, and this step running. Its sync
         # waits for the attempt's first command to start (see `StepEngine.attempt`).
-        self.checkpoint(defer_sync=True, running=step)
+        self.engine.iteration.begin(step, lambda: self.checkpoint(defer_sync=True, running=step))
 
     def account(self) -> None:
         now = time.monotonic()
@@ -284,7 +270,7 @@ class AutonomousLoop:
         return isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done and in_specs
 
     def complete(self, stop: LoopStop) -> None:
-        self.state.current_step = None
+        self.engine.iteration.idle()
         if self.waves is not None:
             self.waves.clean()  # `git worktree list` shows only what the person had
         if self.state.moving_to_done:

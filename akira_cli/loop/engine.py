@@ -23,6 +23,7 @@ from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import signature
 from akira_cli.loop.conditions import replaced_stop
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
+from akira_cli.loop.iteration import Iteration
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
 from akira_cli.loop.partners import Commits, Exam, Reviewer
@@ -76,6 +77,7 @@ class StepEngine(Outcomes):
     loop raises it at the next step boundary, once the attempt is recorded."""
 
     def __post_init__(self) -> None:
+        self.iteration = Iteration(self.state, self.bus)
         view = self.commits.look if self.commits is not None else None
         self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner, view)
         self.lane = Lane(self.runner, self.witness, self.workdir, self.agent_for)
@@ -295,14 +297,14 @@ class StepEngine(Outcomes):
                     faults.wait_out(request.step.id, result.fault)
                 except LoopStop:
                     if waits:
-                        self.state.iteration -= 1  # a provider fault spends no iteration
+                        self.iteration.give_back()  # a provider fault spends no iteration
                     raise
                 continue
             if result.limit is not None and not result.interrupted and waits:
                 try:
                     self.limits.wait_out(request.step.id, result.limit)
                 except LoopStop:
-                    self.state.iteration -= 1  # a usage limit spends no iteration
+                    self.iteration.give_back()  # a usage limit spends no iteration
                     raise
                 continue
             if not result.transient or retries >= limit or result.interrupted or result.limit is not None:
