@@ -10,7 +10,6 @@ other exception saves on its way out. The task file's side lives in `taskbook.Ta
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,10 +65,11 @@ class AutonomousLoop:
     """The start's parse of the task file, when it has one."""
     agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None = None
     """Agents that run their commands through a given runner (a parallel step's lane)."""
-    waves: Waves | None = None
-    """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1."""
-    follower: Follower | None = None
-    """After the pull request: its checks and reviews followed (`follow:`)."""
+    make_waves: Callable[[AutonomousLoop], Waves] | None = None
+    """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1:
+    made with the loop, whose boundary and saves they work through."""
+    make_follower: Callable[[AutonomousLoop], Follower] | None = None
+    """After the pull request: its checks and reviews followed (`follow:`), made with the loop."""
 
     def __post_init__(self) -> None:
         self.guard = Guard(self.workspace, self.config, self.locator)
@@ -80,11 +80,13 @@ class AutonomousLoop:
             self.locator,
             self.engine.check_claim,
             tasks=self.tasks or TaskSource(),
+            # the commits' own: a commit never carries a running mark
+            marks=self.engine.commits.marks if self.engine.commits is not None else {},
         )
-        if self.engine.commits is not None:
-            self.engine.commits.marks = self.book.marks  # a commit never carries a running mark
-        self.forced = threading.Event()
+        self.forced = self.engine.control.forced
         self._mark = time.monotonic()
+        self.waves: Waves | None = self.make_waves(self) if self.make_waves is not None else None
+        self.follower: Follower | None = self.make_follower(self) if self.make_follower is not None else None
 
     def run(self) -> LoopStop:
         self.begin()
@@ -342,20 +344,6 @@ class AutonomousLoop:
         except TaskFileError:
             return False
         return True
-
-    def pause(self, seconds: float) -> bool:
-        """Waits out a backoff; True as soon as a stop is wanted. File events only wake it to
-        check, so an unrelated change in the workspace never cuts the wait short."""
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            if self.stop_wanted():
-                return True
-            self.watcher.wait(left)
-        return self.stop_wanted()
-
-    def stop_wanted(self) -> bool:
-        """Checked at safe boundaries inside a step: a forced stop, or a hook a person dropped."""
-        return self.forced.is_set() or active_hook(self.workspace, self.state.task_id) is not None
 
     def force_stop(self) -> None:
         """Called from a signal handler: kill the running command's group, stop at once."""

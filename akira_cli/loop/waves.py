@@ -217,7 +217,7 @@ class Waves:
             view = slot_view(self.run.git, path) if workdir == path else None
             workspace = Path(os.path.normpath(path / os.path.relpath(self.run.workspace, self.run.root)))
             lane = slot_lane(
-                slot, path, workdir, engine.runner, engine.control, self.loop.agents_for, view, workspace
+                slot, path, workdir, engine.runner, engine.plane, self.loop.agents_for, view, workspace
             )
             self.lanes[slot] = lane
         lane.runner.killed = self.loop.forced.is_set()
