@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from akira_cli.events import Event, EventBus
+from akira_cli.git.run import Found
 from akira_cli.loop.iteration import Iteration
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt, ReviewResult
@@ -96,3 +97,28 @@ def test_a_fix_step_takes_no_guidance_and_no_tally(tmp_path: Path) -> None:
     on_disk = store.load(TASK)
     assert on_disk.pending_guidance == "for the next task step" and on_disk.reviews == {}
     assert on_disk.completed_ids() == {"ci-1"}
+
+
+def test_commits_a_crash_left_unrecorded_are_adopted_and_a_tick_by_someone_accepted(tmp_path: Path) -> None:
+    store, state, iteration, seen = setup(tmp_path)
+    iteration.begin(step("1"), lambda: store.save(state))
+    state.record("2", "step 2")
+    iteration.accept(step("3"), "person", verified=False)
+    found = [
+        Found(sha="a" * 40, task_id=TASK, step_id="2", verified=True, review="approved"),
+        Found(sha="b" * 40, task_id=TASK, step_id="3", verified=False),
+        Found(sha="c" * 40, task_id=TASK, step_id="ci-1", verified=True),
+    ]
+    assert iteration.adopt(found) == ["2", "ci-1"]
+    store.save(state)
+    on_disk = store.load(TASK)
+    done = {s.step_id: s for s in on_disk.completed_steps}
+    assert (done["2"].description, done["2"].commit, done["2"].review) == ("step 2", "a" * 40, "approved")
+    assert (done["3"].done_by, done["3"].attempts, done["3"].commit) == ("person", 0, "b" * 40)
+    assert done["ci-1"].description == "ci-1" and on_disk.reviews == {"approved": 1}
+    assert on_disk.current_step is None
+    assert seen[-1].type == "ledger" and seen[-1].data == {
+        "action": "commits_adopted",
+        "steps": ["2", "ci-1"],
+    }
+    assert iteration.adopt(found) == [] and len(state.completed_steps) == 3  # adopted once

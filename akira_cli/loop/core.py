@@ -172,7 +172,7 @@ class AutonomousLoop:
         self.refuse_stale()
         self.state.status = "running"
         if self.engine.commits is not None:
-            self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
+            self.engine.iteration.adopt(self.engine.commits.adopt())  # a kill -9 left them unrecorded
         if self.waves is not None:
             self.waves.prepare()  # stale slots removed, their folder made before any step runs
         self.checkpoint()

@@ -9,8 +9,9 @@ calls back into the loop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from akira_cli.events import EventBus, EventType
 from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
@@ -20,6 +21,22 @@ from akira_cli.tasks.model import Step
 
 class Save(Protocol):
     def __call__(self) -> None: ...
+
+
+class FoundCommit(Protocol):
+    """A commit of akira's on the task branch, read back by its trailers (`git.run.Found`)."""
+
+    @property
+    def sha(self) -> str: ...
+
+    @property
+    def step_id(self) -> str: ...
+
+    @property
+    def verified(self) -> bool: ...
+
+    @property
+    def review(self) -> str | None: ...
 
 
 class Iteration:
@@ -60,6 +77,44 @@ class Iteration:
             state.reviews[attempt.review.verdict] = state.reviews.get(attempt.review.verdict, 0) + 1
         state.current_step = None
         state.record(step.id, step.title).collision = None
+
+    def accept(self, step: Step, done_by: Literal["person", "claim"], *, verified: bool) -> None:
+        """`step` completed by a tick akira did not make (see `loop.ledger`): no attempt ran."""
+        self.state.completed_steps.append(
+            CompletedStep(
+                step_id=step.id, description=step.title, attempts=0, done_by=done_by, verified=verified
+            )
+        )
+
+    def adopt(self, found: Sequence[FoundCommit]) -> list[str]:
+        """The steps of commits the state does not know of (a kill -9 between a commit and the
+        save that records it), recorded complete with their commits; their ids."""
+        state = self.state
+        known = {done.step_id: done for done in state.completed_steps}
+        adopted = []
+        for commit in found:
+            done = known.get(commit.step_id)
+            if done is None and commit.step_id not in state.completed_ids():
+                record = state.steps.get(commit.step_id)
+                title = record.description if record is not None else commit.step_id
+                state.completed_steps.append(
+                    CompletedStep(
+                        step_id=commit.step_id,
+                        description=title,
+                        verified=commit.verified,
+                        commit=commit.sha,
+                        review=commit.review,
+                    )
+                )
+                if commit.review is not None:
+                    state.reviews[commit.review] = state.reviews.get(commit.review, 0) + 1
+                adopted.append(commit.step_id)
+            elif done is not None and done.commit is None:
+                done.commit = commit.sha
+        if adopted:
+            state.current_step = None
+            self.bus.emit(EventType.LEDGER, action="commits_adopted", steps=adopted)
+        return adopted
 
     def give_back(self) -> None:
         """The iteration spent nothing: a usage limit or a provider fault cut it short before
