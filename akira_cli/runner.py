@@ -126,6 +126,7 @@ class CommandRunner:
         on_start: Callable[[], None] | None = None,
         *,
         private_env: bool = False,
+        wrapper: CommandWrapper | None = None,
     ) -> None:
         self.cwd = cwd
         self.private_env = private_env
@@ -144,8 +145,8 @@ class CommandRunner:
         self._current: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.killed = False
-        self.wrapper: CommandWrapper | None = None
-        """Set for a sandboxed run: every command starts inside it."""
+        self.wrapper = wrapper
+        """A sandboxed run's: every command starts inside it."""
 
     def run(
         self,

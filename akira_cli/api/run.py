@@ -19,8 +19,9 @@ from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.exam.judge import ExamJudge
 from akira_cli.loop.conditions import TaskLocator
+from akira_cli.loop.control import Control
 from akira_cli.loop.core import AutonomousLoop
-from akira_cli.loop.engine import StepEngine
+from akira_cli.loop.engine import PromptBuilder, StepEngine
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.redaction import redact
@@ -38,10 +39,12 @@ from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
     from akira_cli.checks import Judge
+    from akira_cli.follow.follower import Follower
     from akira_cli.follow.forge import Forge
     from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
+    from akira_cli.loop.waves import Waves
     from akira_cli.sandbox.blame import Refusal
     from akira_cli.sandbox.bwrap import Sandbox
 
@@ -62,9 +65,10 @@ def run(
     def build(bus: EventBus, watcher: WorkspaceWatcher, stack: contextlib.ExitStack) -> AutonomousLoop:
         sandbox = stack.enter_context(sandbox_for(workspace, config, state, bus))
         state.sandboxed = sandbox is not None
-        loop = build_loop(workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks)
+        loop = build_loop(
+            workspace, config, store, state, bus, watcher, wait=wait, tasks=tasks, sandbox=sandbox
+        )
         stack.callback(loop.locator.close)
-        loop.engine.runner.wrapper = sandbox  # every command of the run starts inside the sandbox
         return loop
 
     return finished(
@@ -178,7 +182,10 @@ def build_loop(
     *,
     wait: bool,
     tasks: TaskSource | None = None,
+    sandbox: Sandbox | None = None,
 ) -> AutonomousLoop:
+    """The loop and what it works with, each made once with what it needs. `sandbox`: every
+    command of the run starts inside it."""
     workdir = agent_workdir(workspace, config)
     from akira_cli.git.dotenv import ignored_env_values
 
@@ -188,11 +195,23 @@ def build_loop(
         env={"AKIRA_TASK_ID": state.task_id, "AKIRA_WORKSPACE": str(workspace.root)},
         ledger=ChildLedger(store.children_path(state.task_id)),
         on_start=store.sync_pending,
+        wrapper=sandbox,
     )
     commits = step_commits(workspace, config, state, workdir, bus, runner)
     client = llm_client(config, state, bus)
     context = AgentContext(config, workspace, runner, bus, state.task_id, client)
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
+    control = Control(workspace, state, store, watcher)
+    limits = LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, control.save, control.pause)
+    from akira_cli.review.build import step_reviewer
+
+    steps = StepPrompts(workspace, config, lambda message: bus.emit(EventType.WARNING, message=message))
+    prompts: PromptBuilder = steps
+    follow = config.follow or (FollowSettings() if state.follow else None)
+    if follow is not None and commits is not None:
+        from akira_cli.follow.follower import fix_prompts
+
+        prompts = fix_prompts(steps, state)  # a fix step's prompt is its check's or comment's
     engine = StepEngine(
         state,
         config,
@@ -200,16 +219,21 @@ def build_loop(
         bus,
         runner,
         pool,
-        StepPrompts(workspace, config, lambda message: bus.emit(EventType.WARNING, message=message)),
+        prompts,
         build_reflection(workspace, config, bus, client),
-        pause=lambda _: False,  # the three replaced by the loop's own below
-        should_stop=lambda: False,
-        limits=LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, lambda: None, lambda _: False),
+        control,
+        limits,
         judge=llm_judge(config, client),
         commits=commits,
+        reviewer=step_reviewer(config, workspace, state, bus, commits, limits, control.pause),
         exam=ExamJudge(config, workspace, state, bus),
     )
-    loop = AutonomousLoop(
+
+    def agents_for(lane_runner: CommandRunner) -> AgentPool:
+        lane_context = AgentContext(config, workspace, lane_runner, bus, state.task_id, client)
+        return AgentPool(state.agent_kind or config.agent.kind, lane_context)
+
+    return AutonomousLoop(
         workspace,
         config,
         store,
@@ -221,29 +245,30 @@ def build_loop(
         RunReports(workspace, config, store, bus, commits),
         wait=wait,
         tasks=tasks,
+        agents_for=agents_for,
+        make_waves=waves_of(state, commits),
+        make_follower=follower_of(config, follow, commits),
     )
-    engine.pause, engine.should_stop = loop.pause, loop.stop_wanted
-    from akira_cli.review.build import step_reviewer
 
-    engine.reviewer = step_reviewer(config, workspace, state, bus, commits, engine.limits, loop.pause)
 
-    def agents_for(lane_runner: CommandRunner) -> AgentPool:
-        lane_context = AgentContext(config, workspace, lane_runner, bus, state.task_id, client)
-        return AgentPool(state.agent_kind or config.agent.kind, lane_context)
+def waves_of(state: LoopState, commits: StepCommits | None) -> Callable[[AutonomousLoop], Waves] | None:
+    """A git-native run's parallel waves, when `parallel` is above 1."""
+    if state.parallel <= 1 or commits is None:
+        return None
+    from akira_cli.loop.waves import Waves
 
-    loop.agents_for = agents_for
-    if state.parallel > 1 and commits is not None:
-        from akira_cli.loop.waves import Waves
+    return lambda loop: Waves(loop, commits.run, commits, state.parallel)
 
-        loop.waves = Waves(loop, commits.run, commits, state.parallel)
-    engine.limits.pause, engine.limits.save = loop.pause, lambda: store.save(state)
-    follow = config.follow or (FollowSettings() if state.follow else None)
-    if follow is not None and commits is not None:
-        from akira_cli.follow.follower import Follower
 
-        loop.follower = Follower(follow, commits, forges(config, commits.run.root))
-        loop.follower.attach(loop)
-    return loop
+def follower_of(
+    config: Config, follow: FollowSettings | None, commits: StepCommits | None
+) -> Callable[[AutonomousLoop], Follower] | None:
+    """A git-native run's follower of its pull request (`follow:`)."""
+    if follow is None or commits is None:
+        return None
+    from akira_cli.follow.follower import Follower
+
+    return lambda loop: Follower(follow, commits, forges(config, commits.run.root), loop)
 
 
 def forges(config: Config, root: Path) -> Callable[[str], Forge]:

@@ -29,13 +29,14 @@ from akira_cli.git.step_message import Message
 from akira_cli.redaction import redact
 from akira_cli.sections import FollowSettings
 from akira_cli.state.follow import KEEP_ROUNDS, FixItem, PullRequestWatch, Round
-from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
     from akira_cli.loop.conditions import Guard
     from akira_cli.loop.engine import StepEngine
+    from akira_cli.step_prompts import StepPrompts
 
 FORGE_TRIES = 3
 """The forge's tool failing this many looks in a row needs a person."""
@@ -57,8 +58,6 @@ class Host(Protocol):
 
     def account(self) -> None: ...
 
-    def pause(self, seconds: float) -> bool: ...
-
 
 def now() -> datetime:
     return datetime.now(UTC)
@@ -70,19 +69,10 @@ class Follower:
     commits: StepCommits
     forge: Callable[[str], Forge]
     """The forge of the pull request at a URL."""
-    host: Host | None = None
+    loop: Host
+    """The loop that made it; its engine's prompts are `fix_prompts`."""
     clock: Callable[[], datetime] = now
     failures: int = field(default=0, init=False)
-
-    def attach(self, host: Host) -> None:
-        """Plugs into the loop: its engine's prompts learn the fix steps."""
-        self.host = host
-        host.engine.prompts = FollowPrompts(host.engine.prompts, self.item_for, lambda: self.record.url)  # type: ignore[arg-type]
-
-    @property
-    def loop(self) -> Host:
-        assert self.host is not None
-        return self.host
 
     @property
     def record(self) -> PullRequestWatch:
@@ -136,7 +126,7 @@ class Follower:
             if isinstance(decision, Fix):
                 self.finish(self.begin_round(decision), forge)
                 continue
-            if self.loop.pause(self.settings.poll_seconds):
+            if self.loop.engine.control.pause(self.settings.poll_seconds):
                 self.loop.guard.check_hook(state)
 
     def look(self, forge: Forge) -> Wait | Fix | Green | GiveUp:
@@ -246,15 +236,7 @@ class Follower:
         while True:
             loop.guard.check_hook(state)
             loop.guard.check_limits(state)
-            state.iteration += 1
-            loop.bus.iteration = state.iteration
-            record = state.record(step.id, step.title)
-            number = record.window_count + 1
-            state.current_step = CurrentStep(step_id=step.id, description=step.title, attempt=number)
-            loop.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
-            if number == 1:
-                loop.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
-            loop.checkpoint()
+            loop.engine.iteration.begin(step, loop.checkpoint, guidance=False)
             try:
                 attempt = loop.engine.attempt(step, task)
                 loop.account()
@@ -271,8 +253,7 @@ class Follower:
             ).splitlines()
         checks = attempt.evaluation.checks if attempt.evaluation else []
         item.passed = [check.name for check in checks if check.passed and check.name != "agent result"]
-        state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt))
-        state.current_step = None
+        loop.engine.iteration.complete(step, attempt, tally=False)
         loop.bus.emit(EventType.STEP_COMPLETED, step.id, attempts=attempt.number, commit=attempt.commit)
         loop.checkpoint()
 
@@ -312,13 +293,23 @@ class Follower:
         except (OSError, TaskFileError):
             return TaskFile(path=path, steps=[])
 
-    def item_for(self, step_id: str) -> FixItem | None:
-        record = self.loop.state.pull_request
-        for round_ in reversed(record.rounds if record else []):
-            for item in round_.items:
-                if item.step_id == step_id:
-                    return item
-        return None
+
+def fix_prompts(steps: StepPrompts, state: LoopState) -> FollowPrompts:
+    """The prompts of a run that may follow its pull request: a fix step's are its item's."""
+    return FollowPrompts(
+        steps,
+        lambda step_id: item_for(state, step_id),
+        lambda: state.pull_request.url if state.pull_request is not None else "",
+    )
+
+
+def item_for(state: LoopState, step_id: str) -> FixItem | None:
+    record = state.pull_request
+    for round_ in reversed(record.rounds if record else []):
+        for item in round_.items:
+            if item.step_id == step_id:
+                return item
+    return None
 
 
 def start_watch(state: LoopState, max_rounds: int, head: str) -> PullRequestWatch:

@@ -19,10 +19,10 @@ from akira_cli.git import attempts, hints, moves
 from akira_cli.git.branches import BranchWatch
 from akira_cli.git.nested import left_out
 from akira_cli.git.pinned import GitError
-from akira_cli.git.run import GitRun, subject
+from akira_cli.git.run import Found, GitRun, subject
 from akira_cli.git.step_message import Message, task_bytes, ticked_bytes, trailers
 from akira_cli.git.verify import CommitRefused
-from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.templates import render
@@ -216,38 +216,16 @@ class StepCommits:
                 f"branches?); run {in_quotes(switch)}, then resume"
             )
 
-    def adopt(self) -> list[str]:
-        """Commits of this task that the state does not know of (a kill -9 between a commit and
-        the save that records it): their steps are recorded complete, with their commits."""
+    def adopt(self) -> list[Found]:
+        """akira's commits of this task on the branch, for the loop to record those the state
+        does not know of (a kill -9 between a commit and the save that records it); the index
+        such a kill left, put back."""
         record = self.state.git
         if record is None:
             return []
-        known = {done.step_id: done for done in self.state.completed_steps}
-        adopted = []
-        for found in self.run.found(record, self.state.task_id):
-            done = known.get(found.step_id)
-            if done is None and found.step_id not in self.state.completed_ids():
-                step = self.state.steps.get(found.step_id)
-                title = step.description if step is not None else found.step_id
-                self.state.completed_steps.append(
-                    CompletedStep(
-                        step_id=found.step_id,
-                        description=title,
-                        verified=found.verified,
-                        commit=found.sha,
-                        review=found.review,
-                    )
-                )
-                if found.review is not None:
-                    self.state.reviews[found.review] = self.state.reviews.get(found.review, 0) + 1
-                adopted.append(found.step_id)
-            elif done is not None and done.commit is None:
-                done.commit = found.sha
-        if adopted:
-            self.state.current_step = None
-            self.bus.emit(EventType.LEDGER, action="commits_adopted", steps=adopted)
+        found = self.run.found(record, self.state.task_id)
         self.run.repair_index(self.state.task_id)
-        return adopted
+        return found
 
     def commit_done(self, moved_from: Path, moved_to: Path, feature: str) -> None:
         """The move of the task to Done/ as one more commit, so that the branch ends clean."""

@@ -10,7 +10,6 @@ other exception saves on its way out. The task file's side lives in `taskbook.Ta
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from akira_cli.loop.metrics import update_metrics
 from akira_cli.loop.partners import Follower, Reports
 from akira_cli.loop.taskbook import TaskBook
 from akira_cli.resume_requests import ResumeRequest, apply_resume, take_request
-from akira_cli.state.models import CompletedStep, CurrentStep, LoopState
+from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
@@ -66,10 +65,11 @@ class AutonomousLoop:
     """The start's parse of the task file, when it has one."""
     agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None = None
     """Agents that run their commands through a given runner (a parallel step's lane)."""
-    waves: Waves | None = None
-    """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1."""
-    follower: Follower | None = None
-    """After the pull request: its checks and reviews followed (`follow:`)."""
+    make_waves: Callable[[AutonomousLoop], Waves] | None = None
+    """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1:
+    made with the loop, whose boundary and saves they work through."""
+    make_follower: Callable[[AutonomousLoop], Follower] | None = None
+    """After the pull request: its checks and reviews followed (`follow:`), made with the loop."""
 
     def __post_init__(self) -> None:
         self.guard = Guard(self.workspace, self.config, self.locator)
@@ -80,11 +80,13 @@ class AutonomousLoop:
             self.locator,
             self.engine.check_claim,
             tasks=self.tasks or TaskSource(),
+            # the commits' own: a commit never carries a running mark
+            marks=self.engine.commits.marks if self.engine.commits is not None else {},
         )
-        if self.engine.commits is not None:
-            self.engine.commits.marks = self.book.marks  # a commit never carries a running mark
-        self.forced = threading.Event()
+        self.forced = self.engine.control.forced
         self._mark = time.monotonic()
+        self.waves: Waves | None = self.make_waves(self) if self.make_waves is not None else None
+        self.follower: Follower | None = self.make_follower(self) if self.make_follower is not None else None
 
     def run(self) -> LoopStop:
         self.begin()
@@ -129,8 +131,6 @@ class AutonomousLoop:
     def iterate(self, path: Path, task: TaskFile, step: Step) -> None:
         """One attempt. Its result is saved by the next boundary's one durable write (the next
         step's start, or the stop), and its box ticked only after that write."""
-        self.state.iteration += 1
-        self.bus.iteration = self.state.iteration
         self.begin_step(step)
         try:
             attempt = self.engine.attempt(step, task)
@@ -149,12 +149,7 @@ class AutonomousLoop:
             self.report_completed(step, attempt)
 
     def completed(self, step: Step, attempt: Attempt) -> None:
-        tries = self.state.record(step.id, step.title).tries
-        self.state.completed_steps.append(CompletedStep.of(step.id, step.title, attempt, tries))
-        if attempt.review is not None:
-            self.state.reviews[attempt.review.verdict] = self.state.reviews.get(attempt.review.verdict, 0) + 1
-        self.state.current_step = None
-        self.state.record(step.id, step.title).collision = None
+        self.engine.iteration.complete(step, attempt)
         self.book.hold(step)
 
     def report_completed(self, step: Step, attempt: Attempt) -> None:
@@ -177,7 +172,7 @@ class AutonomousLoop:
         self.refuse_stale()
         self.state.status = "running"
         if self.engine.commits is not None:
-            self.engine.commits.adopt()  # commits a kill -9 left unrecorded: their steps are done
+            self.engine.iteration.adopt(self.engine.commits.adopt())  # a kill -9 left them unrecorded
         if self.waves is not None:
             self.waves.prepare()  # stale slots removed, their folder made before any step runs
         self.checkpoint()
@@ -197,17 +192,9 @@ class AutonomousLoop:
         self.store.refuse_older(self.state, in_quotes(resume))
 
     def begin_step(self, step: Step) -> None:
-        record = self.state.record(step.id, step.title)
-        if self.state.pending_guidance:
-            record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
-        number = record.window_count + 1
-        self.state.current_step = CurrentStep(step_id=step.id, description=step.title, attempt=number)
-        self.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number)
-        if number == 1:
-            self.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
         # The iteration's one durable write: the last result, and this step running. Its sync
         # waits for the attempt's first command to start (see `StepEngine.attempt`).
-        self.checkpoint(defer_sync=True, running=step)
+        self.engine.iteration.begin(step, lambda: self.checkpoint(defer_sync=True, running=step))
 
     def account(self) -> None:
         now = time.monotonic()
@@ -286,7 +273,7 @@ class AutonomousLoop:
         return isinstance(stop, TaskCompleted) and self.config.autonomous_loop.auto_move_to_done and in_specs
 
     def complete(self, stop: LoopStop) -> None:
-        self.state.current_step = None
+        self.engine.iteration.idle()
         if self.waves is not None:
             self.waves.clean()  # `git worktree list` shows only what the person had
         if self.state.moving_to_done:
@@ -357,20 +344,6 @@ class AutonomousLoop:
         except TaskFileError:
             return False
         return True
-
-    def pause(self, seconds: float) -> bool:
-        """Waits out a backoff; True as soon as a stop is wanted. File events only wake it to
-        check, so an unrelated change in the workspace never cuts the wait short."""
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            if self.stop_wanted():
-                return True
-            self.watcher.wait(left)
-        return self.stop_wanted()
-
-    def stop_wanted(self) -> bool:
-        """Checked at safe boundaries inside a step: a forced stop, or a hook a person dropped."""
-        return self.forced.is_set() or active_hook(self.workspace, self.state.task_id) is not None
 
     def force_stop(self) -> None:
         """Called from a signal handler: kill the running command's group, stop at once."""

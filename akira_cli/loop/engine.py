@@ -22,7 +22,9 @@ from akira_cli.errors import ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, utcnow
 from akira_cli.failures import signature
 from akira_cli.loop.conditions import replaced_stop
+from akira_cli.loop.control import Control
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
+from akira_cli.loop.iteration import Iteration
 from akira_cli.loop.lanes import Lane, Pending
 from akira_cli.loop.outcomes import Outcomes, Reflection
 from akira_cli.loop.partners import Commits, Exam, Reviewer
@@ -60,9 +62,8 @@ class StepEngine(Outcomes):
     agent_for: Callable[[Step], Agent]
     prompts: PromptBuilder
     reflection: Reflection
-    pause: Callable[[float], bool]
-    """Waits up to N seconds; returns True early when a stop was requested."""
-    should_stop: Callable[[], bool]
+    control: Control
+    """The run around the step: a pause a stop cuts short, whether a stop is wanted, the save."""
     limits: LimitWaiter
     judge: Judge | None = None
     commits: Commits | None = None
@@ -76,8 +77,9 @@ class StepEngine(Outcomes):
     loop raises it at the next step boundary, once the attempt is recorded."""
 
     def __post_init__(self) -> None:
+        self.iteration = Iteration(self.state, self.bus)
         view = self.commits.look if self.commits is not None else None
-        self.witness = Witness(self.workspace.root, self.workdir, self.control, self.runner, view)
+        self.witness = Witness(self.workspace.root, self.workdir, self.plane, self.runner, view)
         self.lane = Lane(self.runner, self.witness, self.workdir, self.agent_for)
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
@@ -215,7 +217,7 @@ class StepEngine(Outcomes):
             prompt,
             workdir,
             step.timeout or self.config.agent.command_timeout_seconds,
-            self.should_stop,
+            self.control.stop_wanted,
             Path(self.state.task_path),
             session,
         )
@@ -247,7 +249,7 @@ class StepEngine(Outcomes):
         )
 
     @property
-    def control(self) -> ControlPlane:
+    def plane(self) -> ControlPlane:
         return ControlPlane(self.workspace.root, lambda: Path(self.state.task_path))
 
     def note_control_plane(self, step: Step, changed: list[str]) -> None:
@@ -287,7 +289,7 @@ class StepEngine(Outcomes):
         `waits`: a usage limit is waited out here (else the caller does it)."""
         limit = self.config.autonomous_loop.max_step_retries
         retries = 0
-        faults = FaultWaiter(self.bus, self.config.agent.max_transient_wait_seconds, self.pause)
+        faults = FaultWaiter(self.bus, self.config.agent.max_transient_wait_seconds, self.control.pause)
         while True:
             result = agent.run(request)
             if result.fault is not None and result.limit is None and not result.interrupted:
@@ -295,14 +297,14 @@ class StepEngine(Outcomes):
                     faults.wait_out(request.step.id, result.fault)
                 except LoopStop:
                     if waits:
-                        self.state.iteration -= 1  # a provider fault spends no iteration
+                        self.iteration.give_back()  # a provider fault spends no iteration
                     raise
                 continue
             if result.limit is not None and not result.interrupted and waits:
                 try:
                     self.limits.wait_out(request.step.id, result.limit)
                 except LoopStop:
-                    self.state.iteration -= 1  # a usage limit spends no iteration
+                    self.iteration.give_back()  # a usage limit spends no iteration
                     raise
                 continue
             if not result.transient or retries >= limit or result.interrupted or result.limit is not None:
@@ -326,7 +328,7 @@ class StepEngine(Outcomes):
                 wait_seconds=round(wait, 3),
                 error=result.error[:300],
             )
-            if self.pause(wait):
+            if self.control.pause(wait):
                 return result, retries
 
     def checks_of(

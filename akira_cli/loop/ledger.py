@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from akira_cli.events import EventBus, EventType
-from akira_cli.state.models import CompletedStep, LoopState
+from akira_cli.loop.iteration import Iteration
+from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 
 Directives = tuple[object, ...]
@@ -36,6 +37,7 @@ class Ledger:
     bus: EventBus
     check_claim: Callable[[Step], bool]
     """Runs a step's own checks (never the agent); True when they all pass."""
+    iteration: Iteration
     known_ticks: set[str] = field(default_factory=set)
     """The leaves ticked in the file as akira last saw it."""
     trusted: dict[str, Directives] = field(default_factory=dict)
@@ -110,15 +112,7 @@ class Ledger:
         self.bus.emit(EventType.LEDGER, step.id, action="claim_refuted", reason="its checks failed")
 
     def complete(self, step: Step, done_by: Literal["person", "claim"], *, verified: bool) -> None:
-        self.state.completed_steps.append(
-            CompletedStep(
-                step_id=step.id,
-                description=step.title,
-                attempts=0,
-                done_by=done_by,
-                verified=verified,
-            )
-        )
+        self.iteration.accept(step, done_by, verified=verified)
         self.bus.emit(EventType.LEDGER, step.id, action="accepted", done_by=done_by, verified=verified)
 
     def changed_directives(self, task: TaskFile) -> list[str]:

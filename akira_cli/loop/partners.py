@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from akira_cli.changes import Snapshot
     from akira_cli.checks import Check
     from akira_cli.errors import LoopStop
+    from akira_cli.loop.iteration import FoundCommit
     from akira_cli.runner import CommandRunner
     from akira_cli.state.models import CompletedStep, LoopState
     from akira_cli.state.records import Attempt, ReviewResult, StepRecord
@@ -47,7 +48,7 @@ class Commits(Protocol):
 
     def failed(self, step: Step, attempt: Attempt, store_dir: Path) -> None: ...
 
-    def adopt(self) -> list[str]: ...
+    def adopt(self) -> Sequence[FoundCommit]: ...
 
     def commit_done(self, moved_from: Path, moved_to: Path, feature: str) -> None: ...
 

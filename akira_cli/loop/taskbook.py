@@ -15,6 +15,7 @@ from akira_cli.errors import AkiraError, LoopFailed, StopRequested, TaskComplete
 from akira_cli.events import EventBus, EventType
 from akira_cli.hooks import write_hook
 from akira_cli.loop.conditions import TaskLocator, replaced_stop
+from akira_cli.loop.iteration import Iteration
 from akira_cli.loop.ledger import Ledger
 from akira_cli.review.summary import disputed_note
 from akira_cli.state.models import LoopState
@@ -41,7 +42,7 @@ class TaskBook:
     itself counts as `[ ]`). A commit carries them as they were, and a stop puts them back."""
 
     def __post_init__(self) -> None:
-        self.ledger = Ledger(self.state, self.bus, self.check_claim)
+        self.ledger = Ledger(self.state, self.bus, self.check_claim, Iteration(self.state, self.bus))
         self._cursor: tuple[TaskFile | None, int] = (None, 0)
         self._fresh: tuple[Path, TaskFile] | None = None
         """The file as `after_attempt` just read it: the next boundary's look, a moment later."""

@@ -139,8 +139,7 @@ class Waves:
                     self.loop.checkpoint()
         if wave.stop is not None:
             if wave.stopped_at is not None:
-                at = wave.stopped_at
-                self.state.current_step = CurrentStep(step_id=at.id, description=at.title)
+                self.loop.engine.iteration.stopped_at(wave.stopped_at)
             raise wave.stop
         self.failed = []  # a later stop is not about this wave
 
@@ -169,7 +168,7 @@ class Waves:
         land, a step a usage limit cut short goes back in the queue."""
         assert pending.lane.slot is not None
         wave.free.append(pending.lane.slot)
-        self.forget(pending.step.id)
+        self.loop.engine.iteration.finished(pending.step.id)
         try:
             if pending.attempt is not None and pending.attempt.outcome == "failure":
                 self.failed.append(pending.step.id)
@@ -200,23 +199,12 @@ class Waves:
             raise
 
     def begin(self, step: Step, task: TaskFile, slot: int) -> Pending:
-        self.state.iteration += 1
-        self.loop.bus.iteration = self.state.iteration
-        record = self.state.record(step.id, step.title)
-        if self.state.pending_guidance:
-            record.guidance, self.state.pending_guidance = self.state.pending_guidance, None
         path = self.slots.path(slot)
         lane = self.lane(slot, path)
         lane.witness.forget()
-        number = record.window_count + 1
-        self.state.current_steps.append(
-            CurrentStep(step_id=step.id, description=step.title, attempt=number, worktree=str(path))
-        )
-        self.loop.bus.emit(EventType.ITERATION_STARTED, step.id, attempt=number, worktree=str(path))
-        if number == 1:
-            self.loop.bus.emit(EventType.STEP_STARTED, step.id, title=step.title)
+        # the running steps, on disk before their agents start
+        self.loop.engine.iteration.begin(step, self.loop.checkpoint, worktree=path)
         pending = self.loop.engine.start(step, task, lane)
-        self.loop.checkpoint()  # the running steps, on disk before their agents start
         self.loop.book.running(Path(self.state.task_path), step)
         return pending
 
@@ -229,7 +217,7 @@ class Waves:
             view = slot_view(self.run.git, path) if workdir == path else None
             workspace = Path(os.path.normpath(path / os.path.relpath(self.run.workspace, self.run.root)))
             lane = slot_lane(
-                slot, path, workdir, engine.runner, engine.control, self.loop.agents_for, view, workspace
+                slot, path, workdir, engine.runner, engine.plane, self.loop.agents_for, view, workspace
             )
             self.lanes[slot] = lane
         lane.runner.killed = self.loop.forced.is_set()
@@ -297,7 +285,7 @@ class Waves:
             raise pending.error
         result = pending.result
         if pending.attempt is None and result is not None and result.limit is not None:
-            self.state.iteration -= 1  # a usage limit spends no iteration
+            self.loop.engine.iteration.give_back()  # a usage limit spends no iteration
             return result.limit
         self.loop.engine.finish(pending)
         return None
@@ -356,9 +344,8 @@ class Waves:
         the agent, no reflection."""
         assert pending.attempt is not None
         pending.attempt.outcome = "collided"
-        pending.record.uncount()
         first = f" Steps that landed first in its wave: {', '.join(landed)}." if landed else ""
-        pending.record.collision = f"Its parallel run collided: {why}.{first}"
+        self.loop.engine.iteration.collided(pending.step, f"{why}.{first}")
         self.loop.bus.emit(
             EventType.LEDGER, pending.step.id, action="collided", reason=why[:300], landed=landed[:20]
         )
@@ -367,16 +354,12 @@ class Waves:
         """The steps that failed in the last wave besides `current`, the one the stop is about."""
         return [step_id for step_id in self.failed if current is None or step_id != current.step_id]
 
-    def forget(self, step_id: str) -> None:
-        self.state.current_steps = [step for step in self.state.current_steps if step.step_id != step_id]
-
     def prepare(self) -> None:
         """At a start or a resume: the slots a crash left, removed (their groups were killed at
         the session's start), and the slots' folder made before any step runs."""
         if self.state.current_steps or self.slots.listing():
-            stale = [step.step_id for step in self.state.current_steps]
             removed = self.clean()
-            self.state.current_steps = []
+            stale = self.loop.engine.iteration.forget_running()
             self.loop.bus.emit(
                 EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale
             )
