@@ -181,3 +181,20 @@ def names_this_server(authority: str, here: Address | None, port: int) -> bool:
         return True
     found = address_of(name) if name else None
     return found is not None and here is not None and found == here
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on `host:port`, or the one line that says why it cannot."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(128)
+    except OSError as exc:
+        listening.close()
+        why = exc.strerror or str(exc)
+        raise AkiraError(
+            f"--http {host}:{port}: cannot listen there ({why}); name another port, or 0 for a free one"
+        ) from None
+    return listening

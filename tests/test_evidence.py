@@ -121,4 +121,4 @@ def test_init_proposes_the_project_checks_commented(
     assert main(["init", str(tmp_path)]) == 0
     config = (tmp_path / "config" / "autonomous_loop.yaml").read_text()
     assert f"#   - run: {proposed}\n" in config
-    assert load_config(tmp_path, environ={}).checks == []  # proposed, not in force until confirmed
+    assert load_config(tmp_path, environ={}).checks.commands == []  # proposed, not in force until confirmed

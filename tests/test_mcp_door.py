@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.git import git_workspace
+from tests.support.git import git, git_workspace
 from tests.support.mcp import TOKEN, call, http_server, over_http, server_env
 from tests.support.users import SETPRIV, nobody_python
 from tests.support.workspace import Akira
@@ -132,6 +132,18 @@ def test_127_1_is_loopback(akira: Akira) -> None:
         )
 
 
+def test_a_port_already_taken_is_one_line(akira: Akira) -> None:
+    with http_server(akira.root) as served:
+        command = [sys.executable, "-m", "akira_cli", "mcp", "--root", str(akira.root)]
+        taken = subprocess.run(
+            [*command, "--http", f"127.0.0.1:{served.port}"], capture_output=True, text=True, timeout=60
+        )
+    assert taken.returncode == 1 and taken.stderr == (
+        f"akira: error: --http 127.0.0.1:{served.port}: cannot listen there (Address already in use); "
+        "name another port, or 0 for a free one\n"
+    ), taken.stderr
+
+
 def test_a_short_token_and_an_unreadable_token_file_are_one_line(akira: Akira, tmp_path: Path) -> None:
     for args, wanted in (
         (["--token", "short"], "akira: error: --token: the token has 5 characters, fewer than 16"),
@@ -184,6 +196,10 @@ def test_the_token_is_in_no_command_line_and_no_step(tmp_path: Path, given: str)
     token nor any server variable, sandboxed or not."""
     gate = tmp_path / "gate"
     repo = git_workspace(tmp_path, GATED.format(gate=gate))
+    # what the step dumps holds its own proxy password: committed, push protection would refuse it
+    (repo.root / ".gitignore").write_text("argv.txt\nenv.txt\n")
+    git(repo.root, "add", ".gitignore")
+    git(repo.root, "commit", "-qm", "the step's dumps are not the work")
     secret = "door-token-7c1e5a9b3d2f4e6a8c0b"
     if given == "token-file":
         (tmp_path / "token").write_text(secret + "\n")

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-from akira_cli.door import Door, kept_token, loopback, read_token_file
+from akira_cli.door import Door, bound_socket, kept_token, loopback, read_token_file
 from akira_cli.errors import AkiraError, UsageError
 from akira_cli.workspace import Workspace
 
@@ -46,7 +47,8 @@ def serve(
     app = server(workspace).streamable_http_app(
         host=bind, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
-    asyncio.run(listen(Door(app, secret), bind, port, kept))
+    listening = bound_socket(bind, port)  # a port already taken is one line, not uvicorn's traceback
+    asyncio.run(listen(Door(app, secret), listening, kept))
     return 0
 
 
@@ -79,18 +81,18 @@ def address(http: str, host: str | None) -> tuple[str, int]:
     return named, int(port)
 
 
-async def listen(app: Any, host: str, port: int, kept: str | None) -> None:
-    """uvicorn on `host:port` (0: a free port); the address (and where the token akira made is
-    kept) goes to stderr, in one line, once it listens."""
+async def listen(app: Any, listening: socket.socket, kept: str | None) -> None:
+    """uvicorn on the `listening` socket; the address (and where the token akira made is kept)
+    goes to stderr, in one line, once it listens."""
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     server = uvicorn.Server(config)
-    running = asyncio.create_task(server.serve())
+    running = asyncio.create_task(server.serve(sockets=[listening]))
     while not server.started and not running.done():
         await asyncio.sleep(0.05)
     if server.started:
-        bound = server.servers[0].sockets[0].getsockname()
+        bound = listening.getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         where = f"; its token is in {kept} (clients send 'Authorization: Bearer TOKEN')" if kept else ""
         print(f"akira: MCP server on http://{shown}:{bound[1]}/mcp{where}", file=sys.stderr, flush=True)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from akira_cli.door import kept_token, loopback, read_token_file
+from akira_cli.door import bound_socket, kept_token, loopback, read_token_file
 from akira_cli.errors import AkiraError, UsageError
 from akira_cli.workspace import Workspace
 
@@ -37,23 +37,6 @@ def serve(workspace: Workspace, http: str | None, token_file: Path | None) -> in
     app = WebDoor(build(workspace.root, token), token)
     asyncio.run(listen(app, listening, token if made else None))
     return 0
-
-
-def bound_socket(host: str, port: int) -> socket.socket:
-    """A socket listening on `host:port`, or the one line that says why it cannot."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.bind((host, port))
-        listening.listen(128)
-    except OSError as exc:
-        listening.close()
-        why = exc.strerror or str(exc)
-        raise AkiraError(
-            f"--http {host}:{port}: cannot listen there ({why}); name another port, or 0 for a free one"
-        ) from None
-    return listening
 
 
 def address(http: str) -> tuple[str, int]:
