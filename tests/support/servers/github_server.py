@@ -95,6 +95,9 @@ class GitHubServer:
             "GH_ENTERPRISE_TOKEN": "ghe-scripted-token-0123456789",
             "SSL_CERT_FILE": str(self.cert),
             "GH_CONFIG_DIR": str(self.folder / "gh-config"),
+            # gh keeps a run's logs in its cache by run id and start time: a run id an earlier
+            # test's server gave out would answer with that test's log
+            "XDG_CACHE_HOME": str(self.folder / "gh-cache"),
             "GH_NO_UPDATE_NOTIFIER": "1",
             "GH_PROMPT_DISABLED": "1",
         }
