@@ -128,7 +128,15 @@ def starts_free(text: str | bytes, at: int, after_name: bool) -> bool:
     return at >= 2 and text[at - 2 : at - 1] in ("\\", b"\\") and before in ("n", "r", "t", b"n", b"r", b"t")
 
 
+ANY_NEEDLE = re.compile("|".join(re.escape(needle) for shape in SHAPES for needle in shape.needles))
+ANY_BNEEDLE = re.compile(b"|".join(re.escape(needle) for shape in SHAPES for needle in shape.bneedles))
+"""Every shape's needles in one search: the text akira writes most often (a state save, an
+event) holds none, and is then passed over in one scan instead of one per needle."""
+
+
 def mask_text(text: str) -> str:
+    if ANY_NEEDLE.search(text) is None:
+        return text
     for shape in SHAPES:
         if any(needle in text for needle in shape.needles):
             text = shape.text.sub(shape.masked, text)
@@ -136,6 +144,8 @@ def mask_text(text: str) -> str:
 
 
 def mask_data(data: bytes) -> bytes:
+    if ANY_BNEEDLE.search(data) is None:
+        return data
     for shape in SHAPES:
         if any(needle in data for needle in shape.bneedles):
             data = shape.data.sub(shape.masked, data)
