@@ -5,6 +5,7 @@ configuration, and `checks.exam` globs minus `checks.exam_exclude`."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 import sys
@@ -152,8 +153,6 @@ def plain_test(text: bytes) -> bool:
 def only_asserts_added(old: bytes, new: bytes) -> bool:
     """Whether a test file changed only by lines added that are `assert` statements (or blank or
     comments), none reaching into the run: a test made stricter, which needs no held-out run."""
-    import difflib
-
     before = old.decode("utf-8", "replace").splitlines()
     after = new.decode("utf-8", "replace").splitlines()
     added: list[str] = []
