@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from akira_cli.state.store import StateStore
 from tests.support.git import git, git_workspace
 from tests.support.mcp import call, over_stdio, server_env
 from tests.support.workspace import Akira
@@ -199,6 +200,12 @@ def test_a_third_run_beyond_max_running_is_refused_and_guidance_is_bounded(
         "the 16 KiB akira takes as guidance; say it shorter (it goes whole into the agent's prompt)"
     ]
     assert request.exists() and repo.state(paused[0]).status == "paused"
+    # the paused run's process waits for a resume: it must not outlive the test
+    stopped = run_akira(repo.root, "loop", "stop", "--task-id", paused[0], "--force")
+    assert stopped.returncode == 0, stopped.stderr
+    repo.wait_for(
+        lambda: StateStore(repo.root / ".state").lock(paused[0]).holder() is None, DEADLINE, "its exit"
+    )
 
 
 def test_a_task_file_a_step_wrote_is_listed_as_such_and_not_started(tmp_path: Path) -> None:
