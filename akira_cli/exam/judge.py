@@ -104,6 +104,7 @@ class ExamJudge:
             if any(name.rsplit("/", 1)[-1] == ".gitignore" for name in names):
                 names.update(base.ignored())  # a file the step hid from git is no less its work
         changed: dict[str, bytes | None] = {}
+        found_now: dict[str, bytes | None] = {}
         own: list[str] = []
         for name, kind in sorted(self.kinds(step, names).items()):
             old, new = base.old(name), current(where.workdir, name)
@@ -116,11 +117,11 @@ class ExamJudge:
             ):
                 own.append(name)
             else:
-                changed[name] = old
+                changed[name], found_now[name] = old, new
         if not changed:
             attempt.exam = ExamResult(own_tests=own) if own else None
             return
-        exam = ExamResult(changed=sorted(changed), own_tests=own, diff=exam_diff(changed, where.workdir))
+        exam = ExamResult(changed=sorted(changed), own_tests=own, diff=exam_diff(changed, found_now))
         attempt.exam = exam
         held = self.held_out(step, attempt.number, where, changed, checks)
         exam.held_out = "passed" if held.complete else "failed"
@@ -218,11 +219,12 @@ def programs(workdir: Path, names: frozenset[str]) -> dict[str, str]:
     return found
 
 
-def exam_diff(files: dict[str, bytes | None], workdir: Path) -> str:
-    """The exam files' unified diff against the step's start, cut to `DIFF_LIMIT`."""
+def exam_diff(files: dict[str, bytes | None], now: dict[str, bytes | None]) -> str:
+    """The exam files' unified diff from what they were (`files`) to what they are (`now`, as the
+    judge read them), cut to `DIFF_LIMIT`."""
     out: list[str] = []
     for name, old in files.items():
-        new = current(workdir, name)
+        new = now[name]
         before = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
         after = (new or b"").decode("utf-8", "replace").splitlines(keepends=True)
         out += difflib.unified_diff(
