@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 
 from tests.support.git import git, git_workspace
-from tests.support.mcp import TOKEN, call, http_server, over_http, over_stdio, server_env
+from tests.support.mcp import TOKEN, RawStdio, call, http_server, over_http, over_stdio, server_env
 from tests.support.workspace import Akira
 
 pytest.importorskip("mcp")
@@ -222,55 +222,19 @@ def test_http_beyond_this_machine_needs_a_token(repo: Akira) -> None:
 def test_on_stdio_nothing_but_the_protocol_reaches_stdout(repo: Akira, tmp_path: Path) -> None:
     """A start that warns (a key too short to mask, Python warnings on) and a run whose steps
     print: every line on stdout is a JSON-RPC message, and the warning is on stderr."""
-    env = {**server_env(), "OPENAI_API_KEY": "short", "PYTHONWARNINGS": "always"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "akira_cli", "mcp", "--root", str(repo.root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert process.stdin is not None and process.stdout is not None
-
-    def send(message: dict[str, Any]) -> None:
-        assert process.stdin is not None
-        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-        process.stdin.flush()
-
-    def answer(number: int) -> dict[str, Any]:
-        assert process.stdout is not None
-        while True:
-            line = process.stdout.readline()
-            assert line, "the server closed stdout"
-            seen.append(line)
-            message = json.loads(line)
-            if message.get("id") == number:
-                return message  # type: ignore[no-any-return]
-
-    seen: list[str] = []
-    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    send({"id": 1, "method": "initialize", "params": hello})
-    assert answer(1)["result"]["serverInfo"]["name"] == "akira"
-    send({"method": "notifications/initialized"})
+    server = RawStdio(repo.root, env={**server_env(), "OPENAI_API_KEY": "short", "PYTHONWARNINGS": "always"})
+    assert server.hello()["serverInfo"]["name"] == "akira"
     (tmp_path / "gate").touch()
-    send(
-        {
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "start_loop", "arguments": {"task": "Specs/feat"}},
-        }
-    )
-    started = answer(2)["result"]
+    started = server.ask(2, "tools/call", {"name": "start_loop", "arguments": {"task": "Specs/feat"}})[
+        "result"
+    ]
     assert not started.get("isError"), started
     task_id = started["structuredContent"]["task_id"]
     repo.wait_for(lambda: repo.state(task_id).status == "completed", DEADLINE, "the run to complete")
-    send(
-        {"id": 3, "method": "tools/call", "params": {"name": "loop_logs", "arguments": {"task_id": task_id}}}
-    )
-    assert answer(3)["result"]["structuredContent"]["events"]
-    out, err = process.communicate(timeout=60)  # stdin closes: the server ends
-    seen += out.splitlines(keepends=True)
+    logs = server.ask(3, "tools/call", {"name": "loop_logs", "arguments": {"task_id": task_id}})
+    assert logs["result"]["structuredContent"]["events"]
+    _, err = server.close()
+    seen = server.lines
     assert seen and all(json.loads(line)["jsonrpc"] == "2.0" for line in seen if line.strip())
     assert all(line.strip() for line in seen)
     assert "OPENAI_API_KEY is shorter than" in err

@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from akira_cli.state.store import StateStore
 from tests.support.git import git, git_workspace
-from tests.support.mcp import call, over_stdio, server_env
+from tests.support.mcp import RawStdio, call, over_stdio, server_env
 from tests.support.workspace import Akira
 from tests.support.workspace import akira as run_akira
 
@@ -121,33 +121,11 @@ def test_tools_say_what_they_do_and_answer_as_json(tmp_path: Path) -> None:
 
 
 def test_prompts_are_not_served_and_ask_for_none_writes_no_traceback(akira: Akira) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "akira_cli", "mcp", "--root", str(akira.root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=server_env(),
-    )
-    assert process.stdin is not None and process.stdout is not None
-
-    def ask(message: dict[str, Any]) -> dict[str, Any]:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-        process.stdin.flush()
-        while "id" in message:
-            answer = json.loads(process.stdout.readline())
-            if answer.get("id") == message["id"]:
-                return answer  # type: ignore[no-any-return]
-        return {}
-
-    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    capabilities = ask({"id": 1, "method": "initialize", "params": hello})["result"]["capabilities"]
-    assert "prompts" not in capabilities and "logging" in capabilities
-    ask({"method": "notifications/initialized"})
-    assert ask({"id": 2, "method": "prompts/get", "params": {"name": "x"}})["error"]["code"] == -32601
-    assert ask({"id": 3, "method": "prompts/list"})["error"]["code"] == -32601  # not found: none served
-    _, err = process.communicate(timeout=60)
+    server = RawStdio(akira.root)
+    assert "prompts" not in (capabilities := server.hello()["capabilities"]) and "logging" in capabilities
+    assert server.ask(2, "prompts/get", {"name": "x"})["error"]["code"] == -32601
+    assert server.ask(3, "prompts/list")["error"]["code"] == -32601  # not found: none served
+    _, err = server.close()
     assert "Traceback" not in err
 
 
@@ -247,61 +225,35 @@ def test_a_waiting_start_sends_progress_and_a_cancelled_one_starts_no_run(akira:
     akira.write_config(f"checks: [{json.dumps(check)}]\n")
     for name in ("one", "two", "three"):
         akira.write_task(name, f"- [ ] 1. Write {name}\n  - Run: `echo {name} > {name}.txt`\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "akira_cli", "mcp", "--root", str(akira.root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=server_env(),
-    )
-    assert process.stdin is not None and process.stdout is not None
-    seen: list[dict[str, Any]] = []
-
-    def send(message: dict[str, Any]) -> None:
-        assert process.stdin is not None
-        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-        process.stdin.flush()
-
-    def until(wanted: Any) -> dict[str, Any]:
-        assert process.stdout is not None
-        while True:
-            line = process.stdout.readline()
-            assert line, "the server closed stdout"
-            seen.append(json.loads(line))
-            if wanted(seen[-1]):
-                return seen[-1]
+    server = RawStdio(akira.root, stderr=subprocess.DEVNULL)
 
     def start(number: int, task: str) -> None:
         arguments = {"task": f"Specs/{task}/tasks.md"}
         params = {"name": "start_loop", "arguments": arguments, "_meta": {"progressToken": f"p{number}"}}
-        send({"id": number, "method": "tools/call", "params": params})
+        server.send({"id": number, "method": "tools/call", "params": params})
 
     try:
-        hello = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        }
-        send({"id": 1, "method": "initialize", "params": hello})
-        until(lambda m: m.get("id") == 1)
-        send({"method": "notifications/initialized"})
+        server.hello()
         start(2, "one")
-        until(lambda m: m.get("method") == "notifications/progress" and m["params"]["progressToken"] == "p2")
+        server.until(
+            lambda m: m.get("method") == "notifications/progress" and m["params"]["progressToken"] == "p2"
+        )
         gate.touch()
-        answer = until(lambda m: m.get("id") == 2)
+        answer = server.until(lambda m: m.get("id") == 2)
         assert not answer["result"].get("isError"), answer
         gate.unlink()
         start(3, "two")
         akira.wait_for(lambda: ledger.read_text().count("ran") == 2, DEADLINE, "the second start's check")
-        send({"method": "notifications/cancelled", "params": {"requestId": 3, "reason": "changed my mind"}})
+        server.send(
+            {"method": "notifications/cancelled", "params": {"requestId": 3, "reason": "changed my mind"}}
+        )
         start(4, "three")
         gate.touch()
-        answer = until(lambda m: m.get("id") == 4)
+        answer = server.until(lambda m: m.get("id") == 4)
         assert not answer["result"].get("isError"), answer
     finally:
-        process.stdin.close()
-        process.wait(timeout=60)
+        server.close()
+    seen = server.seen
     assert not any(message.get("id") == 3 and "result" in message for message in seen)
     features = {akira.state(p.stem.removeprefix("autonomous_loop_")).feature for p in akira.state_files()}
     assert features == {"one", "three"}
