@@ -165,6 +165,20 @@ def test_a_step_that_asks_to_update_its_test_completes_as_changed_exam(tmp_path:
     assert '"changed_exam": 1' in status.out and '"verified": 0' in status.out
 
 
+def test_a_step_that_rewrites_its_own_text_to_ask_for_test_changes_is_not_believed(tmp_path: Path) -> None:
+    """Unsandboxed, an agent can write the task file: it renames its step to "update the test"
+    and rewrites the assertion. What the step asks for is its text at its first attempt."""
+    tasks = "Specs/feat/tasks.md"
+    agent = f"sed -i 's/Make add add/Update the test to the new meaning of add/' {tasks}\n"
+    akira = project(tmp_path, agent + HACKS["assertion rewritten"], sandbox=False)
+    code, said = start(akira)
+    assert code == 4, said
+    assert verified_commits(akira.root) == [] and not akira.state().completed_steps
+    attempts = akira.state().steps["1"].attempts
+    assert [a.error_signature for a in attempts] == [CHANGED_EXAM, CHANGED_EXAM], [a.error for a in attempts]
+    assert all(a.exam is not None and a.exam.allowed is None for a in attempts)
+
+
 def test_accept_exam_after_the_escalation_completes_the_step_as_the_persons(tmp_path: Path) -> None:
     akira = project(tmp_path, HACKS["assertion rewritten"])
     code, said = start(akira)

@@ -73,6 +73,7 @@ class ExamJudge:
         """Before the step's first attempt: what its exam is judged against from now on."""
         if record.exam_base is not None:
             return
+        record.exam_asked = step_text(step)
         record.exam_programs = programs(where.workdir, self.rules(step).scripts)
         git = self.git(where)
         if git is not None:
@@ -131,9 +132,9 @@ class ExamJudge:
         if held.complete:
             return
         exam.failing = "\n".join(held.reasons)[:3000]
-        text = "\n".join([step.title, *step.details])
+        asked = record.exam_asked if record.exam_asked is not None else step_text(step)
         exam.allowed = (
-            "person" if record.exam_accepted else "step" if asks_for_exam(text, exam.changed) else None
+            "person" if record.exam_accepted else "step" if asks_for_exam(asked, exam.changed) else None
         )
         if exam.allowed is None:
             attempt.outcome = "failure"
@@ -235,3 +236,7 @@ def exam_diff(files: dict[str, bytes | None], now: dict[str, bytes | None]) -> s
         )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
     return text if len(text) <= DIFF_LIMIT else text[:DIFF_LIMIT] + "…\n"
+
+
+def step_text(step: Step) -> str:
+    return "\n".join([step.title, *step.details])

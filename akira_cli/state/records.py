@@ -203,6 +203,9 @@ class StepRecord(Model):
     exam_base: str | None = None
     """What the step's exam is judged against, fixed before its first attempt: the commit it
     started from (git-native runs), or "copy" (its exam files copied under `.state/exam/`)."""
+    exam_asked: str | None = None
+    """The step's text at its first attempt: what decides whether it asked to change its exam (an
+    agent that can write the task file cannot rename its step into asking)."""
     exam_programs: dict[str, str] = Field(default_factory=dict)
     """The files the step's checks run as their program, as they were then (`exam.judge.programs`)."""
     exam_accepted: bool = False
