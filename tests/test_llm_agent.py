@@ -375,6 +375,28 @@ def test_escaping_paths_are_tool_errors_the_model_sees(
     assert errors == [True] * 6 + [False, False]
 
 
+def test_what_the_tools_send_back_to_the_model_carries_no_secret(
+    akira: Akira, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The llm agent's tools run in akira's process: a file it reads and a command's output go
+    to the model's provider masked, like every prompt (a value akira knows, a token by shape)."""
+    value, shaped = "deploy-value-long-enough-42", "ghp_" + "a1B2c3D4e5" * 3 + "abcdef"
+    monkeypatch.setenv("DEPLOY_TOKEN", value)
+    (akira.root / "notes.txt").write_text(f"deploy with {value}\nor {shaped}\n")
+    model = Model(
+        [
+            call("read_file", path="notes.txt"),
+            call("run_command", command="cat notes.txt"),
+            call("write_file", path="health.py", content=HEALTH),
+            call("finish", summary="wrote health.py"),
+        ]
+    )
+    assert run_step(akira, fake_openai, model, VERIFY_ONLY) == 0
+    sent = json.dumps([body for _, body in model.requests])
+    assert value not in sent and shaped not in sent
+    assert all("deploy with ***" in message for message in model.tool_messages()[:2]), model.tool_messages()
+
+
 @pytest.mark.slow
 def test_run_command_can_be_switched_off(akira: Akira, fake_openai: FakeOpenAI) -> None:
     model = Model(

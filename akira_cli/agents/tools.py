@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from akira_cli.agents.confine import Confined, ConfinementError
 from akira_cli.control_plane import ControlPlane
 from akira_cli.events import EventBus, EventType
+from akira_cli.redaction import redact
 from akira_cli.runner import CommandRunner
 
 T = TypeVar("T")
@@ -148,6 +149,9 @@ class Toolbox:
             result = self._handlers[name](_arguments(arguments_json))
         except ToolError as exc:
             result = ToolResult(clip(f"error: {exc}", self.max_output_chars), error=True)
+        masked = redact(result.output)  # it goes to the model's provider, like a prompt
+        if masked != result.output:
+            result = ToolResult(masked, result.error, result.finished)
         self.bus.emit(
             EventType.TOOL_CALL,
             self.step_id,
