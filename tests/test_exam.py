@@ -179,6 +179,46 @@ def test_a_step_that_rewrites_its_own_text_to_ask_for_test_changes_is_not_believ
     assert all(a.exam is not None and a.exam.allowed is None for a in attempts)
 
 
+def in_tree_venv(akira: Akira) -> Path:
+    """`.venv/` in the person's repository (ignored by git, as it is in most), seeing this
+    Python's packages: a check runs `.venv/bin/python -m pytest`."""
+    venv = akira.root / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    ours = next(p for p in map(Path, sys.path) if p.name == "site-packages" and (p / "pytest").is_dir())
+    (site / "akira_test_paths.pth").write_text(f"{ours}\n")
+    (akira.root / ".gitignore").write_text(".venv/\n")
+    git(akira.root, "add", ".gitignore")
+    git(akira.root, "commit", "-qm", "ignore the venv")
+    return site
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unsandboxed"])
+def test_a_step_that_changes_the_python_environment_its_checks_run_in_is_never_verified(
+    tmp_path: Path, sandbox: bool
+) -> None:
+    check = ".venv/bin/python -m pytest -q -p no:cacheprovider tests"
+    akira = project(tmp_path, "", sandbox=sandbox, verify=check)
+    site = in_tree_venv(akira)
+    (tmp_path / "agent.sh").write_text(f"printf 'import os; os._exit(0)\\n' > {site}/zz_pass.pth\n")
+    code, said = start(akira)
+    assert code == 4, said
+    assert verified_commits(akira.root) == [] and not akira.state().completed_steps
+    attempts = akira.state().steps["1"].attempts
+    assert [a.error_signature for a in attempts] == [CHANGED_EXAM, CHANGED_EXAM], [a.error for a in attempts]
+    assert attempts[0].exam is not None and attempts[0].exam.changed == [".venv/"]
+    assert "the Python environment the checks run in changed (.venv/)" in (attempts[0].error or "")
+
+
+def test_a_fix_checked_in_an_in_tree_venv_stays_verified(tmp_path: Path) -> None:
+    check = ".venv/bin/python -m pytest -q -p no:cacheprovider tests"
+    akira = project(tmp_path, FIX, verify=check)
+    in_tree_venv(akira)
+    code, said = start(akira)
+    assert code == 0, said
+    assert trailers(akira.root, "HEAD~1")["Akira-Verified"] == "yes"
+
+
 def test_accept_exam_after_the_escalation_completes_the_step_as_the_persons(tmp_path: Path) -> None:
     akira = project(tmp_path, HACKS["assertion rewritten"])
     code, said = start(akira)

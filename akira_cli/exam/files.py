@@ -178,7 +178,11 @@ def asks_for_exam(text: str, files: Iterable[str]) -> bool:
     the exam files it changed, or says to update, change, rewrite, fix or remove the tests."""
     if ASKS.search(text):
         return True
-    return any(path in text or (path.rsplit("/", 1)[-1] in text and "/" in path) for path in files)
+    for path in files:
+        name = path.rstrip("/").rsplit("/", 1)[-1]  # `.venv/` names `.venv`
+        if path in text or (name and "/" in path and name in text):
+            return True
+    return False
 
 
 def _words(command: str) -> list[str]:

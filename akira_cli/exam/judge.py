@@ -20,6 +20,7 @@ from akira_cli import nofollow
 from akira_cli.checks import Check, evaluate
 from akira_cli.events import EventType
 from akira_cli.exam.base import Base, CommitBase, CopyBase, current
+from akira_cli.exam.environments import environments
 from akira_cli.exam.files import ExamRules, Kind, asks_for_exam, only_asserts_added, plain_test
 from akira_cli.exam.heldout import copy_tree, put_back, remove_tree
 from akira_cli.git.pinned import Git
@@ -74,7 +75,10 @@ class ExamJudge:
         if record.exam_base is not None:
             return
         record.exam_asked = step_text(step)
-        record.exam_programs = programs(where.workdir, self.rules(step).scripts)
+        record.exam_programs = {
+            **programs(where.workdir, self.rules(step).scripts),
+            **environments(where.workdir),
+        }
         git = self.git(where)
         if git is not None:
             record.exam_base = Plumbing(git).head()[0] or None
@@ -97,8 +101,11 @@ class ExamJudge:
         if record.exam_base is None:
             return
         names = {name for kept in [*record.attempts, attempt] for name in kept.files_changed}
-        now = programs(where.workdir, frozenset(record.exam_programs))
-        names.update(name for name, seen in record.exam_programs.items() if now.get(name) != seen)
+        scripts = frozenset(name for name in record.exam_programs if not name.endswith("/"))
+        now = {**programs(where.workdir, scripts), **environments(where.workdir)}
+        moved = [name for name, seen in record.exam_programs.items() if now.get(name) != seen]
+        names.update(name for name in moved if not name.endswith("/"))
+        envs = [name for name in moved if name.endswith("/")]  # a Python environment
         base = self.base(step, record, where)
         if isinstance(base, CommitBase):
             names.update(base.moved_since())
@@ -119,31 +126,42 @@ class ExamJudge:
                 own.append(name)
             else:
                 changed[name], found_now[name] = old, new
-        if not changed:
+        if not changed and not envs:
             attempt.exam = ExamResult(own_tests=own) if own else None
             return
-        exam = ExamResult(changed=sorted(changed), own_tests=own, diff=exam_diff(changed, found_now))
+        exam = ExamResult(
+            changed=[*sorted(changed), *envs], own_tests=own, diff=exam_diff(changed, found_now)
+        )
         attempt.exam = exam
-        held = self.held_out(step, attempt.number, where, changed, checks)
-        exam.held_out = "passed" if held.complete else "failed"
+        held = None if envs else self.held_out(step, attempt.number, where, changed, checks)
+        exam.held_out = "passed" if held is not None and held.complete else "failed"
         self.bus.emit(
             EventType.EXAM, step.id, attempt=attempt.number, changed=exam.changed[:20], held_out=exam.held_out
         )
-        if held.complete:
+        if held is not None and held.complete:
             return
-        exam.failing = "\n".join(held.reasons)[:3000]
+        exam.failing = (
+            "\n".join(held.reasons)[:3000]
+            if held is not None
+            else f"the Python environment the checks run in changed ({', '.join(envs)}): akira keeps no "
+            "copy of it to put back, so no run of the checks in it is evidence"
+        )
         asked = record.exam_asked if record.exam_asked is not None else step_text(step)
         exam.allowed = (
             "person" if record.exam_accepted else "step" if asks_for_exam(asked, exam.changed) else None
         )
         if exam.allowed is None:
+            why = (
+                exam.failing
+                if held is None
+                else f"with those files as they were before the step, {exam.failing}"
+            )
             attempt.outcome = "failure"
             attempt.error = (
                 f"{CHANGED_EXAM}: the checks passed only with exam files changed "
-                f"({', '.join(exam.changed)}); "
-                f"with those files as they were before the step, {exam.failing}\n"
+                f"({', '.join(exam.changed)}); {why}\n"
                 "Make the code pass the checks as they are: do not change the tests, their "
-                "configuration, hooks or CI."
+                "configuration, hooks, CI or the Python environment they run in."
             )
             attempt.error_signature = CHANGED_EXAM
 
