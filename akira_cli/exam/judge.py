@@ -100,17 +100,58 @@ class ExamJudge:
         """A passing attempt's exam: untouched (nothing to do), or held out."""
         if record.exam_base is None:
             return
+        base = self.base(step, record, where)
+        names, envs = self.touched(record, attempt, where, base)
+        changed, found_now, own = self.sorted_out(step, names, base, where)
+        if not changed and not envs:
+            attempt.exam = ExamResult(own_tests=own) if own else None
+            return
+        exam = ExamResult(
+            changed=[*sorted(changed), *envs], own_tests=own, diff=exam_diff(changed, found_now)
+        )
+        attempt.exam = exam
+        held = None if envs else self.held_out(step, attempt.number, where, changed, checks)
+        exam.held_out = "passed" if held is not None and held.complete else "failed"
+        self.bus.emit(
+            EventType.EXAM, step.id, attempt=attempt.number, changed=exam.changed[:20], held_out=exam.held_out
+        )
+        if held is None:
+            exam.failing = (
+                f"the Python environment the checks run in changed ({', '.join(envs)}): akira keeps "
+                "no copy of it to put back, so no run of the checks in it is evidence"
+            )
+        elif held.complete:
+            return
+        else:
+            exam.failing = "\n".join(held.reasons)[:3000]
+        asked = record.exam_asked if record.exam_asked is not None else step_text(step)
+        exam.allowed = (
+            "person" if record.exam_accepted else "step" if asks_for_exam(asked, exam.changed) else None
+        )
+        if exam.allowed is None:
+            refuse(attempt, exam, held_out=held is not None)
+
+    def touched(
+        self, record: StepRecord, attempt: Attempt, where: Where, base: Base
+    ) -> tuple[set[str], list[str]]:
+        """The paths the step's attempts may have changed (files, programs a check runs, what a
+        commit of its own moved or a `.gitignore` hid), and the Python environments it changed."""
         names = {name for kept in [*record.attempts, attempt] for name in kept.files_changed}
         scripts = frozenset(name for name in record.exam_programs if not name.endswith("/"))
         now = {**programs(where.workdir, scripts), **environments(where.workdir)}
         moved = [name for name, seen in record.exam_programs.items() if now.get(name) != seen]
         names.update(name for name in moved if not name.endswith("/"))
-        envs = [name for name in moved if name.endswith("/")]  # a Python environment
-        base = self.base(step, record, where)
         if isinstance(base, CommitBase):
             names.update(base.moved_since())
             if any(name.rsplit("/", 1)[-1] == ".gitignore" for name in names):
                 names.update(base.ignored())  # a file the step hid from git is no less its work
+        return names, [name for name in moved if name.endswith("/")]
+
+    def sorted_out(
+        self, step: Step, names: Iterable[str], base: Base, where: Where
+    ) -> tuple[dict[str, bytes | None], dict[str, bytes | None], list[str]]:
+        """The exam files among `names` that differ from the base, as they were and as they are,
+        and the new or only stricter tests among them (the step's own, not held out)."""
         changed: dict[str, bytes | None] = {}
         found_now: dict[str, bytes | None] = {}
         own: list[str] = []
@@ -126,44 +167,7 @@ class ExamJudge:
                 own.append(name)
             else:
                 changed[name], found_now[name] = old, new
-        if not changed and not envs:
-            attempt.exam = ExamResult(own_tests=own) if own else None
-            return
-        exam = ExamResult(
-            changed=[*sorted(changed), *envs], own_tests=own, diff=exam_diff(changed, found_now)
-        )
-        attempt.exam = exam
-        held = None if envs else self.held_out(step, attempt.number, where, changed, checks)
-        exam.held_out = "passed" if held is not None and held.complete else "failed"
-        self.bus.emit(
-            EventType.EXAM, step.id, attempt=attempt.number, changed=exam.changed[:20], held_out=exam.held_out
-        )
-        if held is not None and held.complete:
-            return
-        exam.failing = (
-            "\n".join(held.reasons)[:3000]
-            if held is not None
-            else f"the Python environment the checks run in changed ({', '.join(envs)}): akira keeps no "
-            "copy of it to put back, so no run of the checks in it is evidence"
-        )
-        asked = record.exam_asked if record.exam_asked is not None else step_text(step)
-        exam.allowed = (
-            "person" if record.exam_accepted else "step" if asks_for_exam(asked, exam.changed) else None
-        )
-        if exam.allowed is None:
-            why = (
-                exam.failing
-                if held is None
-                else f"with those files as they were before the step, {exam.failing}"
-            )
-            attempt.outcome = "failure"
-            attempt.error = (
-                f"{CHANGED_EXAM}: the checks passed only with exam files changed "
-                f"({', '.join(exam.changed)}); {why}\n"
-                "Make the code pass the checks as they are: do not change the tests, their "
-                "configuration, hooks, CI or the Python environment they run in."
-            )
-            attempt.error_signature = CHANGED_EXAM
+        return changed, found_now, own
 
     def held_out(
         self,
@@ -254,6 +258,19 @@ def exam_diff(files: dict[str, bytes | None], now: dict[str, bytes | None]) -> s
         )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
     return text if len(text) <= DIFF_LIMIT else text[:DIFF_LIMIT] + "…\n"
+
+
+def refuse(attempt: Attempt, exam: ExamResult, *, held_out: bool) -> None:
+    """The passing attempt fails: it changed its exam, and nobody let it."""
+    why = f"with those files as they were before the step, {exam.failing}" if held_out else exam.failing
+    attempt.outcome = "failure"
+    attempt.error = (
+        f"{CHANGED_EXAM}: the checks passed only with exam files changed ({', '.join(exam.changed)}); "
+        f"{why}\n"
+        "Make the code pass the checks as they are: do not change the tests, their "
+        "configuration, hooks, CI or the Python environment they run in."
+    )
+    attempt.error_signature = CHANGED_EXAM
 
 
 def step_text(step: Step) -> str:
