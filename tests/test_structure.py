@@ -13,6 +13,7 @@ ADAPTERS = (
     "akira_cli.git",
     "akira_cli.review",
     "akira_cli.reports",
+    "akira_cli.handoff",
     "akira_cli.sandbox",
     "akira_cli.agents.presets",
     "akira_cli.llm",

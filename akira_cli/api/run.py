@@ -5,6 +5,7 @@ session that holds its lock (`loop.session`). Every front end runs a run through
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from akira_cli.loop.conditions import TaskLocator
 from akira_cli.loop.control import Control
 from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import PromptBuilder, StepEngine
+from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.redaction import redact
@@ -203,6 +205,7 @@ def build_loop(
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
     control = Control(workspace, state, store, watcher)
     limits = LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, control.save, control.pause)
+    faults = functools.partial(FaultWaiter, bus, config.agent.max_transient_wait_seconds, control.pause)
     from akira_cli.review.build import step_reviewer
 
     steps = StepPrompts(workspace, config, lambda message: bus.emit(EventType.WARNING, message=message))
@@ -225,7 +228,7 @@ def build_loop(
         limits,
         judge=llm_judge(config, client),
         commits=commits,
-        reviewer=step_reviewer(config, workspace, state, bus, commits, limits, control.pause),
+        reviewer=step_reviewer(config, workspace, state, bus, commits, limits, faults),
         exam=ExamJudge(config, workspace, state, bus),
     )
 
