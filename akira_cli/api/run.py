@@ -248,19 +248,44 @@ def build_loop(
         RunReports(workspace, config, store, bus, commits),
         wait=wait,
         tasks=tasks,
-        agents_for=agents_for,
-        make_waves=waves_of(state, commits),
+        make_waves=waves_of(workspace, config, state, bus, commits, agents_for),
         make_follower=follower_of(config, follow, commits),
     )
 
 
-def waves_of(state: LoopState, commits: StepCommits | None) -> Callable[[AutonomousLoop], Waves] | None:
-    """A git-native run's parallel waves, when `parallel` is above 1."""
+def waves_of(
+    workspace: Workspace,
+    config: Config,
+    state: LoopState,
+    bus: EventBus,
+    commits: StepCommits | None,
+    agents_for: Callable[[CommandRunner], Callable[[Step], Agent]],
+) -> Callable[[AutonomousLoop], Waves] | None:
+    """A git-native run's parallel waves, when `parallel` is above 1: git's side of them
+    (`git.wave_work`), and what the loop hands them as it is made."""
     if state.parallel <= 1 or commits is None:
         return None
+    from akira_cli.git.wave_work import WaveWork
     from akira_cli.loop.waves import Waves
 
-    return lambda loop: Waves(loop, commits.run, commits, state.parallel)
+    work = WaveWork(commits.run, commits, state, bus, list(config.git.worktree_link), workspace.state_dir)
+
+    def make(loop: AutonomousLoop) -> Waves:
+        engine = loop.engine
+        return Waves(
+            work,
+            engine,
+            engine.iteration,
+            engine.control,
+            loop.book,
+            loop.checkpoint,
+            loop.boundary,
+            loop.report_completed,
+            state.parallel,
+            agents_for,
+        )
+
+    return make
 
 
 def follower_of(
