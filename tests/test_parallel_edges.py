@@ -185,3 +185,44 @@ def test_the_worktree_hint_reads_commands_and_node_modules_from_the_output(tmp_p
         "sub/node_modules/.bin/eslint",
         "node_modules/.bin/eslint",
     ]
+
+
+REFUSE_B_ONCE = """#!/bin/sh
+# it runs in the sandbox, where .git/ is read-only: it keeps its note in the test's own folder
+if git diff --cached --name-only | grep -qx b.txt && [ ! -f "{shared}/refused-once" ]; then
+  touch "{shared}/refused-once"
+  echo "pre-commit: b.txt is not welcome yet" >&2
+  exit 1
+fi
+"""
+
+
+@pytest.mark.slow
+def test_a_wave_step_whose_landing_a_hook_refuses_is_taken_back_out_and_runs_again(
+    repo: Akira, tmp_path: Path
+) -> None:
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text(REFUSE_B_ONCE.replace("{shared}", str(repo.shared)))
+    hook.chmod(0o755)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    meet = f"touch {gate}/$AKIRA_STEP_ID; for _ in $(seq 2400); do [ $(ls {gate} | wc -l) -ge 2 ] && break; sleep 0.05; done"
+    tasks(
+        repo,
+        f"- [ ] 1. [P] A\n  - Run: `{meet}; echo a > a.txt`\n  - Exists: `a.txt`\n"
+        # the retry runs in the main work tree: the refused landing's b.txt must be gone there
+        f"- [ ] 2. [P] B\n  - Run: `{meet}; test ! -f b.txt && echo b > b.txt`\n  - Exists: `b.txt`\n",
+    )
+    code, err = start(repo, "--parallel", "2")
+    assert code == 0, err
+    root = repo.root
+    assert git(root, "log", "--reverse", "--format=%s", "main..HEAD").splitlines() == [
+        "1 A",
+        "2 B",
+        "feat: done",
+    ]
+    attempts = repo.state().steps["2"].attempts
+    assert [a.outcome for a in attempts] == ["failure", "success"]
+    assert "the commit was refused" in attempts[0].error
+    assert "pre-commit: b.txt is not welcome yet" in attempts[0].error
+    assert git(root, "status", "--porcelain") == ""

@@ -230,7 +230,7 @@ def test_secrets_never_reach_the_pull_request(tmp_path: Path, monkeypatch: pytes
 
 @pytest.mark.slow
 def test_a_body_longer_than_github_takes_is_cut_with_where_the_report_is(tmp_path: Path) -> None:
-    from akira_cli.loop.handoff import MAX_BODY, fit
+    from akira_cli.handoff.pull_request import MAX_BODY, fit
     from akira_cli.state.models import LoopState
     from akira_cli.workspace import Workspace
 

@@ -112,7 +112,7 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
     from akira_cli.events import EventBus, EventType, JsonlLog
     from akira_cli.git import undo as undoing
     from akira_cli.git.run import GitRun
-    from akira_cli.loop.handoff import after_undo
+    from akira_cli.handoff.pull_request import after_undo
     from akira_cli.redaction import redact
 
     workspace = Workspace.resolve(root)

@@ -1,5 +1,5 @@
 """The run's reports, as the loop's `Reports` partner: the files a person reads
-(`akira_cli.reports`), and the pull request a run hands off (`loop.handoff`)."""
+(`akira_cli.reports`), and the pull request a run hands off (`handoff.pull_request`)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class RunReports:
             )
 
     def hand_off(self, state: LoopState, stop: LoopStop) -> None:
-        from akira_cli.loop.handoff import hand_off, wants_pull_request
+        from akira_cli.handoff.pull_request import hand_off, wants_pull_request
 
         if self.commits is not None and wants_pull_request(self.config, state, stop):
             hand_off(self.workspace, self.config, state, self.store, self.commits, self.bus, stop)

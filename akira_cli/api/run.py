@@ -5,6 +5,7 @@ session that holds its lock (`loop.session`). Every front end runs a run through
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from akira_cli.loop.conditions import TaskLocator
 from akira_cli.loop.control import Control
 from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import PromptBuilder, StepEngine
+from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.redaction import redact
@@ -203,6 +205,7 @@ def build_loop(
     pool = AgentPool(state.agent_kind or config.agent.kind, context)
     control = Control(workspace, state, store, watcher)
     limits = LimitWaiter(state, bus, config.agent.max_limit_wait_seconds, control.save, control.pause)
+    faults = functools.partial(FaultWaiter, bus, config.agent.max_transient_wait_seconds, control.pause)
     from akira_cli.review.build import step_reviewer
 
     steps = StepPrompts(workspace, config, lambda message: bus.emit(EventType.WARNING, message=message))
@@ -225,7 +228,7 @@ def build_loop(
         limits,
         judge=llm_judge(config, client),
         commits=commits,
-        reviewer=step_reviewer(config, workspace, state, bus, commits, limits, control.pause),
+        reviewer=step_reviewer(config, workspace, state, bus, commits, limits, faults),
         exam=ExamJudge(config, workspace, state, bus),
     )
 
@@ -245,19 +248,44 @@ def build_loop(
         RunReports(workspace, config, store, bus, commits),
         wait=wait,
         tasks=tasks,
-        agents_for=agents_for,
-        make_waves=waves_of(state, commits),
+        make_waves=waves_of(workspace, config, state, bus, commits, agents_for),
         make_follower=follower_of(config, follow, commits),
     )
 
 
-def waves_of(state: LoopState, commits: StepCommits | None) -> Callable[[AutonomousLoop], Waves] | None:
-    """A git-native run's parallel waves, when `parallel` is above 1."""
+def waves_of(
+    workspace: Workspace,
+    config: Config,
+    state: LoopState,
+    bus: EventBus,
+    commits: StepCommits | None,
+    agents_for: Callable[[CommandRunner], Callable[[Step], Agent]],
+) -> Callable[[AutonomousLoop], Waves] | None:
+    """A git-native run's parallel waves, when `parallel` is above 1: git's side of them
+    (`git.wave_work`), and what the loop hands them as it is made."""
     if state.parallel <= 1 or commits is None:
         return None
+    from akira_cli.git.wave_work import WaveWork
     from akira_cli.loop.waves import Waves
 
-    return lambda loop: Waves(loop, commits.run, commits, state.parallel)
+    work = WaveWork(commits.run, commits, state, bus, list(config.git.worktree_link), workspace.state_dir)
+
+    def make(loop: AutonomousLoop) -> Waves:
+        engine = loop.engine
+        return Waves(
+            work,
+            engine,
+            engine.iteration,
+            engine.control,
+            loop.book,
+            loop.checkpoint,
+            loop.boundary,
+            loop.report_completed,
+            state.parallel,
+            agents_for,
+        )
+
+    return make
 
 
 def follower_of(

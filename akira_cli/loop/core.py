@@ -44,9 +44,7 @@ from akira_cli.watcher import WorkspaceWatcher
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
 if TYPE_CHECKING:
-    from akira_cli.agents.base import Agent
     from akira_cli.loop.waves import Waves
-    from akira_cli.runner import CommandRunner
 
 
 @dataclass
@@ -63,11 +61,9 @@ class AutonomousLoop:
     wait: bool = True
     tasks: TaskSource | None = None
     """The start's parse of the task file, when it has one."""
-    agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None = None
-    """Agents that run their commands through a given runner (a parallel step's lane)."""
     make_waves: Callable[[AutonomousLoop], Waves] | None = None
     """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1:
-    made with the loop, whose boundary and saves they work through."""
+    made with the loop, which hands them its task book, its save and its boundary."""
     make_follower: Callable[[AutonomousLoop], Follower] | None = None
     """After the pull request: its checks and reviews followed (`follow:`), made with the loop."""
 
@@ -245,7 +241,7 @@ class AutonomousLoop:
             elif stop.report == "intervention":
                 self.reports.intervention(self.state, stop)
             elif stop.report == "escalation":
-                kept = self.waves.slots.listing() if self.waves is not None else []
+                kept = self.waves.kept() if self.waves is not None else []
                 others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
                 self.reports.escalation(self.state, stop, kept, others)
             self.reports.hand_off(self.state, stop)  # the pull request, if one is wanted

@@ -1,7 +1,7 @@
-"""The loop's partners, as the loop sees them: the commits of a git-native run, the reviewer,
-the reports and the follower of the pull request. The run's assembly (`akira_cli.api.run`) plugs
-in git's, the review's, the report writers and the follower; the loop's core imports none of
-them."""
+"""The loop's partners, as the loop sees them: the commits of a git-native run, a wave's
+worktrees, the reviewer, the reports and the follower of the pull request. The run's assembly
+(`akira_cli.api.run`) plugs in git's, the review's, the report writers and the follower; no
+module of the loop imports them."""
 
 from __future__ import annotations
 
@@ -57,6 +57,55 @@ class Commits(Protocol):
     def hint(self, slot: Path, workdir: Path, said: str) -> str:
         """A line for a parallel step that failed in its worktree for want of something the main
         work tree has; "" when there is none."""
+        ...
+
+
+class Worktrees(Protocol):
+    """A wave's git work (`akira_cli.git.wave_work.WaveWork`): each `[P]` step's worktree slot,
+    its work committed on its step branch, and its landing on the task branch. It returns what
+    it found and never writes the state."""
+
+    def start(self) -> None:
+        """A wave starts: from the task branch's tip as it is now."""
+        ...
+
+    def slot(self, slot: int) -> Path: ...
+
+    def place(self, path: Path, workdir: Path) -> tuple[Path, Callable[[], bytes | None] | None, Path]:
+        """Inside the slot at `path`: the work folder, git's look at it (None: the witness walks
+        the files) and the workspace."""
+        ...
+
+    def take(self, slot: int, step_id: str) -> None:
+        """On the step's thread: the slot on the step's branch, clean."""
+        ...
+
+    def commit_work(self, step: Step, attempt: Attempt, path: Path, workdir: Path) -> str | None:
+        """On the step's thread: a passing attempt's work as a commit on its branch, or None."""
+        ...
+
+    def keep_failed(self, step: Step, attempt: Attempt, path: Path, workdir: Path) -> tuple[str, str] | None:
+        """On the step's thread: a failed attempt's work saved as a patch: where, and its stat."""
+        ...
+
+    def land(self, step: Step, commit: str | None) -> list[str]:
+        """The step's commit merged into the main work tree; the files that collided."""
+        ...
+
+    def unland(self, step: Step) -> None: ...
+
+    def commit(self, step: Step, task: TaskFile, record: StepRecord, attempt: Attempt) -> None:
+        """The landed step's commit on the task branch; a refusing hook fails `attempt`."""
+        ...
+
+    def listing(self) -> list[str]:
+        """The task's worktrees and step branches that exist now."""
+        ...
+
+    def prepare(self) -> None: ...
+
+    def remove(self) -> int:
+        """Every worktree and step branch of the task removed; how many worktrees there were."""
         ...
 
 

@@ -17,7 +17,6 @@ from akira_cli.hooks import write_hook
 from akira_cli.loop.conditions import TaskLocator, replaced_stop
 from akira_cli.loop.iteration import Iteration
 from akira_cli.loop.ledger import Ledger
-from akira_cli.review.summary import disputed_note
 from akira_cli.state.models import LoopState
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.reading import TaskFileError
@@ -247,3 +246,17 @@ class TaskBook:
                 and earns_tick(task, parent, self.state.include_optional)
             ):
                 task = self.mark(path, {parent.id: "x"})
+
+
+def disputed_note(state: LoopState) -> str:
+    """What a completed run's last line adds when the reviewer still disputes steps ('' when none)."""
+    count = state.reviews.get("disputed", 0)
+    if not count:
+        return ""
+    ids = [step.step_id for step in state.completed_steps if step.review == "disputed"]
+    which = f"step {ids[0]} is" if count == 1 and ids else f"{count} steps are"
+    named = f" ({', '.join(ids)})" if count > 1 and ids else ""
+    return (
+        f", but {which} DISPUTED{named}: the reviewer still asks for changes "
+        '(see "Needs a person\'s look" in the report)'
+    )

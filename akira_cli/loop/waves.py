@@ -3,30 +3,27 @@ each in a worktree slot, and lands on the task branch one at a time in file orde
 
 The scheduler (`wave`) says what is ready. Step runners work on threads of their own, each in
 its own lane (`lanes.Lane`). This class is the committer: on the loop's thread only, it starts
-each step (a save lists it in `current_steps`), finishes it (the record, reflection), lands it
-(`git.landing`), runs its checks again on the task branch, and commits it. A save, never a lock,
-is what the loop's thread does while agents run.
+each step (`Iteration.begin`: a save lists it in `current_steps`), finishes it (the record,
+reflection), lands it, runs its checks again on the task branch, and commits it. What git does
+(the slots, the step branches, the landing, the commits) is its `Worktrees` partner's
+(`loop.partners`). A save, never a lock, is what the loop's thread does while agents run.
+
+It is handed what it works with (the engine, the iteration's writer, the control, the task
+book, the loop's save and its boundary): it never calls back into the loop.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from akira_cli.checks import evaluate, step_checks
 from akira_cli.errors import AkiraError, LoopStop
 from akira_cli.events import EventType
-from akira_cli.fileio import atomic_write
-from akira_cli.git import landing
-from akira_cli.git.nested import left_out, nested_repositories, outside_nested
-from akira_cli.git.run import GitRun, subject
-from akira_cli.git.steps import StepCommits, safe
-from akira_cli.git.worktrees import Slots, slot_view
 from akira_cli.loop.lanes import InFlight, Lane, Pending, slot_lane
 from akira_cli.runner import tail
 from akira_cli.state.models import CurrentStep
@@ -36,47 +33,38 @@ from akira_cli.tasks.source import is_done
 if TYPE_CHECKING:
     from akira_cli.agents.base import Agent
     from akira_cli.agents.presets.base import UsageLimit
-    from akira_cli.config import Config
-    from akira_cli.events import EventBus
+    from akira_cli.loop.control import Control
     from akira_cli.loop.engine import StepEngine
+    from akira_cli.loop.iteration import Iteration, Save
+    from akira_cli.loop.partners import Worktrees
     from akira_cli.loop.taskbook import TaskBook
     from akira_cli.runner import CommandRunner
-    from akira_cli.state.models import LoopState
     from akira_cli.state.records import Attempt
-    from akira_cli.workspace import Workspace
 
 
-class Host(Protocol):
-    """What a wave needs of the loop that runs it (`loop.core.AutonomousLoop`)."""
-
-    state: LoopState
-    config: Config
-    workspace: Workspace
-    bus: EventBus
-    engine: StepEngine
-    book: TaskBook
-    forced: threading.Event
-    agents_for: Callable[[CommandRunner], Callable[[Step], Agent]] | None
-
-    def boundary(self) -> Path: ...
-
-    def checkpoint(self, *, defer_sync: bool = False) -> None: ...
-
-    def completed(self, step: Step, attempt: Attempt) -> None: ...
-
-    def report_completed(self, step: Step, attempt: Attempt) -> None: ...
-
-
+@dataclass
 class Waves:
-    def __init__(self, loop: Host, run: GitRun, commits: StepCommits, size: int) -> None:
-        self.loop, self.run, self.commits, self.size = loop, run, commits, size
-        self.state = loop.state
-        self.slots = Slots(run, self.state.task_id, list(loop.config.git.worktree_link), self.warn)
-        self.lanes: dict[int, Lane] = {}
-        self.base = ""
-        """The task branch's tip when the running wave started: every step branch starts there."""
-        self.failed: list[str] = []
-        """The steps whose last attempt in the last wave failed (an escalation tells of each)."""
+    git: Worktrees
+    engine: StepEngine
+    iteration: Iteration
+    """The only writer of an iteration's part of the state: a wave step's start, completion, collision."""
+    control: Control
+    book: TaskBook
+    save: Save
+    """The loop's save (its checkpoint): the state on disk, then the boxes it completed ticked."""
+    boundary: Callable[[], Path]
+    """The loop's checks before a step starts (a hook, a move, a limit, a forced stop): raises the stop."""
+    report: Callable[[Step, Attempt], None]
+    """A landed step's completion told (its events), after the save that records it."""
+    size: int
+    agents_for: Callable[[CommandRunner], Callable[[Step], Agent]]
+    """Agents that run their commands through a given runner (a slot's lane)."""
+    lanes: dict[int, Lane] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    """The steps whose last attempt in the last wave failed (an escalation tells of each)."""
+
+    def __post_init__(self) -> None:
+        self.state, self.bus = self.iteration.state, self.iteration.bus
 
     # -- the scheduler ----------------------------------------------------------------------------
 
@@ -118,10 +106,10 @@ class Waves:
     def run_wave(self, task: TaskFile, steps: list[Step]) -> None:
         """Runs `steps` up to N at a time and lands them in file order; a stop (a hook, a move,
         a failure that ends a step, a forced stop) lets the running steps finish first."""
-        self.base, wave = self.run.plumb.head()[0], InFlight.of(steps, self.size)
+        wave = InFlight.of(steps, self.size)
         self.failed = []
-        self.loop.bus.emit(EventType.WAVE_STARTED, steps=wave.order[:50], parallel=len(wave.free))
-        self.slots.prune()
+        self.bus.emit(EventType.WAVE_STARTED, steps=wave.order[:50], parallel=len(wave.free))
+        self.git.start()
         with ThreadPoolExecutor(len(wave.free), thread_name_prefix="akira-step") as pool, self.killing():
             while wave.queue or wave.running:
                 self.start_ready(wave, task, pool)
@@ -136,10 +124,10 @@ class Waves:
                     self.collect(wave, wave.running.pop(future))
                 self.land_ready(wave)
                 if finished:
-                    self.loop.checkpoint()
+                    self.save()
         if wave.stop is not None:
             if wave.stopped_at is not None:
-                self.loop.engine.iteration.stopped_at(wave.stopped_at)
+                self.iteration.stopped_at(wave.stopped_at)
             raise wave.stop
         self.failed = []  # a later stop is not about this wave
 
@@ -147,7 +135,7 @@ class Waves:
         """Steps started while slots are free, each after the loop's boundary (a pause, a move)."""
         while wave.starting:
             try:
-                self.loop.boundary()
+                self.boundary()
             except LoopStop as exc:
                 wave.stop = exc
                 return
@@ -159,7 +147,7 @@ class Waves:
         assert wave.limit is not None
         (step_id, reset), wave.limit = wave.limit, None
         try:
-            self.loop.engine.limits.wait_out(step_id, reset)
+            self.engine.limits.wait_out(step_id, reset)
         except LoopStop as exc:
             wave.stop = exc
 
@@ -168,7 +156,7 @@ class Waves:
         land, a step a usage limit cut short goes back in the queue."""
         assert pending.lane.slot is not None
         wave.free.append(pending.lane.slot)
-        self.loop.engine.iteration.finished(pending.step.id)
+        self.iteration.finished(pending.step.id)
         try:
             if pending.attempt is not None and pending.attempt.outcome == "failure":
                 self.failed.append(pending.step.id)
@@ -199,84 +187,53 @@ class Waves:
             raise
 
     def begin(self, step: Step, task: TaskFile, slot: int) -> Pending:
-        path = self.slots.path(slot)
+        path = self.git.slot(slot)
         lane = self.lane(slot, path)
         lane.witness.forget()
         # the running steps, on disk before their agents start
-        self.loop.engine.iteration.begin(step, self.loop.checkpoint, worktree=path)
-        pending = self.loop.engine.start(step, task, lane)
-        self.loop.book.running(Path(self.state.task_path), step)
+        self.iteration.begin(step, self.save, worktree=path)
+        pending = self.engine.start(step, task, lane)
+        self.book.running(Path(self.state.task_path), step)
         return pending
 
     def lane(self, slot: int, path: Path) -> Lane:
         lane = self.lanes.get(slot)
         if lane is None:
-            engine = self.loop.engine
-            assert self.loop.agents_for is not None
-            workdir = path / os.path.relpath(engine.workdir, self.run.root)
-            view = slot_view(self.run.git, path) if workdir == path else None
-            workspace = Path(os.path.normpath(path / os.path.relpath(self.run.workspace, self.run.root)))
+            engine = self.engine
+            workdir, view, workspace = self.git.place(path, engine.workdir)
             lane = slot_lane(
-                slot, path, workdir, engine.runner, engine.plane, self.loop.agents_for, view, workspace
+                slot, path, workdir, engine.runner, engine.plane, self.agents_for, view, workspace
             )
             self.lanes[slot] = lane
-        lane.runner.killed = self.loop.forced.is_set()
+        lane.runner.killed = self.control.forced.is_set()
         return lane
 
     def work(self, pending: Pending) -> Pending:
         """On a step runner's thread: the attempt, then its work as a commit on its branch."""
         try:
             assert pending.lane.slot is not None
-            self.slots.take(pending.lane.slot, pending.step.id, self.base)
-            self.loop.engine.run(pending)
+            self.git.take(pending.lane.slot, pending.step.id)
+            self.engine.run(pending)
             attempt, lane = pending.attempt, pending.lane
             if attempt is not None and attempt.outcome == "success" and lane.path is not None:
-                names = self.committable(lane, attempt.files_changed)
-                nested = nested_repositories(lane.path, self.names(lane, attempt.files_changed))
-                if nested:
-                    self.loop.bus.emit(
-                        EventType.WARNING, pending.step.id, message=left_out(nested), nested=nested[:20]
-                    )
-                message = f"{subject(pending.step.id, pending.step.title)}\n\nAkira-Step: {pending.step.id}\n"
-                pending.commit = self.slots.commit(lane.path, pending.step.id, names, message)
-                self.slots.clean[lane.path] = len(names) == len(attempt.files_changed)
+                pending.commit = self.git.commit_work(pending.step, attempt, lane.path, lane.workdir)
             elif attempt is not None and attempt.outcome == "failure" and lane.path is not None:
-                self.keep_patch(pending, self.committable(lane, attempt.files_changed))
+                self.keep_patch(pending)
         except BaseException as exc:  # raised again on the loop's thread
             pending.error = exc
         return pending
 
-    def keep_patch(self, pending: Pending, names: list[str]) -> None:
+    def keep_patch(self, pending: Pending) -> None:
         """A failed attempt's work, as in the main work tree (never committed): saved as a patch, its
-        `--stat` for the reflection and the next prompt. The slot is reset when it is reused."""
+        `--stat` for the reflection and the next prompt."""
         attempt, lane = pending.attempt, pending.lane
         assert attempt is not None and lane.path is not None
-        patch, stat = self.slots.patch(lane.path, names)
-        if not patch:
+        kept = self.git.keep_failed(pending.step, attempt, lane.path, lane.workdir)
+        if kept is None:
             return
-        store = self.loop.workspace.state_dir
-        where = store / "attempts" / self.state.task_id / f"{safe(pending.step.id)}-{attempt.number}.patch"
-        atomic_write(where, patch, durable=False)
-        attempt.patch = str(where.relative_to(store.parent))
+        attempt.patch, stat = kept
         summary = f"What this attempt changed in its worktree (its patch: {attempt.patch}):\n{stat}"
         attempt.output_tail = f"{attempt.output_tail}\n\n{summary}".strip()[-4000:]
-
-    def committable(self, lane: Lane, changed: list[str]) -> list[str]:
-        """The slot-relative names of what a step changed that its commit may hold: not the
-        task file, nor the control plane, nor a repository the step made inside."""
-        assert lane.path is not None
-        task = self.run.relative(Path(self.state.task_path))
-        names = [
-            name
-            for name in self.names(lane, changed)
-            if name != task and not self.run.is_control(self.run.root / name)
-        ]
-        return outside_nested(lane.path, names)
-
-    @staticmethod
-    def names(lane: Lane, changed: list[str]) -> list[str]:
-        assert lane.path is not None
-        return [os.path.relpath(lane.workdir / name, lane.path) for name in changed]
 
     def end(self, pending: Pending) -> UsageLimit | None:
         """The attempt's bookkeeping (a success in its worktree lands next); the usage limit
@@ -285,48 +242,40 @@ class Waves:
             raise pending.error
         result = pending.result
         if pending.attempt is None and result is not None and result.limit is not None:
-            self.loop.engine.iteration.give_back()  # a usage limit spends no iteration
+            self.iteration.give_back()  # a usage limit spends no iteration
             return result.limit
-        self.loop.engine.finish(pending)
+        self.engine.finish(pending)
         return None
 
     def land(self, pending: Pending, landed: list[str]) -> None:
         """The step onto the task branch: merged, checked there again, committed."""
         step, record, attempt = pending.step, pending.record, pending.attempt
         assert attempt is not None
-        task_file = self.run.relative(Path(self.state.task_path))
-        done = (
-            landing.land(self.run, self.base, pending.commit, task_file)
-            if pending.commit
-            else landing.Landing()
-        )
-        self.loop.engine.witness.forget()  # the main work tree changed under its last look
-        self.slots.drop_branch(step.id)
-        if done.collided:
-            return self.collide(
-                pending,
-                f"these files collided with steps that landed first: {', '.join(done.collided)}",
-                landed,
-            )
+        collided = self.git.land(step, pending.commit)
+        self.engine.witness.forget()  # the main work tree changed under its last look
+        if collided:
+            why = f"these files collided with steps that landed first: {', '.join(collided)}"
+            return self.collide(pending, why, landed)
         failed = self.recheck(step)
         if failed:
-            landing.unland(self.run, done)
+            self.git.unland(step)
             return self.collide(pending, f"on the task branch, {failed}", landed)
-        self.commits.commit(step, pending.task, record, attempt, None, paths=done.paths)
+        self.git.commit(step, pending.task, record, attempt)
         if attempt.outcome != "success":  # a hook refused the commit
-            landing.unland(self.run, done)
-            self.loop.engine.failed(step, record, attempt)
+            self.git.unland(step)
+            self.engine.failed(step, record, attempt)
             return None
         landed.append(step.id)
-        self.loop.engine.succeeded(record, attempt)
-        self.loop.completed(step, attempt)
-        self.loop.checkpoint()  # its tick on disk before the next landing reads the file
-        self.loop.report_completed(step, attempt)
+        self.engine.succeeded(record, attempt)
+        self.iteration.complete(step, attempt)
+        self.book.hold(step)
+        self.save()  # its tick on disk before the next landing reads the file
+        self.report(step, attempt)
         return None
 
     def recheck(self, step: Step) -> str:
         """The step's checks and the project checks in the main work tree; what failed, or ''."""
-        engine = self.loop.engine
+        engine = self.engine
         timeout = step.timeout or engine.config.agent.command_timeout_seconds
         checks = step_checks(step, engine.config.checks, engine.runner, engine.workdir, timeout)
         if not checks:
@@ -345,8 +294,8 @@ class Waves:
         assert pending.attempt is not None
         pending.attempt.outcome = "collided"
         first = f" Steps that landed first in its wave: {', '.join(landed)}." if landed else ""
-        self.loop.engine.iteration.collided(pending.step, f"{why}.{first}")
-        self.loop.bus.emit(
+        self.iteration.collided(pending.step, f"{why}.{first}")
+        self.bus.emit(
             EventType.LEDGER, pending.step.id, action="collided", reason=why[:300], landed=landed[:20]
         )
 
@@ -357,21 +306,17 @@ class Waves:
     def prepare(self) -> None:
         """At a start or a resume: the slots a crash left, removed (their groups were killed at
         the session's start), and the slots' folder made before any step runs."""
-        if self.state.current_steps or self.slots.listing():
+        if self.state.current_steps or self.git.listing():
             removed = self.clean()
-            stale = self.loop.engine.iteration.forget_running()
-            self.loop.bus.emit(
-                EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale
-            )
-        try:
-            self.slots.prepare()
-        except OSError as exc:  # a link where the slots go: the first wave refuses it and pauses
-            self.warn(f"the worktree slots' folder was not made: {exc}")
+            stale = self.iteration.forget_running()
+            self.bus.emit(EventType.LEDGER, action="stale_worktrees_removed", worktrees=removed, steps=stale)
+        self.git.prepare()  # a link where the slots go: warned, and the first wave refuses it and pauses
+
+    def kept(self) -> list[str]:
+        """The task's worktrees and step branches left now (an escalation names them)."""
+        return self.git.listing()
 
     def clean(self) -> int:
         """The task's worktrees and step branches, removed (completion, or stale after a crash)."""
         self.lanes.clear()
-        return self.slots.remove()
-
-    def warn(self, message: str) -> None:
-        self.loop.bus.emit(EventType.WARNING, message=message)
+        return self.git.remove()

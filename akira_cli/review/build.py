@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from akira_cli.config import Config
     from akira_cli.git.steps import StepCommits
     from akira_cli.llm.client import LLMClient
-    from akira_cli.loop.usage_limits import LimitWaiter
     from akira_cli.review.gate import RequirementTexts, StepReview
+    from akira_cli.review.waits import FaultWait, LimitWait
     from akira_cli.state.models import LoopState
     from akira_cli.tasks.model import Step, TaskFile
     from akira_cli.workspace import Workspace
@@ -82,12 +82,13 @@ def step_reviewer(
     state: LoopState,
     bus: EventBus,
     commits: StepCommits | None,
-    limits: LimitWaiter | None = None,
-    pause: Callable[[float], bool] | None = None,
+    limits: LimitWait | None = None,
+    faults: Callable[[], FaultWait] | None = None,
     requirement_texts: RequirementTexts | None = None,
 ) -> StepReview | None:
-    """`limits` and `pause`: the run's usage-limit wait and its pause, to wait out the
-    reviewer's limits and provider faults as the agent's are."""
+    """`limits` and `faults`: the run's usage-limit wait and a maker of provider-fault waits
+    (the loop's, handed in by the run's assembly), to wait out the reviewer's limits and
+    provider faults as the agent's are."""
     settings = config.review
     if not settings.enabled:
         return None
@@ -105,11 +106,7 @@ def step_reviewer(
             bus.emit(EventType.WARNING, message=missing)
         agent = CommandReviewer(settings, workspace.state_dir / "prompts", state.task_id)
     retry = config.reflection.enabled and config.autonomous_loop.retry_failed_steps
-    waits = (
-        ReviewerWaits(bus, limits, config.agent.max_transient_wait_seconds, pause)
-        if limits is not None and pause is not None
-        else None
-    )
+    waits = ReviewerWaits(limits, faults) if limits is not None and faults is not None else None
     return StepReview(
         settings,
         state,

@@ -78,20 +78,6 @@ def changed_exam_entry(step: CompletedStep) -> str:
     )
 
 
-def disputed_note(state: LoopState) -> str:
-    """What the last line adds when the reviewer still disputes steps ('' when none)."""
-    count = state.reviews.get("disputed", 0)
-    if not count:
-        return ""
-    ids = [step.step_id for step in state.completed_steps if step.review == "disputed"]
-    which = f"step {ids[0]} is" if count == 1 and ids else f"{count} steps are"
-    named = f" ({', '.join(ids)})" if count > 1 and ids else ""
-    return (
-        f", but {which} DISPUTED{named}: the reviewer still asks for changes "
-        '(see "Needs a person\'s look" in the report)'
-    )
-
-
 def usage_lines(state: LoopState) -> str:
     """The reviewer's tokens and dollars apart from the implementing agent's ('' without reviews)."""
     review = state.review_usage

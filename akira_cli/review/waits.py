@@ -6,23 +6,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.errors import NeedsPerson
-from akira_cli.events import EventBus
-from akira_cli.loop.provider_faults import FaultWaiter
-from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.review.agent import Answer, ReviewerAgent
 from akira_cli.runner import CommandRunner
+
+if TYPE_CHECKING:
+    from akira_cli.agents.presets.base import ProviderFault, UsageLimit
+
+
+class LimitWait(Protocol):
+    """The run's wait for a usage limit (`loop.usage_limits.LimitWaiter`)."""
+
+    def wait_out(self, step_id: str, limit: UsageLimit, *, record: bool = True) -> None: ...
+
+
+class FaultWait(Protocol):
+    """One outage's waits for a failing provider (`loop.provider_faults.FaultWaiter`)."""
+
+    def wait_out(self, step_id: str, fault: ProviderFault) -> None: ...
 
 
 @dataclass
 class ReviewerWaits:
-    bus: EventBus
-    limits: LimitWaiter
+    limits: LimitWait
     """The run's usage-limit wait (the agent's): on the loop's thread it records `waiting_until`."""
-    fault_cap_seconds: float
-    pause: Callable[[float], bool]
-    """Waits up to N seconds; True as soon as a stop is wanted."""
+    faults: Callable[[], FaultWait]
+    """A new wait for a failing provider, made for each review (its caps count one outage)."""
 
     def ask(
         self, agent: ReviewerAgent, prompt: str, runner: CommandRunner, step_id: str, attempt: int, main: bool
@@ -30,7 +41,7 @@ class ReviewerWaits:
         """Every answer the reviewer gave, the last one the one that counts. A stop hook during
         a wait raises `StopRequested`, as it does for the agent. `main`: the review runs on the
         loop's thread (a wave step's runs on its own, which never writes the state)."""
-        faults = FaultWaiter(self.bus, self.fault_cap_seconds, self.pause)
+        faults = self.faults()
         answers: list[Answer] = []
         while True:
             answer = agent.ask(prompt, runner, step_id, attempt)
