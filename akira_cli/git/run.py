@@ -30,7 +30,7 @@ from akira_cli.git.secret_scan import refuse_secrets
 from akira_cli.git.verify import CommitHooks
 from akira_cli.redaction import redact
 from akira_cli.sections import GitSettings
-from akira_cli.state.gitrun import GitRun as GitRecord
+from akira_cli.state.git_record import GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.workspace import in_quotes
 

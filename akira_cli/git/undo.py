@@ -10,7 +10,7 @@ from pathlib import Path
 from akira_cli.errors import AkiraError
 from akira_cli.git.pinned import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
-from akira_cli.state import gitrun
+from akira_cli.state.git_record import GitRecord
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
@@ -33,7 +33,7 @@ def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list
 
 
 def undoable(
-    run: GitRun, record: gitrun.GitRun, state: LoopState, step_id: str, store: StateStore
+    run: GitRun, record: GitRecord, state: LoopState, step_id: str, store: StateStore
 ) -> list[CompletedStep]:
     """SID's completion and every later one; why not, when SID is not completed here or has no
     commit of its own."""
@@ -94,7 +94,7 @@ def not_completed(run: GitRun, state: LoopState, task: TaskFile | None, step_id:
     return f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo"
 
 
-def revert_all(run: GitRun, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
+def revert_all(run: GitRun, record: GitRecord, undone: list[CompletedStep]) -> None:
     """The commits of `undone` and the move to Done/ reverted, newest first, with the folders
     git removed on the way put back."""
     commits = [done.commit for done in undone if done.commit]
@@ -109,7 +109,7 @@ def revert_all(run: GitRun, record: gitrun.GitRun, undone: list[CompletedStep]) 
         record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
 
 
-def forget(state: LoopState, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
+def forget(state: LoopState, record: GitRecord, undone: list[CompletedStep]) -> None:
     """The undone steps no longer completed, their boxes unticked, each to be done again from
     scratch; the loop paused, and the task file back where the move to Done/ took it from."""
     del state.completed_steps[len(state.completed_steps) - len(undone) :]
