@@ -34,8 +34,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 
 if TYPE_CHECKING:
-    from akira_cli.agents.base import Agent
-    from akira_cli.agents.presets.base import UsageLimit
+    from akira_cli.agents.base import Agent, UsageLimit
     from akira_cli.config import Config
     from akira_cli.events import EventBus
     from akira_cli.loop.engine import StepEngine
