@@ -12,6 +12,7 @@ from pathlib import Path
 from akira_cli.errors import AkiraError
 from akira_cli.git.pinned import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
+from akira_cli.git.step_message import commits_of
 from akira_cli.state.git_record import GitRecord
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.state.store import StateStore
@@ -62,7 +63,7 @@ def undoable(
         step_id = min(under, key=ids.index) if under else step_id
     if step_id not in ids:
         if step_id in state.completed_ids():
-            found = [f.sha for f in run.found(record, state.task_id) if f.step_id == step_id]
+            found = [f.sha for f in commits_of(run.git, record, state.task_id) if f.step_id == step_id]
             by_hand = run.shown("revert", found[0]) if found else "git revert <its commit>"
             raise AkiraError(
                 f"step {step_id} was completed long ago and its record is sealed in the history; "

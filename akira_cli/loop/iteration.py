@@ -24,7 +24,7 @@ class Save(Protocol):
 
 
 class FoundCommit(Protocol):
-    """A commit of akira's on the task branch, read back by its trailers (`git.run.Found`)."""
+    """A commit of akira's on the task branch, read back by its trailers (`git.step_message.Found`)."""
 
     @property
     def sha(self) -> str: ...
