@@ -1,19 +1,21 @@
-"""Runs shell commands in their own process group, so a timeout or a forced stop kills the whole tree."""
+"""Runs shell commands in their own process group, so a timeout or a forced stop kills the whole
+tree: which command starts how (its confinement, its variables, the ledger of its group, starting it
+again when its confinement never started it) and what came of it. A started command's streams are
+`streams.py`'s."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import select
 import shutil
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from akira_cli.streams import Pipes, kill_group
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -91,15 +93,6 @@ class CommandWrapper(Protocol):
 
 
 _ENVIRON = threading.Lock()
-_DEVNULL: list[int] = []
-"""/dev/null, opened once per process for every command's stdin (subprocess opens it per spawn)."""
-
-
-def _devnull() -> int:
-    with _ENVIRON:
-        if not _DEVNULL:
-            _DEVNULL.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
-        return _DEVNULL[0]
 
 
 def inherit(variables: dict[str, str] | None) -> None:
@@ -180,7 +173,7 @@ class CommandRunner:
         """One start of the command, and whether it ran (False when its confinement never
         started it)."""
         started = time.monotonic()
-        pipes = _Pipes.open(stdin, split, confined=wrapper is not None)
+        pipes = Pipes.open(stdin, split, confined=wrapper is not None)
         try:
             argv, executable, own_env = self._command_line(command, env, wrapper, pipes.status_w)
             if self.ledger is not None:
@@ -231,14 +224,14 @@ class CommandRunner:
         return ["bash", "-c", command], self.bash, own_env
 
     def _watch(
-        self, process: subprocess.Popen[bytes], pipes: _Pipes, timeout: float
+        self, process: subprocess.Popen[bytes], pipes: Pipes, timeout: float
     ) -> tuple[bytes, bytes, bool]:
         """A started command until it ends: killable (`kill`, the ledger a later run reads), its
         output and its stderr read, and whether it timed out."""
         with self._lock:
             self._current = process
             if self.killed:  # a forced stop came while the command was starting
-                _kill_group(process)
+                kill_group(process)
         try:
             if self.ledger is not None:
                 self.ledger.started(process.pid)
@@ -246,7 +239,7 @@ class CommandRunner:
                 self.on_start()
             return pipes.read(process, timeout)
         except BaseException:
-            _kill_group(process)  # nobody would wait for it any more
+            kill_group(process)  # nobody would wait for it any more
             raise
         finally:
             with self._lock:
@@ -265,127 +258,4 @@ class CommandRunner:
         self.killed = True
         with self._lock:
             if self._current is not None:
-                _kill_group(self._current)
-
-
-@dataclass
-class _Pipes:
-    """A command's standard streams and its confinement's status pipe. Without input to feed,
-    stdin is /dev/null and the output goes to a pipe of akira's own, read in one poll loop (the
-    hot path): Popen's would come wrapped in a file object (three syscalls more) that only
-    communicate(), which feeds input (an agent's prompt), needs."""
-
-    feed: bytes | None
-    split: bool
-    out: int = -1
-    out_w: int = -1
-    status: int = -1
-    """Where the confinement reports the command's exit (`CommandWrapper.wrap`)."""
-    status_w: int = -1
-
-    @classmethod
-    def open(cls, stdin: str | None, split: bool, *, confined: bool) -> _Pipes:
-        pipes = cls(None if stdin is None else stdin.encode(), split)
-        if confined:
-            pipes.status, pipes.status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        if stdin is None:
-            pipes.out, pipes.out_w = os.pipe2(os.O_CLOEXEC)
-        return pipes
-
-    def popen(self) -> dict[str, Any]:
-        """Popen's `stdin`, `stdout`, `stderr` and `pass_fds`."""
-        fed, passed = self.feed is not None, (self.status_w,) if self.status_w >= 0 else ()
-        out = subprocess.PIPE if fed else self.out_w
-        err = subprocess.PIPE if fed and self.split else subprocess.STDOUT
-        return {
-            "stdin": subprocess.PIPE if fed else _devnull(),
-            "stdout": out,
-            "stderr": err,
-            "pass_fds": passed,
-        }
-
-    def spawned(self) -> None:
-        """The write ends closed: the child has its copies, and the reader sees the end with them."""
-        self.out_w, self.status_w = _close(self.out_w), _close(self.status_w)
-
-    def read(self, process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
-        """The output, the stderr (when `split` with input) and whether the command timed out."""
-        if self.feed is None:
-            out, timed_out = _collect(process, self.out, timeout)
-            return out, b"", timed_out
-        return _communicate(process, self.feed, timeout)
-
-    def ran(self) -> bool:
-        """Whether the command ran: the confinement, if any, reported its exit."""
-        if self.status < 0:
-            return True
-        chunks = []
-        try:
-            with contextlib.suppress(BlockingIOError):
-                while chunk := os.read(self.status, 4096):
-                    chunks.append(chunk)
-        finally:
-            self.status = _close(self.status)
-        return b'"exit-code"' in b"".join(chunks)
-
-    def close(self) -> None:
-        self.out, self.status = _close(self.out), _close(self.status)
-
-
-def _close(fd: int) -> int:
-    if fd >= 0:
-        os.close(fd)
-    return -1
-
-
-def _collect(process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> tuple[bytes, bool]:
-    """Reads output until the command exits or the deadline passes, in one poll loop.
-
-    communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
-    fast command either is most of akira's per-step overhead. A pidfd makes the exit
-    pollable, so a background child that keeps the pipe open cannot hold the step.
-    """
-    pid_fd = os.pidfd_open(process.pid)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    timed_out = exited = False
-    poller = select.poll()
-    poller.register(out_fd, select.POLLIN)
-    poller.register(pid_fd, select.POLLIN)
-    reading = True
-    while reading:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            _kill_group(process)
-            break
-        ready = poller.poll(0 if exited else remaining * 1000)
-        if not ready and exited:
-            break  # nothing more is waiting in the pipe (a background child may hold it)
-        for fd, _ in ready:
-            if fd == pid_fd:
-                exited = True
-                poller.unregister(pid_fd)
-            elif data := os.read(out_fd, 65536):
-                chunks.append(data)
-            else:
-                reading = False
-    os.close(pid_fd)
-    process.wait()
-    return b"".join(chunks), timed_out
-
-
-def _communicate(process: subprocess.Popen[bytes], data: bytes, timeout: float) -> tuple[bytes, bytes, bool]:
-    """With input to feed (agent prompts): the standard library's way, not a hot path."""
-    try:
-        out, err = process.communicate(data, timeout)
-        return out, err or b"", False
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        out, err = process.communicate()
-        return out, err or b"", True
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+                kill_group(self._current)

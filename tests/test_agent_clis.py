@@ -271,7 +271,7 @@ def test_a_limit_without_a_reset_time_is_waited_out_doubling_with_jitter_up_to_t
     """No reset time in the message: up to 5 minutes, then doubling, each wait in [delay/2,
     delay], so that machines that met the limit together do not all try again at once; a wait
     past `agent.max_limit_wait_seconds` asks a person instead."""
-    from akira_cli.agents.presets.base import UsageLimit
+    from akira_cli.agents.base import UsageLimit
     from akira_cli.errors import NeedsPerson
     from akira_cli.events import EventBus
     from akira_cli.loop.usage_limits import LimitWaiter

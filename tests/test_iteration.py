@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from akira_cli.events import Event, EventBus
-from akira_cli.git.run import Found
+from akira_cli.git.step_message import Found
 from akira_cli.loop.iteration import Iteration
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt, ReviewResult

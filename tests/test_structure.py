@@ -109,23 +109,15 @@ def test_there_is_no_import_circle() -> None:
     assert circles(graph()) == []
 
 
-def moved_out_of_presets() -> bool:
-    """Whether `UsageLimit` and `ProviderFault` have left `agents/presets/base.py` for the agent
-    Protocol's module. Until they do, a loop module may name them there, and nothing else."""
-    source = (PACKAGE / "agents" / "presets" / "base.py").read_text(encoding="utf-8")
-    return "class UsageLimit" not in source and "class ProviderFault" not in source
-
-
 def test_the_loop_core_imports_no_adapter() -> None:
     """Every module of `loop/`, found on disk: it imports no adapter, only the Protocols the
     loop declares (`loop/partners.py`), which the adapters implement; and the review, an
     adapter, imports of the loop only those Protocols."""
     edges = graph()
-    allowed = set() if moved_out_of_presets() else {"akira_cli.agents.presets.base"}
     core = [name for name in edges if name.startswith("akira_cli.loop.")]
     assert {"akira_cli.loop.core", "akira_cli.loop.engine", "akira_cli.loop.waves"} <= set(core)
     for name in core:
-        adapters = sorted(m for m in edges[name] - allowed if m.startswith(ADAPTERS))
+        adapters = sorted(m for m in edges[name] if m.startswith(ADAPTERS))
         assert adapters == [], f"{name} imports {adapters}"
     for name in (name for name in edges if name.startswith("akira_cli.review")):
         loop = sorted(m for m in edges[name] if m.startswith("akira_cli.loop"))

@@ -134,7 +134,7 @@ def install_command(installer: str, package: str, version: str) -> str:
 def require_agent_executable(kind: str, steps: list[Step], config: Config, workdir: Path) -> None:
     """Refuses a run whose agent CLI is not there, before anything starts. Only the steps left to
     run count: `auto` starts no CLI for a step with `Run:` lines."""
-    from akira_cli.agents.base import choose_kind
+    from akira_cli.agents.choice import choose_kind
 
     for step in steps:
         try:

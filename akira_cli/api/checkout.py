@@ -56,7 +56,7 @@ def refuse_busy_checkout(store: StateStore, git: GitRun, workspace: Workspace) -
 def refuse_hidden_agent(cfg: Config, steps: list[Step], workdir: Path, root: Path) -> None:
     """A sandboxed run whose agent CLI lies where the sandbox hides it (`sandbox/sees.py`) would
     stop at its first step: refused before anything is written."""
-    from akira_cli.agents.base import choose_kind
+    from akira_cli.agents.choice import choose_kind
     from akira_cli.agents.executable import agent_command
     from akira_cli.sandbox.sees import hidden_program
 

@@ -14,6 +14,8 @@ from akira_cli.workspace import Workspace, command_line
 
 if TYPE_CHECKING:
     from akira_cli.api.models import Note, Undone
+    from akira_cli.git.undo import Reverted
+    from akira_cli.loop.iteration import Iteration
     from akira_cli.state.models import LoopState
     from akira_cli.state.store import StateStore
 
@@ -113,6 +115,7 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
     from akira_cli.git import undo as undoing
     from akira_cli.git.run import GitRun
     from akira_cli.handoff.pull_request import after_undo
+    from akira_cli.loop.iteration import Iteration
     from akira_cli.redaction import redact
 
     workspace = Workspace.resolve(root)
@@ -132,15 +135,16 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
             raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
         before = run.git.out("rev-parse", "HEAD")
         archived = store.archived_path(state.task_id)
-        undone = undoing.undo(run, state, step, store)
+        bus = EventBus(state.task_id)
+        reverted = undoing.undo(run, state, step, store)
+        forget(state, reverted, Iteration(state, bus))
         if archived.exists():
             os.replace(archived, store.path(state.task_id))  # a completed loop is active again
         store.save(state)
         made = run.git.out("rev-list", "--reverse", f"{before}..HEAD").split()
         log = JsonlLog(workspace.log_path(state.task_id))
-        bus = EventBus(state.task_id)
         bus.subscribe(log)
-        steps = [done.step_id for done in undone]
+        steps = [done.step_id for done in reverted.undone]
         warnings: list[str] = []
         try:
             bus.emit(EventType.LEDGER, step, **undone_data(steps))
@@ -164,6 +168,21 @@ def undo(root: str | Path | None, task_id: str, step: str) -> Undone:
         message=message,
         warnings=warnings,
     )
+
+
+def forget(state: LoopState, reverted: Reverted, iteration: Iteration) -> None:
+    """What `git.undo` reverted, in the state: the steps no longer completed, to be done again
+    from scratch, the move to Done/ undone with it, and the loop paused."""
+    iteration.undone(reverted.undone)
+    assert state.git is not None  # `undo` refuses a run that is not git-native
+    state.git.done_commit = None
+    state.git.since = reverted.since or state.git.since  # the reverted commits are not adopted again
+    if reverted.moved_back is not None:
+        state.task_path = str(reverted.moved_back)
+    state.moved_from, state.moving_to_done = None, False
+    state.status = "paused"
+    names = ", ".join(done.step_id for done in reverted.undone)
+    state.stop_reason = f"step(s) {names} undone by a person with 'akira loop undo'"
 
 
 def undone_data(steps: list[str]) -> dict[str, object]:

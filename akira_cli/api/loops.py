@@ -63,7 +63,7 @@ def start(
     the pull request, follow its checks and reviews (`follow:` with its defaults, when the config
     has none). `go_on` is asked once the checks are done, before anything is written: False (a
     client that cancelled its call) starts nothing."""
-    from akira_cli.agents.base import preflight
+    from akira_cli.agents.choice import preflight
     from akira_cli.api import checkout, prepare
     from akira_cli.api.agent_preflight import at_start
     from akira_cli.api.models import Note

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from akira_cli import redaction
-from akira_cli.agents.base import REGISTRY, Agent, AgentContext, choose_kind
+from akira_cli.agents.base import REGISTRY, Agent, AgentContext
+from akira_cli.agents.choice import choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
 from akira_cli.children.ledger import ChildLedger

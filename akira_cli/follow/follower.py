@@ -84,21 +84,23 @@ class Follower:
         record = self.loop.state.pull_request
         return record is not None and record.phase != "green"
 
-    def after(self, stop: LoopStop) -> None:
-        """A completed run whose pull request is open begins to follow it."""
+    def after(self, stop: LoopStop) -> PullRequestWatch | None:
+        """A completed run whose pull request is open begins to follow it: the record of the
+        watch, for the loop to keep (None: nothing to follow)."""
         state = self.loop.state
         if stop.condition not in STARTS or state.git is None or not state.git.pr_url:
-            return
-        state.pull_request = start_watch(state, self.settings.max_rounds, self.commits.run.plumb.head()[0])
-        state.status = "following"
+            return None
+        watch = start_watch(state, self.settings.max_rounds, self.commits.run.plumb.head()[0])
         self.loop.bus.emit(EventType.FOLLOW, action="started", url=state.git.pr_url)
+        return watch
 
     def follow(self) -> None:
-        """Follows the pull request until it is green or needs a person; raises that stop."""
+        """Follows the pull request until it is green or needs a person (the loop's status is
+        `following` meanwhile); raises that stop."""
         record, state = self.record, self.loop.state
         if record.phase == "needs_action":  # a person resumed it: a new budget of rounds
             record.phase, record.round, record.seen, record.gave_up = "following", 0, {}, ""
-        record.max_rounds, state.status = self.settings.max_rounds, "following"
+        record.max_rounds = self.settings.max_rounds
         forge = self.forge(record.url)
         if not record.account:
             record.account = self.ask(forge.account)

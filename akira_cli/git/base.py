@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from akira_cli.errors import AkiraError
 from akira_cli.git.pinned import Git
 from akira_cli.sections import GitSettings
-from akira_cli.state.gitrun import GitRun as GitRecord
+from akira_cli.state.git_record import GitRecord
 
 
 def task_branch(template: str, feature: str, task_id: str) -> str:

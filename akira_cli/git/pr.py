@@ -23,7 +23,7 @@ from akira_cli.fileio import atomic_write
 from akira_cli.git.pinned import Git
 from akira_cli.redaction import redact
 from akira_cli.sections import GitSettings
-from akira_cli.state.gitrun import GitRun as GitRecord
+from akira_cli.state.git_record import GitRecord
 
 TIMEOUT = 120.0
 URL_RE = re.compile(r"https?://\S+")

@@ -7,8 +7,9 @@ other path as it was; only the paths akira committed are set to the new commit i
 `git status` stays quiet. With `git.verify` the repository's hooks run in the step's sandbox
 (`verify.py`), and a hook that refuses is a `CommitRefused` with everything it printed. A
 repository a step made inside the work tree is never committed (`nested.py`), nor are lines that
-add a secret (`secret_scan.py`). The commit message ends with `Akira-*` trailers: after a kill -9
-a resume finds a commit the state does not know of by them."""
+add a secret (`secret_scan.py`). The commit message ends with `Akira-*` trailers (`step_message.py`
+writes them and reads them back: after a kill -9 a resume finds a commit the state does not know
+of by them)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,18 @@ import shlex
 import stat
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
 from akira_cli.git.base import base_commit, refuse_elsewhere, task_branch
 from akira_cli.git.nested import nested_repositories, outside_nested, refuse_nested_start
-from akira_cli.git.pinned import Git, GitError, Repository, find, output_of
+from akira_cli.git.pinned import Git, Repository, find, output_of
 from akira_cli.git.plumbing import Plumbing
 from akira_cli.git.secret_scan import refuse_secrets
 from akira_cli.git.verify import CommitHooks
 from akira_cli.redaction import redact
 from akira_cli.sections import GitSettings
-from akira_cli.state.gitrun import GitRun as GitRecord
+from akira_cli.state.git_record import GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.workspace import in_quotes
 
@@ -53,19 +53,6 @@ SUBJECT_WIDTH = 72
 SMALL_INDEX = 256 * 1024
 """An index file smaller than this (some 2,500 files): one `git commit` is cheaper than the
 three plumbing commands that spare it a refresh of every entry."""
-TRAILER_RE = re.compile(r"^Akira-(Task|Step|Verified|Review): *(.+)$", re.MULTILINE)
-
-
-@dataclass
-class Found:
-    """A commit of akira's on the task branch, read back by its trailers."""
-
-    sha: str
-    task_id: str
-    step_id: str
-    verified: bool
-    review: str | None = None
-    """The `Akira-Review` trailer (the reviewer's verdict), when a reviewer looked at the step."""
 
 
 class GitRun:
@@ -336,29 +323,6 @@ class GitRun:
             return "120000"
         return "100755" if info.st_mode & 0o100 else "100644"
 
-    def found(self, record: GitRecord, task_id: str) -> list[Found]:
-        """akira's commits of this task on the branch since its base, oldest first."""
-        try:
-            start = record.since or record.base
-            log = self.git.out("log", "--reverse", "--format=%H%x00%B%x01", f"{start}..{record.branch}")
-        except GitError:
-            return []
-        commits = []
-        for entry in log.split("\x01"):
-            sha, _, body = entry.strip().partition("\x00")
-            trailers = dict(TRAILER_RE.findall(body))
-            if sha and trailers.get("Task") == task_id and "Step" in trailers:
-                commits.append(
-                    Found(
-                        sha,
-                        task_id,
-                        trailers["Step"].strip(),
-                        trailers.get("Verified") == "yes",
-                        review_trailer(trailers.get("Review")),
-                    )
-                )
-        return commits
-
     # -- helpers ----------------------------------------------------------------------------------
 
     def inside(self, path: Path) -> bool:
@@ -378,11 +342,6 @@ class GitRun:
     def shown(self, *args: str) -> str:
         """A git command a person can paste, from any folder."""
         return shlex.join(["git", "-C", str(self.root), *args])
-
-
-def review_trailer(value: str | None) -> str | None:
-    word = (value or "").strip()
-    return word if word in ("approved", "disputed", "none") else None
 
 
 def subject(step_id: str, title: str) -> str:

@@ -1,21 +1,27 @@
 """What a step's commit says besides its files: the trailers a reader (and a later run) reads it
-by, the commit of a step not in the task file (`Message`), and the task file with the step's tick.
+by, written (`trailers`) and read back (`commits_of`: akira's commits of a task, after a kill -9 left
+one unrecorded), the commit of a step not in the task file (`Message`), and the task file with the
+step's tick.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.fileio import read_all
+from akira_cli.git.pinned import Git, GitError
+from akira_cli.state.git_record import GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 
 OPEN_BOXES = (b"[ ]", b"[-]", b"[~]")
+TRAILER_RE = re.compile(r"^Akira-(Task|Step|Verified|Review): *(.+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,48 @@ def trailers(task_id: str, step: Step, attempt: Attempt, message: Message | None
     if attempt.review is not None:  # approved, disputed or none
         found["Akira-Review"] = attempt.review.verdict
     return found
+
+
+@dataclass
+class Found:
+    """A commit of akira's on the task branch, read back by its trailers."""
+
+    sha: str
+    task_id: str
+    step_id: str
+    verified: bool
+    review: str | None = None
+    """The `Akira-Review` trailer (the reviewer's verdict), when a reviewer looked at the step."""
+
+
+def commits_of(git: Git, record: GitRecord, task_id: str) -> list[Found]:
+    """akira's commits of this task on the branch since its base (or the last undo's revert),
+    oldest first, read back by their trailers."""
+    try:
+        start = record.since or record.base
+        log = git.out("log", "--reverse", "--format=%H%x00%B%x01", f"{start}..{record.branch}")
+    except GitError:
+        return []
+    commits = []
+    for entry in log.split("\x01"):
+        sha, _, body = entry.strip().partition("\x00")
+        said = dict(TRAILER_RE.findall(body))
+        if sha and said.get("Task") == task_id and "Step" in said:
+            commits.append(
+                Found(
+                    sha,
+                    task_id,
+                    said["Step"].strip(),
+                    said.get("Verified") == "yes",
+                    review_trailer(said.get("Review")),
+                )
+            )
+    return commits
+
+
+def review_trailer(value: str | None) -> str | None:
+    word = (value or "").strip()
+    return word if word in ("approved", "disputed", "none") else None
 
 
 def verified(attempt: Attempt) -> str:

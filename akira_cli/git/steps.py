@@ -19,8 +19,8 @@ from akira_cli.git import attempts, hints, moves
 from akira_cli.git.branches import BranchWatch
 from akira_cli.git.nested import left_out
 from akira_cli.git.pinned import GitError
-from akira_cli.git.run import Found, GitRun, subject
-from akira_cli.git.step_message import Message, task_bytes, ticked_bytes, trailers
+from akira_cli.git.run import GitRun, subject
+from akira_cli.git.step_message import Found, Message, commits_of, task_bytes, ticked_bytes, trailers
 from akira_cli.git.verify import CommitRefused
 from akira_cli.state.models import LoopState
 from akira_cli.state.records import Attempt, StepRecord
@@ -223,7 +223,7 @@ class StepCommits:
         record = self.state.git
         if record is None:
             return []
-        found = self.run.found(record, self.state.task_id)
+        found = commits_of(self.run.git, record, self.state.task_id)
         self.run.repair_index(self.state.task_id)
         return found
 

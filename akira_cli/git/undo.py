@@ -1,16 +1,19 @@
 """`akira loop undo --step SID`: revert the commits akira made for SID and every later
 step (and the move to Done/), newest first, with `git revert` (one revert commit each: history is
 never rewritten); those steps are no longer completed, their boxes are unticked, and the loop is
-left paused for a resume to run them again."""
+left paused for a resume to run them again. This side works the repository and the task file and
+says what it did (`Reverted`); the API writes it into the state."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
 from akira_cli.git.pinned import output_of
 from akira_cli.git.run import FALLBACK_AUTHOR, GitRun
-from akira_cli.state import gitrun
+from akira_cli.git.step_message import commits_of
+from akira_cli.state.git_record import GitRecord
 from akira_cli.state.models import CompletedStep, LoopState
 from akira_cli.state.store import StateStore
 from akira_cli.tasks.model import Step, TaskFile
@@ -19,21 +22,37 @@ from akira_cli.tasks.writeback import set_box
 from akira_cli.workspace import Workspace, command_line, in_quotes
 
 
-def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> list[CompletedStep]:
-    """Reverts SID and every later step; returns the steps undone. The caller saves. `store`:
-    where the run that has the commit of a step this one has none of is looked for."""
+@dataclass(frozen=True)
+class Reverted:
+    """What `undo` did: the completions it reverted (the latest ones, in their order), their
+    boxes unticked in the task file."""
+
+    undone: list[CompletedStep]
+    since: str | None
+    """The last revert commit: commits before it are never adopted again (None: none made)."""
+    moved_back: Path | None
+    """Where the task file is now when the revert of the move to Done/ took it back there."""
+
+
+def undo(run: GitRun, state: LoopState, step_id: str, store: StateStore) -> Reverted:
+    """Reverts SID and every later step and unticks their boxes; writes nothing into `state`
+    (the caller records what was reverted, and saves). `store`: where the run that has the
+    commit of a step this one has none of is looked for."""
     record = state.git
     if record is None:
         raise AkiraError(f"task {state.task_id} is not a git-native run; there are no commits to revert")
     run.check_resume(record)
     undone = undoable(run, record, state, step_id, store)
-    revert_all(run, record, undone)
-    forget(state, record, undone)
-    return undone
+    since = revert_all(run, record, undone)
+    path, moved_back = Path(state.task_path), None
+    if state.moved_from and not path.exists():
+        path = moved_back = Path(state.moved_from) / "tasks.md"  # the revert moved it back
+    untick(path, [done.step_id for done in undone])
+    return Reverted(undone, since, moved_back)
 
 
 def undoable(
-    run: GitRun, record: gitrun.GitRun, state: LoopState, step_id: str, store: StateStore
+    run: GitRun, record: GitRecord, state: LoopState, step_id: str, store: StateStore
 ) -> list[CompletedStep]:
     """SID's completion and every later one; why not, when SID is not completed here or has no
     commit of its own."""
@@ -44,7 +63,7 @@ def undoable(
         step_id = min(under, key=ids.index) if under else step_id
     if step_id not in ids:
         if step_id in state.completed_ids():
-            found = [f.sha for f in run.found(record, state.task_id) if f.step_id == step_id]
+            found = [f.sha for f in commits_of(run.git, record, state.task_id) if f.step_id == step_id]
             by_hand = run.shown("revert", found[0]) if found else "git revert <its commit>"
             raise AkiraError(
                 f"step {step_id} was completed long ago and its record is sealed in the history; "
@@ -94,9 +113,9 @@ def not_completed(run: GitRun, state: LoopState, task: TaskFile | None, step_id:
     return f"step {step_id} is not completed in task {state.task_id}; there is nothing to undo"
 
 
-def revert_all(run: GitRun, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
+def revert_all(run: GitRun, record: GitRecord, undone: list[CompletedStep]) -> str | None:
     """The commits of `undone` and the move to Done/ reverted, newest first, with the folders
-    git removed on the way put back."""
+    git removed on the way put back; the last revert commit (None: there was none to make)."""
     commits = [done.commit for done in undone if done.commit]
     commits += [record.done_commit] if record.done_commit else []
     refuse_dirty(run, commits)
@@ -105,31 +124,7 @@ def revert_all(run: GitRun, record: gitrun.GitRun, undone: list[CompletedStep]) 
         revert(run, sha)
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)  # git removed it with the last file it held
-    if commits:
-        record.since = run.git.out("rev-parse", "HEAD")  # the reverted commits are not adopted again
-
-
-def forget(state: LoopState, record: gitrun.GitRun, undone: list[CompletedStep]) -> None:
-    """The undone steps no longer completed, their boxes unticked, each to be done again from
-    scratch; the loop paused, and the task file back where the move to Done/ took it from."""
-    del state.completed_steps[len(state.completed_steps) - len(undone) :]
-    for done in undone:  # their reviews go with them
-        if done.review is not None and state.reviews.get(done.review, 0) > 0:
-            state.reviews[done.review] -= 1
-    record.done_commit = None
-    if state.moved_from and not Path(state.task_path).exists():
-        state.task_path = str(Path(state.moved_from) / "tasks.md")  # the revert moved it back
-    state.moved_from, state.moving_to_done = None, False
-    untick(Path(state.task_path), [done.step_id for done in undone])
-    state.status, state.current_step = "paused", None
-    names = ", ".join(done.step_id for done in undone)
-    state.stop_reason = f"step(s) {names} undone by a person with 'akira loop undo'"
-    for done in undone:
-        step = state.steps.get(done.step_id)
-        if step is not None:  # done again from scratch: its earlier attempts and approaches no longer count
-            step.undone_by = "person"
-            step.new_window()
-            step.approaches.clear()
+    return run.git.out("rev-parse", "HEAD") if commits else None
 
 
 def no_commit(run: GitRun, state: LoopState, undone: list[CompletedStep], store: StateStore) -> str:

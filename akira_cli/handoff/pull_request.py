@@ -17,7 +17,7 @@ from akira_cli.git.pr import PullRequests, Request
 from akira_cli.git.steps import push
 from akira_cli.redaction import redact
 from akira_cli.reports import Reader, completion_report, completion_text
-from akira_cli.state.gitrun import GitRun as GitRecord
+from akira_cli.state.git_record import GitRecord
 from akira_cli.state.models import LoopState
 from akira_cli.words import counted
 from akira_cli.workspace import Workspace, in_quotes

@@ -98,7 +98,8 @@ class AutonomousLoop:
     def work(self) -> None:
         self.engine.limits.resume_wait()
         if self.follower is not None and self.follower.active():
-            self.follower.follow()  # the task is done: its pull request is what is left
+            self.state.status = "following"  # the task is done: its pull request is what is left
+            self.follower.follow()
         self.book.reconcile()
         while True:
             path = self.boundary()
@@ -245,8 +246,8 @@ class AutonomousLoop:
                 others = self.waves.failed_with(self.state.current_step) if self.waves is not None else []
                 self.reports.escalation(self.state, stop, kept, others)
             self.reports.hand_off(self.state, stop)  # the pull request, if one is wanted
-            if self.follower is not None:
-                self.follower.after(stop)
+            if self.follower is not None and (watch := self.follower.after(stop)) is not None:
+                self.state.pull_request, self.state.status = watch, "following"
         finally:
             self.checkpoint()
             self.book.unmark()  # no step runs now: no `[-]` left in the file

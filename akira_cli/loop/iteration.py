@@ -24,7 +24,7 @@ class Save(Protocol):
 
 
 class FoundCommit(Protocol):
-    """A commit of akira's on the task branch, read back by its trailers (`git.run.Found`)."""
+    """A commit of akira's on the task branch, read back by its trailers (`git.step_message.Found`)."""
 
     @property
     def sha(self) -> str: ...
@@ -86,6 +86,21 @@ class Iteration:
                 step_id=step.id, description=step.title, attempts=0, done_by=done_by, verified=verified
             )
         )
+
+    def undone(self, undone: Sequence[CompletedStep]) -> None:
+        """The latest completions, undone by a person (`akira loop undo`): no longer completed,
+        their reviews gone with them, each step to be done again from scratch; none runs now."""
+        state = self.state
+        del state.completed_steps[len(state.completed_steps) - len(undone) :]
+        for done in undone:
+            if done.review is not None and state.reviews.get(done.review, 0) > 0:
+                state.reviews[done.review] -= 1
+            record = state.steps.get(done.step_id)
+            if record is not None:  # its earlier attempts and approaches no longer count
+                record.undone_by = "person"
+                record.new_window()
+                record.approaches.clear()
+        state.current_step = None
 
     def adopt(self, found: Sequence[FoundCommit]) -> list[str]:
         """The steps of commits the state does not know of (a kill -9 between a commit and the

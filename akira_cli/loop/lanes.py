@@ -23,7 +23,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
-    from akira_cli.agents.presets.base import UsageLimit
+    from akira_cli.agents.base import UsageLimit
     from akira_cli.control_plane import ControlPlane
 
 

@@ -12,18 +12,43 @@ from akira_cli.events import EventBus, EventType
 from akira_cli.failures import signature
 from akira_cli.runner import CommandWrapper
 from akira_cli.state.models import FailedStep, LoopState
-from akira_cli.state.records import CHANGED_EXAM, KEEP_ENTRIES, NOT_EVIDENCE, Attempt, StepRecord
+from akira_cli.state.records import (
+    CHANGED_EXAM,
+    KEEP_ENTRIES,
+    NOT_EVIDENCE,
+    Attempt,
+    PostActionReflection,
+    StepRecord,
+)
 from akira_cli.tasks.model import Step
 from akira_cli.words import counted
 from akira_cli.workspace import Workspace, command_line
 
 
+class Reflected(Protocol):
+    """A reflection on a failed attempt (`reflection.service.Reflected`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def tokens(self) -> int: ...
+
+    @property
+    def systemic(self) -> str | None:
+        """A systemic issue's error signature, new to this run."""
+        ...
+
+
 class Reflection(Protocol):
-    """Where the reflection engine plugs in (seeds 000, 002, 003)."""
+    """Where the reflection engine plugs in (seeds 000, 002, 003): it reads the state and
+    says what it found; the loop records it."""
 
-    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
+    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> Reflected | None: ...
 
-    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None: ...
+    def after_success(
+        self, state: LoopState, record: StepRecord, attempt: Attempt
+    ) -> PostActionReflection: ...
 
 
 class Outcomes:
@@ -100,7 +125,7 @@ class Outcomes:
         self.state.consecutive_failures = 0
         for failed in self.state.failed_steps:
             failed.recovered = failed.recovered or failed.step_id == record.step_id
-        self.reflection.after_success(self.state, record, attempt)
+        record.post_action = self.reflection.after_success(self.state, record, attempt)
         self.loop_completed(record, "success")
 
     def exam_stands(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
@@ -118,6 +143,13 @@ class Outcomes:
             f"the escalation, then fix the spec or the tests and resume, or let the step change its "
             f"exam: '{accept}'"
         )
+
+    def reflected(self, record: StepRecord, reflected: Reflected) -> None:
+        self.state.reflections.append(reflected.id)
+        record.reflections.append(reflected.id)
+        self.state.metrics.reflection_tokens += reflected.tokens
+        if reflected.systemic is not None:
+            self.state.systemic_issues.append(reflected.systemic)
 
     def loop_completed(self, record: StepRecord, outcome: str) -> None:
         self.bus.emit(
@@ -150,7 +182,8 @@ class Outcomes:
             mechanism="reflection" if self.config.reflection.enabled else "none",
             **({"refused": attempt.refused} if attempt.refused else {}),
         )
-        self.reflection.after_failure(self.state, record, attempt)
+        if (reflected := self.reflection.after_failure(self.state, record, attempt)) is not None:
+            self.reflected(record, reflected)
         window = record.window()
         idle = "no progress: " if not attempt.files_changed else ""
         if len(window) >= 2 and window[-2].error_signature == CHANGED_EXAM == attempt.error_signature:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from akira_cli.errors import LoopStop
     from akira_cli.loop.iteration import FoundCommit
     from akira_cli.runner import CommandRunner
+    from akira_cli.state.follow import PullRequestWatch
     from akira_cli.state.models import CompletedStep, LoopState
     from akira_cli.state.records import Attempt, ReviewResult, StepRecord
     from akira_cli.tasks.model import Step, TaskFile
@@ -166,8 +167,9 @@ class Follower(Protocol):
     """After the pull request (`follow:`): its checks and review comments followed until it is
     green or a person is needed (`akira_cli.follow.follower.Follower`)."""
 
-    def after(self, stop: LoopStop) -> None:
-        """Told of every stop the loop settled: a completed run's open pull request is followed."""
+    def after(self, stop: LoopStop) -> PullRequestWatch | None:
+        """Told of every stop the loop settled: a completed run's open pull request is followed
+        from now on (the record of the watch, which the loop keeps in its state)."""
         ...
 
     def active(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from akira_cli.agents.presets.base import ProviderFault
+from akira_cli.agents.base import ProviderFault
 from akira_cli.backoff import backoff
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from akira_cli.agents.presets.base import UsageLimit
+from akira_cli.agents.base import UsageLimit
 from akira_cli.backoff import backoff
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, UsageLimitWait

@@ -31,8 +31,7 @@ from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.tasks.source import is_done
 
 if TYPE_CHECKING:
-    from akira_cli.agents.base import Agent
-    from akira_cli.agents.presets.base import UsageLimit
+    from akira_cli.agents.base import Agent, UsageLimit
     from akira_cli.loop.control import Control
     from akira_cli.loop.engine import StepEngine
     from akira_cli.loop.iteration import Iteration, Save

@@ -1,11 +1,13 @@
 """The reflection service: reflect on every strategic failure, note lessons after every success.
 
 The LLM generator is used when configured and `reflection.use_llm` is set; any failure of it
-falls back to the heuristic. Nothing here may stop the loop.
+falls back to the heuristic. Nothing here may stop the loop, and nothing here writes the
+state: the service says what it found (`Reflected`, a lesson) and the loop records it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from akira_cli.config import Config
@@ -59,6 +61,17 @@ def worked(attempt: Attempt) -> str:
     return "changed files, with no check to pass (unverified)"
 
 
+@dataclass(frozen=True)
+class Reflected:
+    """A reflection on a failed attempt, kept in the memory: for the loop to record."""
+
+    id: str
+    tokens: int
+    systemic: str | None = None
+    """Its error signature, when other tasks of the workspace failed with it too and the run
+    did not know it yet (a systemic issue)."""
+
+
 class ReflectionService:
     def __init__(
         self,
@@ -75,9 +88,10 @@ class ReflectionService:
         self.generator: ReflectionGenerator = generator or self.fallback
         self.lessons: LessonWriter = lessons or HeuristicLessons()
 
-    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
+    def after_failure(self, state: LoopState, record: StepRecord, attempt: Attempt) -> Reflected | None:
+        """The reflection on a failed attempt (None: reflection is off)."""
         if not self.config.reflection.enabled:
-            return
+            return None
         failure = FailureContext(
             task_id=state.task_id,
             step_id=record.step_id,
@@ -97,9 +111,6 @@ class ReflectionService:
         )
         reflection = self.generate(failure)
         self.memory.append(reflection)
-        state.reflections.append(reflection.id)
-        record.reflections.append(reflection.id)
-        state.metrics.reflection_tokens += reflection.tokens
         self.bus.emit(
             EventType.REFLECTION_GENERATED,
             record.step_id,
@@ -109,7 +120,7 @@ class ReflectionService:
             suggestion=reflection.suggestion,
             tokens=reflection.tokens,
         )
-        self.check_systemic(state, reflection)
+        return Reflected(reflection.id, reflection.tokens, self.systemic(state, reflection))
 
     def generate(self, failure: FailureContext) -> Reflection:
         if self.generator is self.fallback:
@@ -124,13 +135,13 @@ class ReflectionService:
             )
             return self.fallback.generate(failure)
 
-    def check_systemic(self, state: LoopState, reflection: Reflection) -> None:
-        """The same error signature in other tasks of the workspace is a systemic issue."""
+    def systemic(self, state: LoopState, reflection: Reflection) -> str | None:
+        """The same error signature in other tasks of the workspace is a systemic issue: a new
+        one's signature, else None."""
         if not reflection.signature:
-            return
+            return None
         tasks = {r.task_id for r in self.memory if r.signature == reflection.signature}
         if len(tasks) > 1 and reflection.signature not in state.systemic_issues:
-            state.systemic_issues.append(reflection.signature)
             self.bus.emit(
                 EventType.SYSTEMIC_ISSUE,
                 reflection.step_id,
@@ -138,14 +149,18 @@ class ReflectionService:
                 tasks=sorted(tasks),
                 analysis=reflection.analysis,
             )
+            return reflection.signature
+        return None
 
-    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> None:
+    def after_success(self, state: LoopState, record: StepRecord, attempt: Attempt) -> PostActionReflection:
+        """The lesson of a completed step, for its record."""
         try:
-            record.post_action = self.lessons.lesson(record, attempt)
+            lesson = self.lessons.lesson(record, attempt)
         except Exception as exc:  # graceful degradation: a failed lesson must never block the loop
             self.bus.emit(EventType.WARNING, record.step_id, message=f"lesson failed: {exc}"[:300])
-            record.post_action = HeuristicLessons().lesson(record, attempt)
-        self.bus.emit(EventType.POST_ACTION_REFLECTION, record.step_id, **record.post_action.model_dump())
+            lesson = HeuristicLessons().lesson(record, attempt)
+        self.bus.emit(EventType.POST_ACTION_REFLECTION, record.step_id, **lesson.model_dump())
+        return lesson
 
 
 def build_reflection(

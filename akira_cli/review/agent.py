@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from akira_cli.agents.presets.base import PRESETS, Preset, ProviderFault, UsageLimit
+from akira_cli.agents.base import ProviderFault, UsageLimit
+from akira_cli.agents.presets.base import PRESETS, Preset
 from akira_cli.fileio import atomic_write, name_path
 from akira_cli.git.steps import safe
 from akira_cli.runner import CommandResult, CommandRunner, tail

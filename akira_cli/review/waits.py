@@ -13,7 +13,7 @@ from akira_cli.review.agent import Answer, ReviewerAgent
 from akira_cli.runner import CommandRunner
 
 if TYPE_CHECKING:
-    from akira_cli.agents.presets.base import ProviderFault, UsageLimit
+    from akira_cli.agents.base import ProviderFault, UsageLimit
 
 
 class LimitWait(Protocol):

@@ -12,7 +12,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from akira_cli.events import utcnow
 from akira_cli.state.follow import PullRequestWatch
-from akira_cli.state.gitrun import GitRun
+from akira_cli.state.git_record import GitRecord
 from akira_cli.state.records import Attempt, ExamResult, Model, StepRecord, passed_checks
 from akira_cli.usage import Usage
 
@@ -236,7 +236,7 @@ class LoopState(Model):
     advisory_checks: bool = False
     """The project checks failed before the first step: this run records them, they do not gate."""
     history: History = Field(default_factory=History)
-    git: GitRun | None = None
+    git: GitRecord | None = None
     sandboxed: bool | None = None
     """Whether the last run's steps ran in the sandbox (docs/sandbox.md); None before a run."""
     sandbox_flag: bool | None = None

@@ -5,31 +5,13 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from akira_cli.agents.base import ProviderFault, UsageLimit
 from akira_cli.usage import Usage
 
 if TYPE_CHECKING:
     from akira_cli.sections import AgentSettings
-
-
-@dataclass
-class UsageLimit:
-    """The CLI's plan limit is reached; `reset_at` when the message says when it resets."""
-
-    message: str
-    reset_at: datetime | None = None
-
-
-@dataclass
-class ProviderFault:
-    """The model provider failed, not the agent, so no attempt is spent: an overloaded or failing API (429,
-    5xx, 529) is waited out with backoff; a refused key (`auth`: 401, 403) asks a person."""
-
-    message: str
-    status: int | None = None
-    auth: bool = False
 
 
 @dataclass

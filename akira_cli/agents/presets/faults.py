@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from akira_cli.agents.presets.base import ProviderFault
+from akira_cli.agents.base import ProviderFault
 from akira_cli.transient import TRANSIENT_TEXT, is_transient, is_transient_status, status_in
 
 AUTH_STATUS = frozenset({401, 403})

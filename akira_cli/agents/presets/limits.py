@@ -21,7 +21,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from akira_cli.agents.presets.base import UsageLimit
+from akira_cli.agents.base import UsageLimit
 
 LIMIT_RE = re.compile(
     r"usage limit reached|you[\u2019']?ve hit your (?:[\w-]+ )?limit|you have hit your (?:[\w-]+ )?limit"

@@ -7,7 +7,7 @@ import re
 from pydantic import BaseModel, ConfigDict, field_validator
 
 
-class GitRun(BaseModel):
+class GitRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     """A git-native run (one commit per completed step): the task branch and where it started."""
