@@ -35,7 +35,7 @@ from akira_cli.step_prompts import StepPrompts
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, work_folder
 
 if TYPE_CHECKING:
     from akira_cli.checks import Judge
@@ -130,7 +130,7 @@ def llm_judge(config: Config, client: LLMClient | None) -> Judge | None:
 
 
 def agent_workdir(workspace: Workspace, config: Config) -> Path:
-    workdir = (workspace.root / config.agent.workdir) if config.agent.workdir else workspace.root
+    workdir = work_folder(workspace.root, config.agent.workdir)
     if not workdir.is_dir():
         raise AkiraError(f"agent.workdir {workdir} does not exist; create it or fix the config")
     return workdir
