@@ -22,6 +22,7 @@ from akira_cli.loop.conditions import TaskLocator
 from akira_cli.loop.control import Control
 from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import PromptBuilder, StepEngine
+from akira_cli.loop.outcomes import Outcomes
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
 from akira_cli.redaction import redact
@@ -220,7 +221,7 @@ def build_loop(
         runner,
         pool,
         prompts,
-        build_reflection(workspace, config, bus, client),
+        Outcomes(state, config, workspace, bus, build_reflection(workspace, config, bus, client)),
         control,
         limits,
         judge=llm_judge(config, client),

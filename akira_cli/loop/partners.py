@@ -64,9 +64,14 @@ class Where(Protocol):
     """Where an attempt ran (a `loop.lanes.Lane`): its runner, its worktree slot if any, its
     work folder."""
 
-    runner: CommandRunner
-    path: Path | None
-    workdir: Path
+    @property
+    def runner(self) -> CommandRunner: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def workdir(self) -> Path: ...
 
 
 class Reviewer(Protocol):

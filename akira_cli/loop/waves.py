@@ -315,10 +315,10 @@ class Waves:
         self.commits.commit(step, pending.task, record, attempt, None, paths=done.paths)
         if attempt.outcome != "success":  # a hook refused the commit
             landing.unland(self.run, done)
-            self.loop.engine.failed(step, record, attempt)
+            self.loop.engine.outcomes.failed(step, record, attempt)
             return None
         landed.append(step.id)
-        self.loop.engine.succeeded(record, attempt)
+        self.loop.engine.outcomes.succeeded(record, attempt)
         self.loop.completed(step, attempt)
         self.loop.checkpoint()  # its tick on disk before the next landing reads the file
         self.loop.report_completed(step, attempt)
