@@ -18,7 +18,7 @@ from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.exam.judge import ExamJudge
-from akira_cli.loop.conditions import TaskLocator
+from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.control import Control
 from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import PromptBuilder, StepEngine
@@ -234,6 +234,8 @@ def build_loop(
         lane_context = AgentContext(config, workspace, lane_runner, bus, state.task_id, client)
         return AgentPool(state.agent_kind or config.agent.kind, lane_context)
 
+    locator = TaskLocator.of(workspace, state, watcher)
+    guard = Guard(workspace, config, locator)
     return AutonomousLoop(
         workspace,
         config,
@@ -242,13 +244,14 @@ def build_loop(
         bus,
         engine,
         watcher,
-        TaskLocator.of(workspace, state, watcher),
+        locator,
+        guard,
         RunReports(workspace, config, store, bus, commits),
         wait=wait,
         tasks=tasks,
         agents_for=agents_for,
         make_waves=waves_of(state, commits),
-        make_follower=follower_of(config, follow, commits),
+        follower=follower_of(config, follow, commits, engine, guard),
     )
 
 
@@ -262,14 +265,29 @@ def waves_of(state: LoopState, commits: StepCommits | None) -> Callable[[Autonom
 
 
 def follower_of(
-    config: Config, follow: FollowSettings | None, commits: StepCommits | None
-) -> Callable[[AutonomousLoop], Follower] | None:
-    """A git-native run's follower of its pull request (`follow:`)."""
+    config: Config,
+    follow: FollowSettings | None,
+    commits: StepCommits | None,
+    engine: StepEngine,
+    guard: Guard,
+) -> Follower | None:
+    """A git-native run's follower of its pull request (`follow:`), whose fix steps the loop's
+    engine works."""
     if follow is None or commits is None:
         return None
     from akira_cli.follow.follower import Follower
 
-    return lambda loop: Follower(follow, commits, forges(config, commits.run.root), loop)
+    return Follower(
+        follow,
+        commits,
+        forges(config, commits.run.root),
+        engine.state,
+        engine.bus,
+        engine,
+        engine.iteration,
+        engine.control,
+        guard,
+    )
 
 
 def forges(config: Config, root: Path) -> Callable[[str], Forge]:

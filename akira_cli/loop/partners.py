@@ -130,6 +130,7 @@ class Follower(Protocol):
         """Following the pull request is under way (a resume goes on with it)."""
         ...
 
-    def follow(self) -> None:
-        """Follows it to its end; raises the stop it ends with."""
+    def follow(self, save: Callable[[], None]) -> None:
+        """Follows it to its end, saving the state with `save` (the loop's); raises the stop it
+        ends with."""
         ...
