@@ -64,7 +64,8 @@ class StepEngine:
     outcomes: Outcomes
     """What an attempt's outcome does: the streaks, the reflection, a stop."""
     control: Control
-    """The run around the step: a pause a stop cuts short, whether a stop is wanted, the save."""
+    """The run around the step: a pause a stop cuts short, whether a stop is wanted, the save,
+    the run's clock."""
     limits: LimitWaiter
     judge: Judge | None = None
     commits: Commits | None = None
