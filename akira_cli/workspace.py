@@ -165,6 +165,12 @@ class Workspace:
             (self.root / folder).mkdir(parents=True, exist_ok=True)
 
 
+def work_folder(root: Path, folder: str | None) -> Path:
+    """The agent's work folder: `agent.workdir` (`folder`) inside the workspace at `root`, else
+    the workspace's top. The run, the engine and `akira doctor` all take it from here."""
+    return root / folder if folder else root
+
+
 def command_line(workspace: Workspace, *args: str) -> str:
     """An akira command a person can paste as it is: quoted, with --root unless the workspace
     is the current folder."""

@@ -1,12 +1,12 @@
-"""The one backoff, the one set of transient failures and the one budget check that the loop, the
-agent CLI presets and the LLM client share."""
+"""The one backoff, the one wait-and-retry of the loop, the one set of transient failures and the
+one budget check that the loop, the agent CLI presets and the LLM client share."""
 
 from __future__ import annotations
 
 import pytest
 
 from akira_cli.agents.presets import faults
-from akira_cli.backoff import backoff
+from akira_cli.backoff import Retries, backoff
 from akira_cli.errors import BudgetExceeded
 from akira_cli.failures import is_transient_output
 from akira_cli.sections import BudgetSettings
@@ -41,6 +41,28 @@ def test_a_long_outage_never_overflows_the_wait() -> None:
 
 def test_without_doubling_every_wait_is_about_the_base() -> None:
     assert all(0.25 <= wait <= 0.5 for attempt in (0, 3, 60) for wait in waits(attempt, 0.5, 30.0, False))
+
+
+def test_the_loops_waits_count_each_try_and_sum_only_what_was_waited_out() -> None:
+    """A transient failure, a provider fault and a usage limit wait through one `Retries`: each
+    wait is counted, a stop cuts it short (and it is not counted as waited), and past
+    `most_seconds` of waits in a row the caller gives up; a known wait (a reset time) is used as
+    it is."""
+    paused: list[float] = []
+    stop = False
+
+    def pause(seconds: float) -> bool:
+        paused.append(seconds)
+        return stop
+
+    retries = Retries(pause, 1.0, 300.0, most_seconds=10.0)
+    first = retries.delay()
+    assert 0.5 <= first <= 1.0 and retries.count() == 1 and retries.wait(first) is False
+    assert retries.waited == first and 1.0 <= retries.delay() <= 2.0  # the next doubles
+    assert retries.delay(7.5) == 7.5 and not retries.too_long(9.0 - first) and retries.too_long(10.0)
+    stop = True
+    assert retries.count() == 2 and retries.wait(3.0) is True
+    assert retries.waited == first and paused == [first, 3.0]  # the cut wait is not counted
 
 
 # every example each of the three former sets matched: the script step's output patterns, the

@@ -20,10 +20,11 @@ from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.exam.judge import ExamJudge
-from akira_cli.loop.conditions import TaskLocator
+from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.control import Control
 from akira_cli.loop.core import AutonomousLoop
 from akira_cli.loop.engine import PromptBuilder, StepEngine
+from akira_cli.loop.outcomes import Outcomes
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.session import run_session
 from akira_cli.loop.usage_limits import LimitWaiter
@@ -38,7 +39,7 @@ from akira_cli.step_prompts import StepPrompts
 from akira_cli.tasks.model import Step
 from akira_cli.tasks.source import TaskSource
 from akira_cli.watcher import WorkspaceWatcher
-from akira_cli.workspace import Workspace, command_line
+from akira_cli.workspace import Workspace, command_line, work_folder
 
 if TYPE_CHECKING:
     from akira_cli.checks import Judge
@@ -133,7 +134,7 @@ def llm_judge(config: Config, client: LLMClient | None) -> Judge | None:
 
 
 def agent_workdir(workspace: Workspace, config: Config) -> Path:
-    workdir = (workspace.root / config.agent.workdir) if config.agent.workdir else workspace.root
+    workdir = work_folder(workspace.root, config.agent.workdir)
     if not workdir.is_dir():
         raise AkiraError(f"agent.workdir {workdir} does not exist; create it or fix the config")
     return workdir
@@ -224,7 +225,7 @@ def build_loop(
         runner,
         pool,
         prompts,
-        build_reflection(workspace, config, bus, client),
+        Outcomes(state, config, workspace, bus, build_reflection(workspace, config, bus, client)),
         control,
         limits,
         judge=llm_judge(config, client),
@@ -237,6 +238,8 @@ def build_loop(
         lane_context = AgentContext(config, workspace, lane_runner, bus, state.task_id, client)
         return AgentPool(state.agent_kind or config.agent.kind, lane_context)
 
+    locator = TaskLocator.of(workspace, state, watcher)
+    guard = Guard(workspace, config, locator)
     return AutonomousLoop(
         workspace,
         config,
@@ -245,12 +248,13 @@ def build_loop(
         bus,
         engine,
         watcher,
-        TaskLocator.of(workspace, state, watcher),
+        locator,
+        guard,
         RunReports(workspace, config, store, bus, commits),
         wait=wait,
         tasks=tasks,
         make_waves=waves_of(workspace, config, state, bus, commits, agents_for),
-        make_follower=follower_of(config, follow, commits),
+        follower=follower_of(config, follow, commits, engine, guard),
     )
 
 
@@ -290,14 +294,29 @@ def waves_of(
 
 
 def follower_of(
-    config: Config, follow: FollowSettings | None, commits: StepCommits | None
-) -> Callable[[AutonomousLoop], Follower] | None:
-    """A git-native run's follower of its pull request (`follow:`)."""
+    config: Config,
+    follow: FollowSettings | None,
+    commits: StepCommits | None,
+    engine: StepEngine,
+    guard: Guard,
+) -> Follower | None:
+    """A git-native run's follower of its pull request (`follow:`), whose fix steps the loop's
+    engine works."""
     if follow is None or commits is None:
         return None
     from akira_cli.follow.follower import Follower
 
-    return lambda loop: Follower(follow, commits, forges(config, commits.run.root), loop)
+    return Follower(
+        follow,
+        commits,
+        forges(config, commits.run.root),
+        engine.state,
+        engine.bus,
+        engine,
+        engine.iteration,
+        engine.control,
+        guard,
+    )
 
 
 def forges(config: Config, root: Path) -> Callable[[str], Forge]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from akira_cli.doctor import agent_cli, auth, host, remote, reviewer, start  # registration, in report order
 from akira_cli.doctor.base import CHECKS, DoctorContext, Finding
+from akira_cli.workspace import work_folder
 
 if TYPE_CHECKING:
     from akira_cli.config import Config
@@ -22,7 +23,7 @@ _ = auth, host, remote, reviewer, start
 def context_for(root: Path, config: Config, kind: str) -> DoctorContext:
     from akira_cli.agents.executable import agent_command, locate
 
-    workdir = root / config.agent.workdir if config.agent.workdir else root
+    workdir = work_folder(root, config.agent.workdir)
     context = DoctorContext(root, config, kind, workdir if workdir.is_dir() else root)
     context.agent = agent_command(kind, config)
     if context.agent is not None:

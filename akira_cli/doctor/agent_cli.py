@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from akira_cli.agents.executable import install_command, split_line
 from akira_cli.agents.presets.versions import PINS, Pin
 from akira_cli.doctor.base import DoctorContext, Finding, register_check
+from akira_cli.workspace import work_folder
 
 if TYPE_CHECKING:
     from akira_cli.agents.executable import AgentCommand
@@ -44,13 +45,13 @@ class AgentOnPath:
     name = "agent"
 
     def run(self, context: DoctorContext) -> list[Finding]:
-        workdir = context.config.agent.workdir
-        if workdir and not (context.root / workdir).is_dir():
+        workdir = work_folder(context.root, context.config.agent.workdir)
+        if context.config.agent.workdir and not workdir.is_dir():
             return [
                 Finding(
                     "agent",
                     "fail",
-                    f"agent.workdir {context.root / workdir} does not exist",
+                    f"agent.workdir {workdir} does not exist",
                     "create the folder, or fix agent.workdir in config/autonomous_loop.yaml",
                 )
             ]

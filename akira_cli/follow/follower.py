@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from akira_cli.errors import AkiraError, LoopStop, NeedsPerson, PullRequestGreen, PullRequestNeedsPerson
 from akira_cli.events import EventBus, EventType, utcnow
@@ -35,7 +35,9 @@ from akira_cli.tasks.model import Step, TaskFile
 if TYPE_CHECKING:
     from akira_cli.git.steps import StepCommits
     from akira_cli.loop.conditions import Guard
+    from akira_cli.loop.control import Control
     from akira_cli.loop.engine import StepEngine
+    from akira_cli.loop.iteration import Iteration, Save
     from akira_cli.step_prompts import StepPrompts
 
 FORGE_TRIES = 3
@@ -44,19 +46,6 @@ KEEP_IGNORED = 50
 """Comments not acted on kept in the state (the newest)."""
 STARTS = ("completed", "task_in_done")
 """The stops after which following begins (a completed run whose pull request is open)."""
-
-
-class Host(Protocol):
-    """What the follower works with of the loop (`loop.core.AutonomousLoop`)."""
-
-    state: LoopState
-    bus: EventBus
-    engine: StepEngine
-    guard: Guard
-
-    def checkpoint(self, *, defer_sync: bool = False) -> None: ...
-
-    def account(self) -> None: ...
 
 
 def now() -> datetime:
@@ -69,47 +58,56 @@ class Follower:
     commits: StepCommits
     forge: Callable[[str], Forge]
     """The forge of the pull request at a URL."""
-    loop: Host
-    """The loop that made it; its engine's prompts are `fix_prompts`."""
+    state: LoopState
+    bus: EventBus
+    engine: StepEngine
+    """The loop's engine, which works each fix step (its prompts are `fix_prompts`)."""
+    iteration: Iteration
+    """The engine's writer of an iteration's part of the state."""
+    control: Control
+    """The run around the steps: its pause, its clock."""
+    guard: Guard
+    """The loop's checks before a step: a stop hook, the run's limits."""
     clock: Callable[[], datetime] = now
     failures: int = field(default=0, init=False)
 
     @property
     def record(self) -> PullRequestWatch:
-        record = self.loop.state.pull_request
+        record = self.state.pull_request
         assert record is not None
         return record
 
     def active(self) -> bool:
-        record = self.loop.state.pull_request
+        record = self.state.pull_request
         return record is not None and record.phase != "green"
 
     def after(self, stop: LoopStop) -> PullRequestWatch | None:
         """A completed run whose pull request is open begins to follow it: the record of the
         watch, for the loop to keep (None: nothing to follow)."""
-        state = self.loop.state
+        state = self.state
         if stop.condition not in STARTS or state.git is None or not state.git.pr_url:
             return None
         watch = start_watch(state, self.settings.max_rounds, self.commits.run.plumb.head()[0])
-        self.loop.bus.emit(EventType.FOLLOW, action="started", url=state.git.pr_url)
+        self.bus.emit(EventType.FOLLOW, action="started", url=state.git.pr_url)
         return watch
 
-    def follow(self) -> None:
+    def follow(self, save: Save) -> None:
         """Follows the pull request until it is green or needs a person (the loop's status is
-        `following` meanwhile); raises that stop."""
-        record, state = self.record, self.loop.state
+        `following` meanwhile); raises that stop. `save`: the loop's save, after each change of
+        the record and each fix step."""
+        record, state = self.record, self.state
         if record.phase == "needs_action":  # a person resumed it: a new budget of rounds
             record.phase, record.round, record.seen, record.gave_up = "following", 0, {}, ""
         record.max_rounds = self.settings.max_rounds
         forge = self.forge(record.url)
         if not record.account:
             record.account = self.ask(forge.account)
-        self.loop.checkpoint()
+        save()
         if (open_round := record.open_round()) is not None:
-            self.finish(open_round, forge)
+            self.finish(open_round, forge, save)
         while True:
-            self.loop.guard.check_hook(state)
-            decision = self.look(forge)
+            self.guard.check_hook(state)
+            decision = self.look(forge, save)
             if isinstance(decision, Green) and (changed := record.exam_changed()):
                 why = (
                     f"the pull request is green after {changed}: its checks pass with the tests or CI "
@@ -119,19 +117,19 @@ class Follower:
                 raise PullRequestNeedsPerson(why)
             if isinstance(decision, Green):
                 record.phase, record.checks, record.waiting_for = "green", "green", 0
-                self.loop.bus.emit(EventType.FOLLOW, action="green", url=record.url, rounds=record.round)
+                self.bus.emit(EventType.FOLLOW, action="green", url=record.url, rounds=record.round)
                 rounds = f"{record.round} fix round{'' if record.round == 1 else 's'}"
                 raise PullRequestGreen(f"the pull request is green after {rounds}")
             if isinstance(decision, GiveUp):
                 record.phase, record.gave_up, record.last_log = "needs_action", decision.why, decision.log
                 raise PullRequestNeedsPerson(decision.why)
             if isinstance(decision, Fix):
-                self.finish(self.begin_round(decision), forge)
+                self.finish(self.begin_round(decision, save), forge, save)
                 continue
-            if self.loop.engine.control.pause(self.settings.poll_seconds):
-                self.loop.guard.check_hook(state)
+            if self.control.pause(self.settings.poll_seconds):
+                self.guard.check_hook(state)
 
-    def look(self, forge: Forge) -> Wait | Fix | Green | GiveUp:
+    def look(self, forge: Forge, save: Save) -> Wait | Fix | Green | GiveUp:
         """One look at the pull request and the decision it leads to; a failing forge tool is
         waited out for a few looks, then needs a person."""
         record = self.record
@@ -151,7 +149,7 @@ class Follower:
                 raise NeedsPerson(
                     f"{forge.name} failed {self.failures} times in a row following {record.url}: {exc}"
                 ) from None
-            self.loop.bus.emit(EventType.WARNING, message=f"{forge.name} failed (tried again): {exc}")
+            self.bus.emit(EventType.WARNING, message=f"{forge.name} failed (tried again): {exc}")
             return Wait(record.waiting_for, str(exc))
         self.failures = 0
         assert not isinstance(decision, ReadLogs)
@@ -166,10 +164,10 @@ class Follower:
         record.checks = "red" if red else "pending" if waiting else "green"
         record.waiting_for = decision.waiting_for if isinstance(decision, Wait) else len(seen.pending())
         if (record.checks, record.waiting_for) != before:
-            self.loop.bus.emit(
+            self.bus.emit(
                 EventType.FOLLOW, action="checks", checks=record.checks, waiting_for=record.waiting_for
             )
-            self.loop.checkpoint()
+            save()
         return decision
 
     def not_acted_on(self, lines: list[str]) -> None:
@@ -178,7 +176,7 @@ class Follower:
         if new:
             record.not_acted_on = [*record.not_acted_on, *new][-KEEP_IGNORED:]
             for line in new:
-                self.loop.bus.emit(EventType.FOLLOW, action="not_acted_on", why=line)
+                self.bus.emit(EventType.FOLLOW, action="not_acted_on", why=line)
 
     def ask(self, question: Callable[[], str]) -> str:
         try:
@@ -186,7 +184,7 @@ class Follower:
         except ForgeError as exc:
             raise NeedsPerson(f"cannot follow {self.record.url}: {exc}") from None
 
-    def begin_round(self, fix: Fix) -> Round:
+    def begin_round(self, fix: Fix, save: Save) -> Round:
         """The round's items, recorded before any of its work starts."""
         record = self.record
         record.round += 1
@@ -194,10 +192,8 @@ class Follower:
         items = [self.check_item(record, check.name, fix) for check in fix.checks]
         items += [review_item(record, comment) for comment in fix.comments]
         record.rounds = [*record.rounds, Round(number=len(record.rounds) + 1, items=items)][-KEEP_ROUNDS:]
-        self.loop.bus.emit(
-            EventType.FOLLOW, action="round", round=record.round, steps=[i.step_id for i in items]
-        )
-        self.loop.checkpoint()
+        self.bus.emit(EventType.FOLLOW, action="round", round=record.round, steps=[i.step_id for i in items])
+        save()
         return record.rounds[-1]
 
     @staticmethod
@@ -212,36 +208,36 @@ class Follower:
             context=log,
         )
 
-    def finish(self, round_: Round, forge: Forge) -> None:
+    def finish(self, round_: Round, forge: Forge, save: Save) -> None:
         """Works the round's open steps, pushes once they all passed, answers the comments."""
         task = self.task()
         for item in round_.items:
-            if item.step_id not in self.loop.state.completed_ids():
-                self.work(item, task)
+            if item.step_id not in self.state.completed_ids():
+                self.work(item, task, save)
         self.pushed()
         record = self.record
         record.head, record.pushed_at, round_.pushed = self.commits.run.plumb.head()[0], utcnow(), True
-        self.loop.bus.emit(EventType.FOLLOW, action="pushed", round=round_.number, head=record.head[:12])
+        self.bus.emit(EventType.FOLLOW, action="pushed", round=round_.number, head=record.head[:12])
         for item in round_.items:
             if item.kind == "review" and not item.answered:
                 self.answer(item, forge)
             item.context = ""  # the log or comment was the work's; the report keeps one line
         record.checks, record.waiting_for = "pending", 0
-        self.loop.checkpoint()
+        save()
 
-    def work(self, item: FixItem, task: TaskFile) -> None:
+    def work(self, item: FixItem, task: TaskFile, save: Save) -> None:
         """One fix step, attempt after attempt as the loop works a step, until it completes (a
         persistent failure or an exhausted step stops the loop as any step's would)."""
-        loop, state = self.loop, self.loop.state
+        state = self.state
         step = fix_step(item)
         self.commits.messages[step.id] = message(item)
         while True:
-            loop.guard.check_hook(state)
-            loop.guard.check_limits(state)
-            loop.engine.iteration.begin(step, loop.checkpoint, guidance=False)
+            self.guard.check_hook(state)
+            self.guard.check_limits(state)
+            self.iteration.begin(step, save, guidance=False)
             try:
-                attempt = loop.engine.attempt(step, task)
-                loop.account()
+                attempt = self.engine.attempt(step, task)
+                self.control.account()
             except AkiraError as exc:
                 raise NeedsPerson(str(exc)) from None
             if attempt.outcome == "success":
@@ -255,13 +251,13 @@ class Follower:
             ).splitlines()
         checks = attempt.evaluation.checks if attempt.evaluation else []
         item.passed = [check.name for check in checks if check.passed and check.name != "agent result"]
-        loop.engine.iteration.complete(step, attempt, tally=False)
-        loop.bus.emit(EventType.STEP_COMPLETED, step.id, attempts=attempt.number, commit=attempt.commit)
-        loop.checkpoint()
+        self.iteration.complete(step, attempt, tally=False)
+        self.bus.emit(EventType.STEP_COMPLETED, step.id, attempts=attempt.number, commit=attempt.commit)
+        save()
 
     def pushed(self) -> None:
         """The branch is on the remote as it is here (pushed after each commit; once more now)."""
-        run, record = self.commits.run, self.loop.state.git
+        run, record = self.commits.run, self.state.git
         remote = run.settings.push
         if record is None or not remote:
             raise NeedsPerson("following a pull request needs git.push: the remote its branch is pushed to")
@@ -279,17 +275,17 @@ class Follower:
         try:
             forge.reply(comment, reply_text(item))
         except ForgeError as exc:
-            self.loop.bus.emit(EventType.WARNING, message=f"the reply to {item.author} was not posted: {exc}")
+            self.bus.emit(EventType.WARNING, message=f"the reply to {item.author} was not posted: {exc}")
             return
         item.answered = True
         self.record.answered = [*self.record.answered, item.name][-200:]
-        self.loop.bus.emit(EventType.FOLLOW, item.step_id, action="replied", thread=item.reply_to)
+        self.bus.emit(EventType.FOLLOW, item.step_id, action="replied", thread=item.reply_to)
 
     def task(self) -> TaskFile:
         from akira_cli.tasks.parser import parse_task_text
         from akira_cli.tasks.reading import TaskFileError, read_task_bytes
 
-        path = Path(self.loop.state.task_path)
+        path = Path(self.state.task_path)
         try:
             return parse_task_text(read_task_bytes(path), path)
         except (OSError, TaskFileError):

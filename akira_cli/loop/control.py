@@ -1,6 +1,6 @@
 """What a step's work needs of the run around it, made before the loop and handed to the
-engine, its usage-limit waits and the reviewer: a pause that a stop cuts short, whether a
-stop is wanted, and the state's save."""
+engine, its usage-limit waits, the reviewer and the follower: a pause that a stop cuts short,
+whether a stop is wanted, the state's save, and the run's clock."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ class Control:
     watcher: WorkspaceWatcher
     forced: threading.Event = field(default_factory=threading.Event)
     """Set by a forced stop (a signal, `stop --force`)."""
+    mark: float = field(default_factory=time.monotonic)
+    """When the time worked was last added to the state's `elapsed_seconds`."""
 
     def pause(self, seconds: float) -> bool:
         """Waits out a backoff; True as soon as a stop is wanted. File events only wake it to
@@ -41,3 +43,13 @@ class Control:
     def save(self) -> None:
         """The state as it is, saved (a wait's `waiting_until`): no box ticked, no report."""
         self.store.save(self.state)
+
+    def account(self) -> None:
+        """The time worked since the last account, added to the state's `elapsed_seconds`."""
+        now = time.monotonic()
+        self.state.elapsed_seconds += now - self.mark
+        self.mark = now
+
+    def idle(self) -> None:
+        """The time since the last account was not work (a pause waiting for a resume)."""
+        self.mark = time.monotonic()

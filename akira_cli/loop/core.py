@@ -10,7 +10,6 @@ other exception saves on its way out. The task file's side lives in `taskbook.Ta
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,18 +56,19 @@ class AutonomousLoop:
     engine: StepEngine
     watcher: WorkspaceWatcher
     locator: TaskLocator
+    guard: Guard
+    """The checks at a step's boundary (shared with the follower)."""
     reports: Reports
     wait: bool = True
     tasks: TaskSource | None = None
     """The start's parse of the task file, when it has one."""
     make_waves: Callable[[AutonomousLoop], Waves] | None = None
     """Parallel `[P]` waves (parallel steps), on a git-native run with `parallel` above 1:
-    made with the loop, which hands them its task book, its save and its boundary."""
-    make_follower: Callable[[AutonomousLoop], Follower] | None = None
-    """After the pull request: its checks and reviews followed (`follow:`), made with the loop."""
+    made with the loop, whose boundary and saves they work through."""
+    follower: Follower | None = None
+    """After the pull request: its checks and reviews followed (`follow:`)."""
 
     def __post_init__(self) -> None:
-        self.guard = Guard(self.workspace, self.config, self.locator)
         self.book = TaskBook(
             self.workspace,
             self.state,
@@ -80,9 +80,7 @@ class AutonomousLoop:
             marks=self.engine.commits.marks if self.engine.commits is not None else {},
         )
         self.forced = self.engine.control.forced
-        self._mark = time.monotonic()
         self.waves: Waves | None = self.make_waves(self) if self.make_waves is not None else None
-        self.follower: Follower | None = self.make_follower(self) if self.make_follower is not None else None
 
     def run(self) -> LoopStop:
         self.begin()
@@ -99,7 +97,7 @@ class AutonomousLoop:
         self.engine.limits.resume_wait()
         if self.follower is not None and self.follower.active():
             self.state.status = "following"  # the task is done: its pull request is what is left
-            self.follower.follow()
+            self.follower.follow(self.checkpoint)
         self.book.reconcile()
         while True:
             path = self.boundary()
@@ -131,7 +129,7 @@ class AutonomousLoop:
         self.begin_step(step)
         try:
             attempt = self.engine.attempt(step, task)
-            self.account()
+            self.engine.control.account()
         except AkiraError as exc:
             raise NeedsPerson(str(exc)) from None
         except BaseException as exc:
@@ -193,15 +191,10 @@ class AutonomousLoop:
         # waits for the attempt's first command to start (see `StepEngine.attempt`).
         self.engine.iteration.begin(step, lambda: self.checkpoint(defer_sync=True, running=step))
 
-    def account(self) -> None:
-        now = time.monotonic()
-        self.state.elapsed_seconds += now - self._mark
-        self._mark = now
-
     def checkpoint(self, *, defer_sync: bool = False, running: Step | None = None) -> None:
         """Saves the state (see `StateStore.save`), then ticks the boxes that save completed
         and marks the step starting now (`running`) `[-]`."""
-        self.account()
+        self.engine.control.account()
         self.state.metrics.total_duration_seconds = round(self.state.elapsed_seconds, 3)
         update_metrics(self.state)
         self.store.save(self.state, defer_sync=defer_sync)
@@ -321,7 +314,7 @@ class AutonomousLoop:
                 return True  # the next boundary completes it as the person's decision
             if self.resumable():
                 apply_resume(self.state, request)
-                self._mark = time.monotonic()
+                self.engine.control.idle()
                 self.checkpoint()
                 self.bus.emit(EventType.LOOP_RESUMED, by="person")
                 return True

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from akira_cli.agents.base import Agent, AgentRequest, AgentResult
-from akira_cli.backoff import backoff
+from akira_cli.backoff import Retries
 from akira_cli.checks import AgentCheck, Check, Judge, evaluate, step_checks
 from akira_cli.config import Config
 from akira_cli.control_plane import ControlPlane
@@ -25,8 +25,8 @@ from akira_cli.loop.conditions import replaced_stop
 from akira_cli.loop.control import Control
 from akira_cli.loop.evidence import CheckpointAgent, evidence_check, is_checkpoint, require_project_checks
 from akira_cli.loop.iteration import Iteration
-from akira_cli.loop.lanes import Lane, Pending
-from akira_cli.loop.outcomes import Outcomes, Reflection
+from akira_cli.loop.lanes import Lane, MainLane, Pending
+from akira_cli.loop.outcomes import Outcomes
 from akira_cli.loop.partners import Commits, Exam, Reviewer
 from akira_cli.loop.provider_faults import FaultWaiter
 from akira_cli.loop.usage_limits import LimitWaiter
@@ -38,7 +38,7 @@ from akira_cli.state.records import Attempt, StepRecord
 from akira_cli.step_prompts import reinjection_reason
 from akira_cli.tasks.model import Step, TaskFile
 from akira_cli.usage import Usage
-from akira_cli.workspace import Workspace
+from akira_cli.workspace import Workspace, work_folder
 
 RETRY_BASE = 0.5
 """A transient failure's first retry waits 0.25-0.5 s, doubling (unless
@@ -53,7 +53,7 @@ class PromptBuilder(Protocol):
 
 
 @dataclass
-class StepEngine(Outcomes):
+class StepEngine:
     state: LoopState
     config: Config
     workspace: Workspace
@@ -61,9 +61,11 @@ class StepEngine(Outcomes):
     runner: CommandRunner
     agent_for: Callable[[Step], Agent]
     prompts: PromptBuilder
-    reflection: Reflection
+    outcomes: Outcomes
+    """What an attempt's outcome does: the streaks, the reflection, a stop."""
     control: Control
-    """The run around the step: a pause a stop cuts short, whether a stop is wanted, the save."""
+    """The run around the step: a pause a stop cuts short, whether a stop is wanted, the save,
+    the run's clock."""
     limits: LimitWaiter
     judge: Judge | None = None
     commits: Commits | None = None
@@ -78,9 +80,19 @@ class StepEngine(Outcomes):
 
     def __post_init__(self) -> None:
         self.iteration = Iteration(self.state, self.bus)
+        self.workdir = work_folder(self.workspace.root, self.config.agent.workdir).resolve()
         view = self.commits.look if self.commits is not None else None
         self.witness = Witness(self.workspace.root, self.workdir, self.plane, self.runner, view)
-        self.lane = Lane(self.runner, self.witness, self.workdir, self.agent_for)
+        self.lane = MainLane(
+            self.runner,
+            self.witness,
+            self.workdir,
+            self.agent_for,
+            self.commits,
+            self.limits,
+            self.iteration,
+            self.workspace.state_dir,
+        )
 
     def attempt(self, step: Step, task: TaskFile) -> Attempt:
         """One attempt at a step in the main work tree: the agent's run, the control plane and
@@ -95,20 +107,10 @@ class StepEngine(Outcomes):
         self.bus.emit(EventType.ATTEMPT_STARTED, step.id, attempt=request.attempt, agent=agent.name)
         spent, started = self.state.usage.model_copy(), time.monotonic()
         pending = Pending(step, task, record, agent, request, lane, self.state.iteration, started, spent)
-        self.look_before(lane, agent)
-        return pending
-
-    def look_before(self, lane: Lane, agent: Agent) -> None:
-        """What the attempt starts from: the work tree (a wave step's lane looks on its own
-        thread, once its slot is ready) and the branches; the start's save made durable."""
-        if lane is self.lane:
-            lane.witness.before()
         if self.commits is not None:
             self.commits.watch_branches()
-            if lane is self.lane:
-                self.commits.before(lane.witness.looked())
-        if not agent.spawns and lane is self.lane:
-            self.runner.sync_pending()  # the start's save, durable before the agent runs
+        lane.starting(agent.spawns)  # what the attempt starts from (the main lane looks now)
+        return pending
 
     def agent_of(self, step: Step, lane: Lane) -> Agent:
         if is_checkpoint(step):
@@ -119,19 +121,17 @@ class StepEngine(Outcomes):
     def run(self, pending: Pending) -> Pending:
         """The agent's run and the evaluation; on a wave step's own thread, it writes nothing
         the loop's thread reads while it runs but the shared usage."""
-        lane, step, request = pending.lane, pending.step, pending.request
+        lane, step = pending.lane, pending.step
         if lane.runner.wrapper is not None:
             lane.runner.wrapper.begin(step.id)  # what the sandbox refuses from now on is this step's
-        if lane is not self.lane:
-            lane.witness.before()
+        lane.running()  # a wave step's lane looks at its slot now
         if self.exam is not None:
             self.exam.fix(step, pending.record, lane, lane.witness.looked())
-        result, pending.retries = self.execute(pending.agent, request, waits=lane is self.lane)
+        result, pending.retries = self.execute(pending.agent, pending.request, lane)
         pending.result = result
-        if result.limit is not None and not result.interrupted and lane is not self.lane:
-            return pending  # the loop's thread waits out the limit, for the whole wave
-        if lane is self.lane:
-            self.runner.sync_pending()  # whatever ran, durable before the result is looked at
+        if result.limit is not None and not result.interrupted:
+            return pending  # a wave step's: the loop's thread waits out the limit, for the whole wave
+        lane.ran()
         pending.plane_changed, files_changed = lane.witness.after()
         pending.task_replaced = lane.witness.replaced
         self.account(pending.record, result, pending.agent.name, pending.spent)
@@ -145,10 +145,22 @@ class StepEngine(Outcomes):
         gating = bool(self.config.checks) and not self.state.advisory_checks
         extra = evidence_check(step, self.config, agent, files_changed, gating)
         took = time.monotonic() - pending.started
-        attempt = self.conclude(step, pending.request, result, pending.retries, took, extra, agent, lane)
+        attempt = self.conclude(step, pending.request, result, pending.retries, took, lane, extra, agent)
         attempt.iteration, attempt.files_changed = pending.iteration, files_changed
         pending.attempt = attempt
-        if self.exam is not None and attempt.outcome == "success" and not lane.runner.killed:
+        if attempt.outcome == "success" and not lane.runner.killed:
+            self.second_looks(pending, attempt)
+        if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
+            attempt.outcome = "interrupted"
+        self.outcomes.blame_sandbox(lane.runner.wrapper, attempt)
+        if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
+            hint = self.commits.hint(lane.path, lane.workdir, f"{attempt.error}\n{attempt.output_tail}")
+            attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error
+
+    def second_looks(self, pending: Pending, attempt: Attempt) -> None:
+        """A passing attempt's exam (held out when it changed it), then the reviewer's verdict."""
+        step, lane, agent = pending.step, pending.lane, pending.agent.name
+        if self.exam is not None:
             timeout, checkpoint = pending.request.timeout, agent == "checkpoint"
             self.exam.judge(
                 step,
@@ -159,13 +171,7 @@ class StepEngine(Outcomes):
             )
         if self.reviewer is not None and attempt.outcome == "success" and not lane.runner.killed:
             attempt.review = self.reviewer.review(step, pending.task, pending.record, attempt, agent, lane)
-            self.reviewed(attempt)
-        if lane.runner.killed:  # a forced stop during the checks interrupts the attempt too
-            attempt.outcome = "interrupted"
-        self.blame_sandbox(lane.runner.wrapper, attempt)
-        if attempt.outcome == "failure" and lane.path is not None and self.commits is not None:
-            hint = self.commits.hint(lane.path, lane.workdir, f"{attempt.error}\n{attempt.output_tail}")
-            attempt.error = f"{attempt.error}\n{hint}" if hint else attempt.error
+            self.outcomes.reviewed(attempt)
 
     def finish(self, pending: Pending) -> Attempt:
         """Bookkeeping on the loop's thread: the commit (a wave step's lands later, in file
@@ -178,19 +184,15 @@ class StepEngine(Outcomes):
                 self.workspace, self.state, Path(self.state.task_path), f"while step {step.id} ran"
             )
         moved = self.commits.moved_branches(step) if self.commits is not None else None
-        main = pending.lane is self.lane
-        if main and attempt.outcome == "success" and self.commits is not None:
-            self.commits.commit(step, pending.task, record, attempt, self.witness.looked(after=True))
-        if main and attempt.outcome == "failure" and self.commits is not None:
-            self.commits.failed(step, attempt, self.workspace.state_dir)
+        completes = pending.lane.kept(pending)  # the main lane commits it; a wave step's lands later
         self.keep(record, attempt, pending.request.prompt, result)
         if attempt.outcome == "interrupted":
             self.bus.emit(EventType.ATTEMPT_INTERRUPTED, step.id, attempt=attempt.number)
             raise ForceStopped(f"step {step.id} attempt {attempt.number} was interrupted")
         if attempt.outcome == "failure":
-            self.failed(step, record, attempt)
-        elif main:
-            self.succeeded(record, attempt)
+            self.outcomes.failed(step, record, attempt)
+        elif completes:
+            self.outcomes.succeeded(record, attempt)
         self.held = self.held or moved
         return attempt
 
@@ -229,7 +231,7 @@ class StepEngine(Outcomes):
         record.session_id = result.session_id or record.session_id
 
     def keep(self, record: StepRecord, attempt: Attempt, prompt: str, result: AgentResult) -> None:
-        self.note_replan(record, attempt)
+        self.outcomes.note_replan(record, attempt)
         record.add(attempt)
         if attempt.outcome != "interrupted":
             per_step = self.state.metrics.iterations_per_step
@@ -264,11 +266,6 @@ class StepEngine(Outcomes):
         checks = step_checks(step, [], self.runner, self.workdir, timeout)
         return bool(checks) and evaluate(checks, 1.0).complete
 
-    @property
-    def workdir(self) -> Path:
-        folder = self.config.agent.workdir
-        return (self.workspace.root / folder).resolve() if folder else self.workspace.root
-
     def context_due(self) -> bool:
         """The rules for a kept conversation: the whole context again every N iterations
         or when it is stale (a new step has no session yet, so it always gets it)."""
@@ -284,52 +281,49 @@ class StepEngine(Outcomes):
             self.state.context.last_reinjected_at = utcnow()
             self.bus.emit(EventType.REINJECTED, step.id, reason=reason)
 
-    def execute(self, agent: Agent, request: AgentRequest, *, waits: bool = True) -> tuple[AgentResult, int]:
-        """Runs the agent, retrying transient failures with backoff (no iteration, no reflection).
-        `waits`: a usage limit is waited out here (else the caller does it)."""
-        limit = self.config.autonomous_loop.max_step_retries
-        retries = 0
+    def execute(self, agent: Agent, request: AgentRequest, lane: Lane) -> tuple[AgentResult, int]:
+        """Runs the agent until its result is one to judge: a provider fault or a usage limit
+        is waited out as `lane` says, a transient failure is retried with backoff (none of them
+        spends an iteration or a reflection). The result, and its transient retries."""
+        step_id = request.step.id
         faults = FaultWaiter(self.bus, self.config.agent.max_transient_wait_seconds, self.control.pause)
+        settings = self.config.autonomous_loop
+        transient = Retries(self.control.pause, RETRY_BASE, RETRY_CAP, settings.exponential_backoff)
         while True:
             result = agent.run(request)
-            if result.fault is not None and result.limit is None and not result.interrupted:
-                try:
-                    faults.wait_out(request.step.id, result.fault)
-                except LoopStop:
-                    if waits:
-                        self.iteration.give_back()  # a provider fault spends no iteration
-                    raise
-                continue
-            if result.limit is not None and not result.interrupted and waits:
-                try:
-                    self.limits.wait_out(request.step.id, result.limit)
-                except LoopStop:
-                    self.iteration.give_back()  # a usage limit spends no iteration
-                    raise
-                continue
-            if not result.transient or retries >= limit or result.interrupted or result.limit is not None:
-                if result.transient:
-                    self.bus.emit(
-                        EventType.TRANSIENT_RETRY,
-                        request.step.id,
-                        mechanism="reflection",
-                        reason="transient retries exhausted",
-                        retries=retries,
-                    )
-                return result, retries
-            doubling = self.config.autonomous_loop.exponential_backoff
-            wait = backoff(retries, base=RETRY_BASE, cap=RETRY_CAP, exponential=doubling)
-            retries += 1
+            if result.interrupted:
+                break
+            if result.fault is not None or result.limit is not None:
+                if lane.waited(step_id, result, faults):
+                    continue
+                break
+            if not result.transient or transient.tries >= settings.max_step_retries:
+                break
+            if self.backed_off(step_id, result, transient):
+                return result, transient.tries  # a stop cut the wait short
+        if result.transient:
             self.bus.emit(
                 EventType.TRANSIENT_RETRY,
-                request.step.id,
-                mechanism="backoff",
-                retry=retries,
-                wait_seconds=round(wait, 3),
-                error=result.error[:300],
+                step_id,
+                mechanism="reflection",
+                reason="transient retries exhausted",
+                retries=transient.tries,
             )
-            if self.control.pause(wait):
-                return result, retries
+        return result, transient.tries
+
+    def backed_off(self, step_id: str, result: AgentResult, transient: Retries) -> bool:
+        """The wait after a transient failure, before the agent runs again; True when a stop
+        cut it short."""
+        wait = transient.delay()
+        self.bus.emit(
+            EventType.TRANSIENT_RETRY,
+            step_id,
+            mechanism="backoff",
+            retry=transient.count(),
+            wait_seconds=round(wait, 3),
+            error=result.error[:300],
+        )
+        return transient.wait(wait)
 
     def checks_of(
         self, step: Step, runner: CommandRunner, workdir: Path, timeout: float, checkpoint: bool
@@ -345,11 +339,10 @@ class StepEngine(Outcomes):
         result: AgentResult,
         retries: int,
         took: float,
+        lane: Lane,
         extra: Check | None = None,
         agent_name: str = "",
-        lane: Lane | None = None,
     ) -> Attempt:
-        lane = lane or self.lane
         attempt = Attempt(
             step_id=step.id,
             number=request.attempt,

@@ -4,6 +4,7 @@ changed and no check passed, several times in a row, stops the loop."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from akira_cli.config import Config
@@ -51,7 +52,11 @@ class Reflection(Protocol):
     ) -> PostActionReflection: ...
 
 
+@dataclass
 class Outcomes:
+    """What an attempt's outcome does to the run: the engine holds one and hands each finished
+    attempt to it (a wave step's success once it landed)."""
+
     state: LoopState
     config: Config
     workspace: Workspace
@@ -160,6 +165,33 @@ class Outcomes:
         )
 
     def failed(self, step: Step, record: StepRecord, attempt: Attempt) -> None:
+        """A failed attempt: recorded and reflected on, then the step goes on, or ends when the
+        failure repeats, the step is exhausted or nothing progresses."""
+        self.record_failure(step, attempt)
+        if (reflected := self.reflection.after_failure(self.state, record, attempt)) is not None:
+            self.reflected(record, reflected)
+        window = record.window()
+        idle = "no progress: " if not attempt.files_changed else ""
+        if len(window) >= 2 and window[-2].error_signature == CHANGED_EXAM == attempt.error_signature:
+            self.exam_stands(step, record, attempt)
+        if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
+            self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
+            self.loop_completed(record, "persistent_failure")
+            raise PersistentFailure(
+                f"{idle}step {step.id} failed twice in a row with the same error: "
+                f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
+            )
+        retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
+        allowed = self.config.reflection.max_iterations if retry else 1
+        if record.window_count >= allowed:
+            self.loop_completed(record, "exhausted")
+            raise StepExhausted(
+                f"{idle}step {step.id} failed {record.window_count} attempt(s) without passing its checks"
+            )
+        self.count_progress(attempt)
+
+    def record_failure(self, step: Step, attempt: Attempt) -> None:
+        """The failure in the run's figures and its failed steps; what the sandbox refused it."""
         if attempt.refused:
             kept = [line for line in self.state.sandbox_refused if line not in attempt.refused]
             self.state.sandbox_refused = [*kept, *attempt.refused][-KEEP_ENTRIES:]
@@ -182,24 +214,3 @@ class Outcomes:
             mechanism="reflection" if self.config.reflection.enabled else "none",
             **({"refused": attempt.refused} if attempt.refused else {}),
         )
-        if (reflected := self.reflection.after_failure(self.state, record, attempt)) is not None:
-            self.reflected(record, reflected)
-        window = record.window()
-        idle = "no progress: " if not attempt.files_changed else ""
-        if len(window) >= 2 and window[-2].error_signature == CHANGED_EXAM == attempt.error_signature:
-            self.exam_stands(step, record, attempt)
-        if len(window) >= 2 and window[-2].error_signature == attempt.error_signature:
-            self.bus.emit(EventType.PERSISTENT_FAILURE, step.id, signature=attempt.error_signature)
-            self.loop_completed(record, "persistent_failure")
-            raise PersistentFailure(
-                f"{idle}step {step.id} failed twice in a row with the same error: "
-                f"{attempt.error.splitlines()[0] if attempt.error else 'unknown error'}"
-            )
-        retry = self.config.reflection.enabled and self.config.autonomous_loop.retry_failed_steps
-        allowed = self.config.reflection.max_iterations if retry else 1
-        if record.window_count >= allowed:
-            self.loop_completed(record, "exhausted")
-            raise StepExhausted(
-                f"{idle}step {step.id} failed {record.window_count} attempt(s) without passing its checks"
-            )
-        self.count_progress(attempt)

@@ -114,9 +114,14 @@ class Where(Protocol):
     """Where an attempt ran (a `loop.lanes.Lane`): its runner, its worktree slot if any, its
     work folder."""
 
-    runner: CommandRunner
-    path: Path | None
-    workdir: Path
+    @property
+    def runner(self) -> CommandRunner: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def workdir(self) -> Path: ...
 
 
 class Reviewer(Protocol):
@@ -176,6 +181,7 @@ class Follower(Protocol):
         """Following the pull request is under way (a resume goes on with it)."""
         ...
 
-    def follow(self) -> None:
-        """Follows it to its end; raises the stop it ends with."""
+    def follow(self, save: Callable[[], None]) -> None:
+        """Follows it to its end, saving the state with `save` (the loop's); raises the stop it
+        ends with."""
         ...

@@ -7,10 +7,10 @@ refused key (401, 403) is never retried: one line saying so, and `needs_action`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from akira_cli.agents.base import ProviderFault
-from akira_cli.backoff import backoff
+from akira_cli.backoff import Retries
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, EventType
 
@@ -21,38 +21,38 @@ LONGEST_WAIT = 300.0
 
 @dataclass
 class FaultWaiter:
-    """One attempt's waits: made afresh for each attempt, so `waited` counts one outage."""
+    """One attempt's waits: made afresh for each attempt, so the waits count one outage."""
 
     bus: EventBus
     cap_seconds: float
     pause: Callable[[float], bool]
     """Waits up to N seconds; True as soon as a stop is wanted."""
-    waited: float = 0.0
-    tries: int = 0
+    retries: Retries = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.retries = Retries(self.pause, FIRST_WAIT, LONGEST_WAIT, most_seconds=self.cap_seconds)
 
     def wait_out(self, step_id: str, fault: ProviderFault) -> None:
         """Waits before the agent runs again; raises to ask a person or to honour a stop hook."""
         if fault.auth:
             raise NeedsPerson(fault.message)
-        wait = backoff(self.tries, base=FIRST_WAIT, cap=LONGEST_WAIT)
-        if self.waited + wait > self.cap_seconds:
+        wait = self.retries.delay()
+        if self.retries.too_long(wait):
             raise NeedsPerson(
-                f"the agent's model provider kept failing for {self.waited:.0f}s ({fault.message[:160]}); "
-                f"gave up at agent.max_transient_wait_seconds ({self.cap_seconds:.0f}s): resume when "
-                "the provider is back, or raise that setting"
+                f"the agent's model provider kept failing for {self.retries.waited:.0f}s "
+                f"({fault.message[:160]}); gave up at agent.max_transient_wait_seconds "
+                f"({self.cap_seconds:.0f}s): resume when the provider is back, or raise that setting"
             )
-        self.tries += 1
         self.bus.emit(
             EventType.TRANSIENT_RETRY,
             step_id,
             mechanism="provider_backoff",
-            retry=self.tries,
+            retry=self.retries.count(),
             wait_seconds=round(wait, 3),
             status=fault.status,
             error=fault.message[:300],
         )
-        if self.pause(wait):
+        if self.retries.wait(wait):
             raise StopRequested(
                 f"a stop hook ended the wait for the agent's model provider ({fault.message[:160]})"
             )
-        self.waited += wait

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from akira_cli.agents.base import UsageLimit
-from akira_cli.backoff import backoff
+from akira_cli.backoff import Retries
 from akira_cli.errors import NeedsPerson, StopRequested
 from akira_cli.events import EventBus, UsageLimitWait
 from akira_cli.state.models import LoopState
@@ -37,40 +37,38 @@ class LimitWaiter:
     save: Callable[[], None]
     pause: Callable[[float], bool]
     """Waits up to N seconds; True as soon as a stop is wanted."""
-    waited: float = 0.0
-    seen: int = field(default=0)
+    retries: Retries = field(init=False)
+    """The run's limit waits: without a reset time each waits longer than the one before."""
+
+    def __post_init__(self) -> None:
+        cap = max(FIRST_BACKOFF, self.cap_seconds)
+        self.retries = Retries(self.pause, FIRST_BACKOFF, cap, most_seconds=self.cap_seconds)
 
     def wait_out(self, step_id: str, limit: UsageLimit, *, record: bool = True) -> None:
         """Waits until the limit resets; raises to ask a person or to honour a stop hook.
         `record`: the wait goes into the state (`waiting_until`, saved), which only the loop's
         thread may write; a parallel step's reviewer waits without it."""
         current = now()
-        wait = (
-            max(1.0, (limit.reset_at - current).total_seconds())
-            if limit.reset_at is not None
-            else backoff(self.seen, base=FIRST_BACKOFF, cap=max(FIRST_BACKOFF, self.cap_seconds))
-        )
-        until = current + timedelta(seconds=wait)
-        if self.waited + wait > self.cap_seconds:
+        reset = limit.reset_at
+        wait = self.retries.delay(max(1.0, (reset - current).total_seconds()) if reset is not None else None)
+        until = stamp(current + timedelta(seconds=wait))
+        if self.retries.too_long(wait):
             raise NeedsPerson(
                 f"the agent's usage limit is reached ({limit.message[:160]}); it resets at "
-                f"{stamp(until)}, later than agent.max_limit_wait_seconds ({self.cap_seconds:.0f}s) "
+                f"{until}, later than agent.max_limit_wait_seconds ({self.cap_seconds:.0f}s) "
                 "allows: resume after that time"
             )
-        self.seen += 1
+        self.retries.count()
         if record:
-            self.state.waiting_until = stamp(until)
+            self.state.waiting_until = until
             self.save()
-        self.bus.send(
-            UsageLimitWait(message=limit.message[:300], waiting_until=stamp(until), seconds=wait), step_id
-        )
-        self.hold(wait, stamp(until), record)
-        self.waited += wait
+        self.bus.send(UsageLimitWait(message=limit.message[:300], waiting_until=until, seconds=wait), step_id)
+        self.held(self.retries.wait(wait), until, record)
 
-    def hold(self, seconds: float, until: str, record: bool = True) -> None:
-        """Waits; a stop hook ends the wait at once, and `waiting_until` stays recorded so that
-        the resume waits out the rest (the limit has not gone away)."""
-        if self.pause(seconds):
+    def held(self, stopped: bool, until: str, record: bool = True) -> None:
+        """After a wait: a stop hook ended it (`stopped`), and `waiting_until` stays recorded so
+        that the resume waits out the rest (the limit has not gone away); else it is over."""
+        if stopped:
             if record:
                 self.save()
             raise StopRequested(
@@ -81,7 +79,7 @@ class LimitWaiter:
             self.state.waiting_until = None
 
     def resume_wait(self) -> None:
-        """After a restart: wait out what is left of a recorded wait."""
+        """After a restart: wait out what is left of a recorded wait (it counts in no cap)."""
         if not self.state.waiting_until:
             return
         until = datetime.fromisoformat(self.state.waiting_until.replace("Z", "+00:00"))
@@ -94,5 +92,5 @@ class LimitWaiter:
                     seconds=left,
                 )
             )
-            self.hold(left, self.state.waiting_until)
+            self.held(self.pause(left), self.state.waiting_until)
         self.state.waiting_until = None

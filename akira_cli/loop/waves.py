@@ -262,10 +262,10 @@ class Waves:
         self.git.commit(step, pending.task, record, attempt)
         if attempt.outcome != "success":  # a hook refused the commit
             self.git.unland(step)
-            self.engine.failed(step, record, attempt)
+            self.engine.outcomes.failed(step, record, attempt)
             return None
         landed.append(step.id)
-        self.engine.succeeded(record, attempt)
+        self.engine.outcomes.succeeded(record, attempt)
         self.iteration.complete(step, attempt)
         self.book.hold(step)
         self.save()  # its tick on disk before the next landing reads the file
