@@ -129,16 +129,12 @@ class EventBus:
         """An event whose data is checked against its type's payload: an unknown key, a wrong
         type or a missing field is a TypeError here, where it is sent. The data is written as
         it was given (the check builds nothing that is kept)."""
-        from akira_cli.event_payloads.catalog import PAYLOADS  # not for a read of the log alone
-
-        payload = PAYLOADS.get(type)
-        if payload is None:
-            raise TypeError(f"{type!r} is no event type (akira_cli/event_payloads.py)")
+        check, name = _checks.get(type) or _check_of(type)
         try:
-            payload.model_validate(data)
+            check(data)
         except ValidationError as exc:
             why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise TypeError(f"a {type} event that {payload.__name__} does not describe: {why}") from None
+            raise TypeError(f"a {type} event that {name} does not describe: {why}") from None
         return self._publish(type, step_id, data)
 
     def _publish(self, type: EventType, step_id: str | None, data: dict[str, Any]) -> Event:
@@ -156,6 +152,23 @@ class EventBus:
                 except Exception:  # observers must not stop the work
                     continue
         return event
+
+
+_checks: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {}
+"""Each event type's validator and payload's name, from the type's first event on."""
+_checking = threading.Lock()
+
+
+def _check_of(type: str) -> tuple[Callable[[dict[str, Any]], object], str]:
+    from akira_cli.event_payloads.catalog import PAYLOADS  # not for a read of the log alone
+
+    payload = PAYLOADS.get(type)
+    if payload is None:
+        raise TypeError(f"{type!r} is no event type (akira_cli/event_payloads/)")
+    with _checking:
+        payload.model_rebuild()  # built at its first use (defer_build)
+        found = _checks[type] = (payload.__pydantic_validator__.validate_python, payload.__name__)
+    return found
 
 
 GATHERED = frozenset(
