@@ -1,5 +1,5 @@
 """Events: one model, an in-process bus that checks each event's data against its type's
-payload (`event_payloads.py`), and the JSONL log writer that subscribes to it."""
+payload (`event_payloads/`), and the JSONL log writer that subscribes to it."""
 
 from __future__ import annotations
 
