@@ -13,7 +13,7 @@ from akira_cli.event_payloads import reasoning, run
 from akira_cli.event_payloads.catalog import PAYLOADS
 from akira_cli.event_payloads.kinds import EventType, Payload, registry
 from akira_cli.event_payloads.run import LoopStarted, StopReached, Warned
-from akira_cli.events import EventBus, JsonlLog, read_events
+from akira_cli.events import Event, EventBus, JsonlLog, read_events
 from tests.support.git import commits
 from tests.support.workspace import Akira
 
@@ -124,3 +124,37 @@ def test_every_event_of_a_real_run_fits_its_payload(repo: Akira) -> None:
         EventType.STOP_CONDITION,
         EventType.LOOP_COMPLETED,
     } <= seen, seen
+
+
+def test_the_notifier_reads_the_typed_fields_of_the_events_the_bus_sends(akira: Akira) -> None:
+    """What `notify.command` is told comes from the payloads' fields, so it cannot name a key no
+    event carries; an event whose data lacks one (an older log) tells it nothing."""
+    from akira_cli.event_payloads.run import Figures, LoopCompleted, LoopPaused, UsageLimitWait
+    from akira_cli.notify import Notifier
+    from akira_cli.sections import NotifySettings
+    from akira_cli.workspace import Workspace
+
+    workspace = Workspace.resolve(akira.root)
+    bus = EventBus("task_1")
+    notifier = Notifier(NotifySettings(), workspace, bus)
+    figures = Figures.model_validate(dict.fromkeys(Figures.model_fields, 0))
+    told = [
+        notifier.describe(bus.send(LoopCompleted(task_path="t.md", iterations=3, metrics=figures))),
+        notifier.describe(
+            bus.send(StopReached(condition="c", status="needs_action", message="read it", exit_code=4))
+        ),
+        notifier.describe(bus.send(LoopPaused(reason="stop hook", waiting=False))),
+        notifier.describe(
+            bus.send(UsageLimitWait(message="m", waiting_until="2026-01-01T00:00:00Z", seconds=9))
+        ),
+        notifier.describe(bus.emit(EventType.WARNING, message="not told")),
+    ]
+    assert told == [
+        ("completed", "completed", "task_1 completed", str(workspace.reports / "task_1.md")),
+        ("needs_action", "needs_action", "read it", str(workspace.needs_action / "intervention_task_1.md")),
+        ("paused", "paused", "stop hook", ""),
+        ("usage_limit", "running", "waiting for a usage limit until 2026-01-01T00:00:00Z", ""),
+        None,
+    ]
+    older = Event(type=EventType.USAGE_LIMIT, task_id="task_1", data={"message": "m", "until": "later"})
+    assert notifier.describe(older) is None
