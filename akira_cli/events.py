@@ -134,7 +134,7 @@ class EventBus:
             check(data)
         except ValidationError as exc:
             why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise TypeError(f"a {type} event that {name} does not describe: {why}") from None
+            raise TypeError(f"{type} event data that {name} does not describe: {why}") from None
         return self._publish(type, step_id, data)
 
     def _publish(self, type: EventType, step_id: str | None, data: dict[str, Any]) -> Event:
