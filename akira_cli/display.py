@@ -11,6 +11,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from akira_cli.event_payloads.run import LoopStarted, SandboxDenied
 from akira_cli.events import Event, EventType
 from akira_cli.state.models import LoopState
 from akira_cli.words import counted
@@ -85,13 +86,13 @@ class LiveDisplay:
     def __call__(self, event: Event) -> None:
         """Notes the event. A start, a stop or a pause is drawn at once; the rest at the next
         redraw: drawing the panel takes about a millisecond, and an iteration emits eight events."""
-        if event.type == EventType.LOOP_STARTED:
-            self.total = int(event.data.get("steps_total") or 0)
+        if (started := event.read(LoopStarted)) is not None:
+            self.total = started.steps_total
         if event.type in SHOWN:
             self.last = event.line()
-        if event.type == EventType.SANDBOX_DENIED:
+        if (denied := event.read(SandboxDenied)) is not None:
             step = f"step {event.step_id}: " if event.step_id else ""
-            self.refused = [*self.refused, f"{step}{event.data.get('fix', '')}"][-3:]
+            self.refused = [*self.refused, f"{step}{denied.fix}"][-3:]
         if event.type in AT_ONCE:
             self.live.refresh()
 

@@ -1,7 +1,9 @@
-"""Events: one typed model, an in-process bus, and the JSONL log writer that subscribes to it."""
+"""Events: one model, an in-process bus that checks each event's data against its type's
+payload (`event_payloads/`), and the JSONL log writer that subscribes to it."""
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -9,12 +11,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from akira_cli.event_payloads.kinds import EventType as EventType
+from akira_cli.event_payloads.kinds import Payload
 from akira_cli.fileio import name_path
 from akira_cli.redaction import redact, redact_bytes
 
@@ -37,47 +40,7 @@ def stamp(seconds: float) -> str:
     return f"{known[1]}.{millis:03d}Z"
 
 
-class EventType(StrEnum):
-    LOOP_STARTED = "loop_started"
-    LOOP_PAUSED = "loop_paused"
-    LOOP_RESUMED = "loop_resumed"
-    LOOP_COMPLETED = "loop_completed"
-    STOP_CONDITION = "stop_condition"
-    ITERATION_STARTED = "iteration_started"
-    STEP_STARTED = "step_started"
-    WAVE_STARTED = "wave_started"
-    STEP_COMPLETED = "step_completed"
-    STEP_FAILED = "step_failed"
-    ATTEMPT_STARTED = "attempt_started"
-    ATTEMPT_INTERRUPTED = "attempt_interrupted"
-    TRANSIENT_RETRY = "transient_retry"
-    EVALUATION = "evaluation"
-    REFLECTION_GENERATED = "reflection_generated"
-    POST_ACTION_REFLECTION = "post_action_reflection"
-    REPLANNED = "replanned"
-    PERSISTENT_FAILURE = "persistent_failure"
-    SYSTEMIC_ISSUE = "systemic_issue"
-    REFLECTION_LOOP_COMPLETED = "reflection_loop_completed"
-    METRICS = "metrics"
-    REINJECTED = "reinjected"
-    LLM_CALL = "llm_call"
-    TOOL_CALL = "tool_call"
-    REASONING_PHASE = "reasoning_phase"
-    REASONING_PASS = "reasoning_pass"
-    CONVERGENCE = "convergence"
-    REFINEMENT = "refinement"
-    VALIDATION = "validation"
-    PROFILE_UPDATED = "profile_updated"
-    WARNING = "warning"
-    LEDGER = "ledger"
-    COMMIT = "commit"
-    USAGE_LIMIT = "usage_limit"
-    CONTROL_PLANE_CHANGED = "control_plane_changed"
-    REVIEW = "review"
-    PULL_REQUEST = "pull_request"
-    FOLLOW = "follow"
-    SANDBOX_DENIED = "sandbox_denied"
-    EXAM = "exam"
+P = TypeVar("P", bound=Payload)
 
 
 class Event(BaseModel):
@@ -95,57 +58,17 @@ class Event(BaseModel):
         detail = " ".join(f"{k}={_short(v)}" for k, v in self.data.items())
         return printable(redact(f"{self.ts} [{self.iteration}]{where} {self.type} {detail}".rstrip()))
 
-
-class Payload(BaseModel):
-    """An event's `data` as a model: `EventBus.send` writes it, `Event.read` reads it back, so a
-    key one side names and the other lacks is a type error or a refusal, never "until None"."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: ClassVar[EventType]
-
-
-class UsageLimitWait(Payload):
-    kind = EventType.USAGE_LIMIT
-    message: str
-    waiting_until: str
-    """When the limit resets (ISO 8601 UTC)."""
-    seconds: float
-
-
-class StopReached(Payload):
-    kind = EventType.STOP_CONDITION
-    condition: str
-    status: str
-    message: str
-    exit_code: int
-    report: str | None = None
-    """The file written for a person: `escalation`, `intervention` or `completion`."""
-
-
-class LoopPaused(Payload):
-    kind = EventType.LOOP_PAUSED
-    reason: str
-    waiting: bool
-
-
-class LoopCompleted(Payload):
-    kind = EventType.LOOP_COMPLETED
-    task_path: str
-    iterations: int
-    metrics: dict[str, Any]
-
-
-P = TypeVar("P", bound=Payload)
-
-
-def read_payload(event: Event, kind: type[P]) -> P | None:
-    """`event`'s data as `kind`, when it is that kind of event and its data has that shape."""
-    if event.type != kind.kind:
-        return None
-    try:
-        return kind.model_validate(event.data)
-    except ValueError:
-        return None
+    def read(self, kind: builtins.type[P]) -> P | None:
+        """This event's data as `kind`'s typed fields, when it is that kind of event. Read
+        leniently: a key an older akira wrote and the payload no longer names is passed over;
+        data that lacks a required field (or another kind of event) is None."""
+        if self.type != kind.kind:
+            return None
+        known = kind.model_fields
+        try:
+            return kind.model_validate({k: v for k, v in self.data.items() if k in known}, strict=False)
+        except ValidationError:
+            return None
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -200,9 +123,21 @@ class EventBus:
 
     def send(self, payload: Payload, step_id: str | None = None) -> Event:
         """A typed event: its data is the payload's fields, every one present."""
-        return self.emit(payload.kind, step_id, **payload.model_dump())
+        return self._publish(payload.kind, step_id, payload.model_dump())
 
-    def emit(self, type: str, step_id: str | None = None, **data: Any) -> Event:
+    def emit(self, type: EventType, step_id: str | None = None, **data: Any) -> Event:
+        """An event whose data is checked against its type's payload: an unknown key, a wrong
+        type or a missing field is a TypeError here, where it is sent. The data is written as
+        it was given (the check builds nothing that is kept)."""
+        check, name = _checks.get(type) or _check_of(type)
+        try:
+            check(data)
+        except ValidationError as exc:
+            why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise TypeError(f"{type} event data that {name} does not describe: {why}") from None
+        return self._publish(type, step_id, data)
+
+    def _publish(self, type: EventType, step_id: str | None, data: dict[str, Any]) -> Event:
         event = Event(
             type=str(type),
             task_id=self.task_id,
@@ -217,6 +152,23 @@ class EventBus:
                 except Exception:  # observers must not stop the work
                     continue
         return event
+
+
+_checks: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {}
+"""Each event type's validator and payload's name, from the type's first event on."""
+_checking = threading.Lock()
+
+
+def _check_of(type: str) -> tuple[Callable[[dict[str, Any]], object], str]:
+    from akira_cli.event_payloads.catalog import PAYLOADS  # not for a read of the log alone
+
+    payload = PAYLOADS.get(type)
+    if payload is None:
+        raise TypeError(f"{type!r} is no event type (akira_cli/event_payloads/)")
+    with _checking:
+        payload.model_rebuild()  # built at its first use (defer_build)
+        found = _checks[type] = (payload.__pydantic_validator__.validate_python, payload.__name__)
+    return found
 
 
 GATHERED = frozenset(

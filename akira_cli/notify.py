@@ -9,16 +9,8 @@ import os
 import subprocess
 import threading
 
-from akira_cli.events import (
-    Event,
-    EventBus,
-    EventType,
-    LoopCompleted,
-    LoopPaused,
-    StopReached,
-    UsageLimitWait,
-    read_payload,
-)
+from akira_cli.event_payloads.run import LoopCompleted, LoopPaused, StopReached, UsageLimitWait
+from akira_cli.events import Event, EventBus, EventType
 from akira_cli.redaction import redact
 from akira_cli.sections import NotifySettings
 from akira_cli.workspace import Workspace
@@ -50,15 +42,15 @@ class Notifier:
 
     def describe(self, event: Event) -> tuple[str, str, str, str] | None:
         task_id = event.task_id
-        if read_payload(event, LoopCompleted) is not None:
+        if event.read(LoopCompleted) is not None:
             report = self.workspace.reports / f"{task_id}.md"
             return "completed", "completed", f"{task_id} completed", str(report)
-        if (stop := read_payload(event, StopReached)) is not None and stop.status == "needs_action":
+        if (stop := event.read(StopReached)) is not None and stop.status == "needs_action":
             path = self.workspace.needs_action / f"{stop.report or 'intervention'}_{task_id}.md"
             return "needs_action", "needs_action", stop.message, str(path)
-        if (paused := read_payload(event, LoopPaused)) is not None:
+        if (paused := event.read(LoopPaused)) is not None:
             return "paused", "paused", paused.reason, ""
-        if (wait := read_payload(event, UsageLimitWait)) is not None:
+        if (wait := event.read(UsageLimitWait)) is not None:
             return "usage_limit", "running", f"waiting for a usage limit until {wait.waiting_until}", ""
         return None
 

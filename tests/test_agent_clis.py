@@ -301,9 +301,12 @@ def test_a_limit_without_a_reset_time_is_waited_out_doubling_with_jitter_up_to_t
 def test_an_event_payload_missing_a_key_is_refused_where_it_is_sent() -> None:
     from pydantic import ValidationError
 
-    from akira_cli.events import EventBus, UsageLimitWait, read_payload
+    from akira_cli.event_payloads.run import UsageLimitWait
+    from akira_cli.events import Event, EventBus
 
     with pytest.raises(ValidationError):
         UsageLimitWait(message="limit", seconds=1.0)  # type: ignore[call-arg]
-    untyped = EventBus("t").emit(EventType.USAGE_LIMIT, message="limit", until="later", seconds=1)
-    assert read_payload(untyped, UsageLimitWait) is None  # the old spelling is not read as the new
+    with pytest.raises(TypeError, match="until"):
+        EventBus("t").emit(EventType.USAGE_LIMIT, message="limit", until="later", seconds=1)
+    old = Event(type=EventType.USAGE_LIMIT, data={"message": "limit", "until": "later", "seconds": 1})
+    assert old.read(UsageLimitWait) is None  # the old spelling is not read as the new

@@ -49,6 +49,7 @@ def test_the_bookkeeping_between_attempts_reaches_the_log_in_one_write(
     (or the stop, or the end of the run), in order; every other event at once."""
     import os
 
+    from akira_cli.event_payloads.run import Figures
     from akira_cli.events import EventBus, EventType, JsonlLog, read_events
 
     log_path = tmp_path / "log.jsonl"
@@ -58,18 +59,15 @@ def test_the_bookkeeping_between_attempts_reaches_the_log_in_one_write(
     monkeypatch.setattr(os, "write", lambda fd, data: (writes.append(fd), real_write(fd, data))[1])
     bus = EventBus("task_20260101_000000")
     bus.subscribe(log)
-    for kind in (
-        EventType.EVALUATION,
-        EventType.METRICS,
-        EventType.STEP_COMPLETED,
-        EventType.ITERATION_STARTED,
-    ):
-        bus.emit(kind, "1")
+    bus.emit(EventType.EVALUATION, "1", attempt=1, complete=True, confidence=1.0, reasons=[])
+    bus.emit(EventType.METRICS, "1", step_iterations=1, **dict.fromkeys(Figures.model_fields, 0))
+    bus.emit(EventType.STEP_COMPLETED, "1", attempts=1, duration_seconds=0.1)
+    bus.emit(EventType.ITERATION_STARTED, "2", attempt=1)
     assert writes == [] and not log_path.read_text()
-    bus.emit(EventType.ATTEMPT_STARTED, "2")
+    bus.emit(EventType.ATTEMPT_STARTED, "2", attempt=1, agent="script")
     assert len(writes) == 1
     bus.emit(EventType.WARNING, message="at once")
-    bus.emit(EventType.STEP_COMPLETED, "2")
+    bus.emit(EventType.STEP_COMPLETED, "2", attempts=1, duration_seconds=0.1)
     assert len(writes) == 2
     log.close()  # the end of a run writes what waits
     kinds = [event.type for event in read_events(log_path)]

@@ -25,7 +25,8 @@ from akira_cli.errors import (
     TaskCompleted,
     TaskMovedToDone,
 )
-from akira_cli.events import EventBus, EventType, LoopCompleted, LoopPaused, StopReached
+from akira_cli.event_payloads.run import LoopCompleted, LoopPaused, StopReached
+from akira_cli.events import EventBus, EventType
 from akira_cli.hooks import active_hook
 from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.engine import StepEngine

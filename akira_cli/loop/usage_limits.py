@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from akira_cli.agents.base import UsageLimit
 from akira_cli.backoff import Retries
 from akira_cli.errors import NeedsPerson, StopRequested
-from akira_cli.events import EventBus, UsageLimitWait
+from akira_cli.event_payloads.run import UsageLimitWait
+from akira_cli.events import EventBus
 from akira_cli.state.models import LoopState
 
 FIRST_BACKOFF = 300.0

@@ -160,7 +160,7 @@ class Refinement:
     def _phase(self, phase: str, **data: Any) -> None:
         self._emit(EventType.REASONING_PHASE, phase=phase, **data)
 
-    def _emit(self, type_: str, step_id: str | None = None, **data: Any) -> None:
+    def _emit(self, type_: EventType, step_id: str | None = None, **data: Any) -> None:
         self.bus.emit(type_, step_id, **data)
 
 
