@@ -196,3 +196,39 @@ def test_a_wave_of_p_steps_is_drawn_side_by_side_as_it_starts(tmp_path: Path) ->
         (tmp_path / "gate").touch()
         until(driver, "the status completed", lambda d: status(d) == "completed")
         assert side_by_side(driver) and chips(driver, "3") == ["passed"]
+
+
+def test_a_resume_beyond_max_running_is_refused_on_the_page_with_the_clis_line(
+    akira: Akira, tmp_path: Path
+) -> None:
+    """The MCP server's bound (`mcp.max_running`) on the runs the page resumed."""
+    akira.write_config("mcp:\n  max_running: 1\n")
+    held = f"if [ -e {tmp_path}/hold ]; then while [ ! -e {tmp_path}/gate ]; do sleep 0.05; done; fi"
+    stuck = []
+    for name in ("one", "two"):
+        akira.write_task(name, f"- [ ] 1. Build\n  - Run: `{held}; test -f fixed.txt`\n")
+        assert akira.run("loop", "start", "--task", f"Specs/{name}/tasks.md").code == 4
+        stuck.append(akira.task_id())
+    (tmp_path / "hold").touch()
+    result = lambda d: d.find_element("id", "control-result").text  # noqa: E731
+    try:
+        with web_server(akira.root) as served, chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}run/{stuck[0]}?token={served.token}")
+            until(driver, "the run page", lambda d: status(d) == "needs_action")
+            driver.find_element("css selector", '[data-action="resume"]').click()
+            confirm(driver)
+            until(driver, "the resume's line", lambda d: result(d).startswith(("resumed", stuck[0])))
+            until(driver, "the run running", lambda d: akira.state(stuck[0]).status == "running")
+            driver.get(f"{served.url}run/{stuck[1]}")
+            until(driver, "the other run's page", lambda d: status(d) == "needs_action")
+            driver.find_element("css selector", '[data-action="resume"]').click()
+            confirm(driver)
+            until(driver, "the refusal", lambda d: result(d).startswith("akira: error:"))
+            assert result(driver) == (
+                f"akira: error: mcp.max_running is 1, and 1 runs this server started are running ({stuck[0]}); "
+                "wait for one to end, or stop one from its page"
+            )
+            assert akira.state(stuck[1]).status == "needs_action"  # never resumed
+    finally:
+        (tmp_path / "gate").touch()  # no run of this test waits on after it
+    akira.wait_for(lambda: akira.state(stuck[0]).status == "needs_action", 60, "the first run to stop again")

@@ -324,3 +324,66 @@ class Budget(Answer):
         tokens = self.max_tokens_total if self.max_tokens_total is not None else "no cap"
         cost = f"${self.max_cost_usd}" if self.max_cost_usd is not None else "no cap"
         return f"{self.task_id}: tokens {tokens}, cost {cost}"
+
+
+class FleetRun(Answer):
+    """One run of the fleet, as `fleet status --json` prints it."""
+
+    model_config = Answer.model_config | {"extra": "ignore"}
+    run_id: str
+    task: str | None = None
+    repo: str = ""
+    ref: str | None = None
+    branch: str | None = None
+    status: str
+    worker: str | None = None
+    step: str | None = None
+    steps_done: int = 0
+    steps_total: int = 0
+    cost_usd: float = 0.0
+    updated_at: str = ""
+    message: str = ""
+
+    def line(self) -> str:
+        return f"{self.run_id} {self.status} {self.steps_done}/{self.steps_total} {self.task or ''}".strip()
+
+
+class FleetRuns(Answer):
+    """The fleet's runs; `configured` False when the workspace has no fleet, `refusal` the line
+    that says why its database could not be read."""
+
+    configured: bool
+    runs: list[FleetRun] = []
+    refusal: str | None = None
+
+    def line(self) -> str:
+        if not self.configured:
+            return "no fleet configured"
+        return self.refusal or f"{len(self.runs)} fleet run(s)"
+
+
+class AttemptSpend(Answer):
+    """What one attempt spent, as the run recorded it when the attempt ended: its agent CLI's
+    own usage and every LLM call made while it ran."""
+
+    step_id: str
+    number: int
+    iteration: int
+    finished_at: str
+    seconds: float
+    tokens: int
+    cost_usd: float
+
+    def line(self) -> str:
+        return f"step {self.step_id} attempt {self.number}: {self.tokens} tokens, ${self.cost_usd:.4f}"
+
+
+class Spending(Answer):
+    """Every attempt of a run that ended, oldest first, with what it spent."""
+
+    task_id: str
+    attempts: list[AttemptSpend]
+
+    def line(self) -> str:
+        spent = sum(attempt.cost_usd for attempt in self.attempts)
+        return f"{self.task_id}: {len(self.attempts)} attempt(s), ${spent:.4f}"

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from akira_cli.api.running import Running
+    from akira_cli.api.watching import FleetLister
+
 FOLLOW_EVERY = 0.25
 """How often the stream looks for new events when the last look found none (seconds)."""
 HEARTBEAT = 15.0
@@ -46,7 +49,9 @@ def refusal_line(exc: AkiraError) -> str:
     return f"akira: error: {redact(str(exc))}"
 
 
-def build(root: Path, token: str) -> Starlette:
+def build(root: Path, token: str, running: Running, fleet: FleetLister | None = None) -> Starlette:
+    """The page's app on `root`; `running` bounds the runs it resumes, `fleet` lists the
+    fleet's runs (None: the workspace has no fleet)."""
     from starlette.applications import Starlette
     from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
@@ -70,7 +75,7 @@ def build(root: Path, token: str) -> Starlette:
 
     def runs(request: Request) -> Response:
         try:
-            return page(runs_page(root))
+            return page(runs_page(root, fleet))
         except AkiraError as exc:
             return refused(exc, 500)
 
@@ -120,7 +125,7 @@ def build(root: Path, token: str) -> Starlette:
         if not isinstance(said, dict):
             return JSONResponse({"line": "akira: error: the request is not a JSON object"}, 400)
         try:
-            answer = await asyncio.to_thread(act, root, task_id, action, said)
+            answer = await asyncio.to_thread(act, root, task_id, action, said, running)
         except AkiraError as exc:
             return JSONResponse({"ok": False, "line": refusal_line(exc)}, 409)
         return JSONResponse({"ok": True, "line": answer.line(), "status": answer.data().get("status")})
@@ -145,9 +150,11 @@ def named(request: Request) -> bool:
     return re.fullmatch(TASK_ID_PATTERN, str(request.path_params.get("task_id", ""))) is not None
 
 
-def act(root: Path, task_id: str, action: str, said: dict[str, Any]) -> Any:
-    """One control, as the API call the CLI makes for it."""
+def act(root: Path, task_id: str, action: str, said: dict[str, Any], running: Running) -> Any:
+    """One control, as the API call the CLI makes for it; a resume within the MCP server's
+    bound on the runs a server started (`mcp.max_running`)."""
     from akira_cli import api
+    from akira_cli.api.models import Resumed, Started
     from akira_cli.errors import UsageError
 
     if action == "stop":
@@ -162,7 +169,12 @@ def act(root: Path, task_id: str, action: str, said: dict[str, Any]) -> Any:
     guidance = said.get("guidance")
     if guidance is not None and not isinstance(guidance, str):
         raise UsageError("guidance is text")
-    return api.resume(root, task_id, guidance=guidance or None)
+    with running.lock:
+        running.refuse_more()
+        answer = api.resume(root, task_id, guidance=guidance or None)
+        if isinstance(answer, Started | Resumed):
+            running.started(answer)
+    return answer
 
 
 async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:

@@ -18,6 +18,8 @@ th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid var(
 .status-running, .status-following { color: var(--run); }
 .status-completed { color: var(--ok); }
 .muted { color: var(--muted); }
+.fleet { font-size: 0.75rem; padding: 0 0.3rem; border: 1px solid var(--line); border-radius: 4px;
+         color: var(--muted); }
 .facts { display: flex; flex-wrap: wrap; gap: 0.3rem 1.2rem; margin: 0; padding: 0; list-style: none; }
 .wave { display: flex; flex-wrap: wrap; gap: 0.4rem; margin: 0.3rem 0; }
 .wave.parallel { border-left: 3px solid var(--line); padding-left: 0.4rem; }

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from akira_cli.api.models import LoopSummary, Progress, Report
 from akira_cli.web.chart import chart
 from akira_cli.web.html import duration, frame, link, money
-from akira_cli.web.timeline import Attempt, Point, Step, Timeline, timeline
+from akira_cli.web.timeline import Attempt, Point, Step, Timeline, spent, timeline
 
 SHOWN_EVENTS = 50
 
@@ -26,6 +26,7 @@ def run_page(root: Path, task_id: str, token: str) -> str:
     progress = api.progress(root, summary.task_id)
     events, offset = all_events(root, summary.task_id)
     line = timeline(events)
+    spent(line, api.spending(root, summary.task_id).attempts)
     try:
         report: Report | None = api.report(root, summary.task_id)
     except AkiraError:
