@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from akira_cli.live_output import communicate
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from akira_cli.children.ledger import ChildLedger
+    from akira_cli.live_output import LiveOutput, LiveWriter
 
 OUTPUT_LIMIT = 64_000
 STARTS = 5
@@ -127,8 +130,11 @@ class CommandRunner:
         *,
         private_env: bool = False,
         wrapper: CommandWrapper | None = None,
+        live: LiveOutput | None = None,
     ) -> None:
         self.cwd = cwd
+        self.live = live
+        """Where each command's output goes as it comes, for `akira web` (`live_output.py`)."""
         self.private_env = private_env
         """Each command gets its variables passed to it, not put into akira's environment: a
         parallel step's runner, whose commands run beside other steps' (another AKIRA_STEP_ID)."""
@@ -199,11 +205,14 @@ class CommandRunner:
         finally:
             pipes.spawned()
         self.commands += 1
+        live = self.live.started(command) if self.live is not None else None
         try:
-            out, err, timed_out = self._watch(process, pipes, timeout)
+            out, err, timed_out = self._watch(process, pipes, timeout, live)
         finally:
             ran = pipes.ran()
             pipes.close()
+            if live is not None:
+                live.close(process.returncode)
         interrupted = self.killed and not timed_out and process.returncode != 0
         text, errors = (tail(data.decode("utf-8", "replace"), OUTPUT_LIMIT) for data in (out, err))
         return CommandResult(
@@ -231,7 +240,7 @@ class CommandRunner:
         return ["bash", "-c", command], self.bash, own_env
 
     def _watch(
-        self, process: subprocess.Popen[bytes], pipes: _Pipes, timeout: float
+        self, process: subprocess.Popen[bytes], pipes: _Pipes, timeout: float, live: LiveWriter | None
     ) -> tuple[bytes, bytes, bool]:
         """A started command until it ends: killable (`kill`, the ledger a later run reads), its
         output and its stderr read, and whether it timed out."""
@@ -244,7 +253,7 @@ class CommandRunner:
                 self.ledger.started(process.pid)
             if self.on_start is not None:
                 self.on_start()
-            return pipes.read(process, timeout)
+            return pipes.read(process, timeout, live)
         except BaseException:
             _kill_group(process)  # nobody would wait for it any more
             raise
@@ -308,12 +317,14 @@ class _Pipes:
         """The write ends closed: the child has its copies, and the reader sees the end with them."""
         self.out_w, self.status_w = _close(self.out_w), _close(self.status_w)
 
-    def read(self, process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
+    def read(
+        self, process: subprocess.Popen[bytes], timeout: float, live: LiveWriter | None
+    ) -> tuple[bytes, bytes, bool]:
         """The output, the stderr (when `split` with input) and whether the command timed out."""
         if self.feed is None:
-            out, timed_out = _collect(process, self.out, timeout)
+            out, timed_out = _collect(process, self.out, timeout, live)
             return out, b"", timed_out
-        return _communicate(process, self.feed, timeout)
+        return communicate(process, self.feed, timeout, live, _kill_group)  # agent prompts: not a hot path
 
     def ran(self) -> bool:
         """Whether the command ran: the confinement, if any, reported its exit."""
@@ -338,7 +349,9 @@ def _close(fd: int) -> int:
     return -1
 
 
-def _collect(process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> tuple[bytes, bool]:
+def _collect(
+    process: subprocess.Popen[bytes], out_fd: int, timeout: float, live: LiveWriter | None = None
+) -> tuple[bytes, bool]:
     """Reads output until the command exits or the deadline passes, in one poll loop.
 
     communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
@@ -368,22 +381,13 @@ def _collect(process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> t
                 poller.unregister(pid_fd)
             elif data := os.read(out_fd, 65536):
                 chunks.append(data)
+                if live is not None:
+                    live.write(data)
             else:
                 reading = False
     os.close(pid_fd)
     process.wait()
     return b"".join(chunks), timed_out
-
-
-def _communicate(process: subprocess.Popen[bytes], data: bytes, timeout: float) -> tuple[bytes, bytes, bool]:
-    """With input to feed (agent prompts): the standard library's way, not a hot path."""
-    try:
-        out, err = process.communicate(data, timeout)
-        return out, err or b"", False
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        out, err = process.communicate()
-        return out, err or b"", True
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -232,3 +232,39 @@ def test_a_resume_beyond_max_running_is_refused_on_the_page_with_the_clis_line(
     finally:
         (tmp_path / "gate").touch()  # no run of this test waits on after it
     akira.wait_for(lambda: akira.state(stuck[0]).status == "needs_action", 60, "the first run to stop again")
+
+
+def test_the_running_commands_last_lines_show_live_masked_of_secrets(
+    akira: Akira, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-live-0123456789abcdefXYZ"
+    monkeypatch.setenv("FAKE_API_KEY", secret)  # a secret by its name; steps get FAKE_* variables
+    agent = tmp_path / "agent.sh"
+    agent.write_text(
+        'cat > /dev/null; echo "warming up"; echo "calling with key $FAKE_API_KEY"\n'
+        f"while [ ! -e {tmp_path}/gate ]; do sleep 0.05; done\n"
+        'echo "all done"; touch done_1\n'
+    )
+    akira.write_config(f"agent:\n  kind: command\n  command: sh {agent}\n")
+    akira.write_task("live", "- [ ] 1. One\n  - Exists: `done_1`\n")
+    task_id = api.start(akira.root, "Specs/live/tasks.md").task_id
+    output = lambda d: d.execute_script("return document.getElementById('output').textContent")  # noqa: E731
+    head = lambda d: d.find_element("id", "output-head").text  # noqa: E731
+    try:
+        with web_server(akira.root) as served, chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}run/{task_id}?token={served.token}")
+            until(driver, "the agent's line", lambda d: "calling with key" in output(d))
+            driver.execute_script("window.sameDocument = 'yes'")
+            assert output(driver).splitlines() == ["warming up", "calling with key ***"]
+            assert head(driver) == f"$ sh {agent} (running)"
+            live = akira.root / ".state" / "logs" / f"{task_id}.live"
+            assert secret not in live.read_text() and "calling with key ***" in live.read_text()
+            (tmp_path / "gate").touch()
+            until(driver, "the status completed", lambda d: status(d) == "completed")
+            until(driver, "the agent's last lines", lambda d: "all done" in output(d))
+            assert driver.execute_script("return window.sameDocument") == "yes"  # never reloaded
+            assert secret not in driver.page_source
+            assert [log for log in driver.get_log("browser") if log["source"] == "javascript"] == []
+            shoot(driver, artefacts(tmp_path), "output")
+    finally:
+        (tmp_path / "gate").touch()  # no run of this test waits on after it

@@ -19,7 +19,7 @@ from akira_cli.api.loops import follow, resume, start
 from akira_cli.api.night import budget, events
 from akira_cli.api.tasks import tasks
 from akira_cli.api.views import logs, progress, report, status
-from akira_cli.api.watching import fleet_runs, spending
+from akira_cli.api.watching import fleet_runs, output, spending
 
 __all__ = [
     "budget",
@@ -28,6 +28,7 @@ __all__ = [
     "fleet_runs",
     "follow",
     "logs",
+    "output",
     "progress",
     "report",
     "resume",

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 FOLLOW_EVERY = 0.25
 """How often the stream looks for new events when the last look found none (seconds)."""
 HEARTBEAT = 15.0
+OUTPUT_LINES = 20
+"""The running command's last lines the page shows."""
 MAX_BODY = 64 * 1024
 ACTIONS = ("stop", "resume", "cancel", "undo")
 REFRESH = frozenset(
@@ -179,21 +181,26 @@ def act(root: Path, task_id: str, action: str, said: dict[str, Any], running: Ru
 
 async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:
     """The log's events from `offset` on, as they are written: each a server-sent event whose
-    id is the offset after it, so a reconnecting page goes on where it was."""
+    id is the offset after it, so a reconnecting page goes on where it was; and the running
+    command's last output lines whenever they change."""
     from akira_cli import api
     from akira_cli.events import Event
     from akira_cli.web.run_page import facts_now
 
     quiet = 0.0
+    shown: dict[str, Any] | None = None
     yield ": akira follows the event log\n\n"
     while True:
         try:
             found = await asyncio.to_thread(api.events, root, task_id, offset)
+            now = (await asyncio.to_thread(api.output, root, task_id, OUTPUT_LINES)).data()
         except AkiraError:
             return  # the run went (archived or cancelled): the page stops listening
+        chunks = []
+        if now != shown:
+            shown = now
+            chunks.append(f"event: output\ndata: {json.dumps(now)}\n\n")
         if found.offset != offset:
-            quiet = 0.0
-            chunks = []
             for raw in found.events:
                 try:
                     text = Event.model_validate(raw).line()
@@ -204,11 +211,13 @@ async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:
             offset = found.offset
             if any(str(raw.get("type")) in REFRESH for raw in found.events):
                 with contextlib.suppress(AkiraError):
-                    shown = await asyncio.to_thread(facts_now, root, task_id)
-                    chunks.append(f"event: facts\ndata: {json.dumps({'html': shown})}\n\n")
-            if chunks:
-                yield "".join(chunks)
-            continue
+                    facts = await asyncio.to_thread(facts_now, root, task_id)
+                    chunks.append(f"event: facts\ndata: {json.dumps({'html': facts})}\n\n")
+        if chunks:
+            quiet = 0.0
+            yield "".join(chunks)
+            if found.events:
+                continue
         await asyncio.sleep(FOLLOW_EVERY)
         quiet += FOLLOW_EVERY
         if quiet >= HEARTBEAT:

@@ -34,6 +34,8 @@ th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid var(
 #detail:empty { display: none; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; padding: 0.5rem; border-radius: 6px;
       max-height: 24rem; overflow: auto; }
+#output:empty { display: none; }
+#output { font: 12px/1.35 ui-monospace, monospace; }
 #events { font: 12px/1.35 ui-monospace, monospace; max-height: 20rem; overflow: auto; white-space: pre-wrap;
           word-break: break-all; background: #f6f8fa; padding: 0.4rem; border-radius: 6px; }
 .controls { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: flex-start; }
@@ -165,6 +167,15 @@ if (page.stream) {
     events.append(line);
     while (events.childElementCount > 500) events.firstElementChild.remove();
     events.scrollTop = events.scrollHeight;
+  });
+  source.addEventListener('output', (message) => {
+    const said = JSON.parse(message.data);
+    const head = document.getElementById('output-head');
+    const shown = document.getElementById('output');
+    if (!head || !shown) return;
+    head.textContent = said.command === null ? 'no command ran yet'
+      : '$ ' + said.command + (said.ended ? ' (ended)' : ' (running)');
+    shown.textContent = said.lines.join('\\n');
   });
   source.addEventListener('facts', (message) => {
     const shown = document.getElementById('facts');

@@ -10,11 +10,13 @@ from typing import Any
 from urllib.parse import quote
 
 from akira_cli.api.models import LoopSummary, Progress, Report
+from akira_cli.api.watch_models import LiveLines
 from akira_cli.web.chart import chart
 from akira_cli.web.html import duration, frame, link, money
 from akira_cli.web.timeline import Attempt, Point, Step, Timeline, spent, timeline
 
 SHOWN_EVENTS = 50
+OUTPUT_LINES = 20
 
 
 def run_page(root: Path, task_id: str, token: str) -> str:
@@ -43,6 +45,7 @@ def run_page(root: Path, task_id: str, token: str) -> str:
             "<h2>Timeline</h2>",
             '<div id="timeline">' + timeline_html(line, progress) + "</div>",
             '<div id="detail"></div>',
+            output(api.output(root, summary.task_id, OUTPUT_LINES)),
             "<h2>Cost and tokens</h2>",
             chart(
                 str(events[0].get("ts") or now.ts) if events else now.ts,
@@ -220,6 +223,17 @@ def chip(step_id: str, attempt: Attempt) -> str:
         said.append(f"review: {attempt.review}")
     text = escape("\n".join(said))
     return f'<button class="a {attempt.outcome}" data-d="{text}">{attempt.number}</button>'
+
+
+def output(found: LiveLines) -> str:
+    """The running command's last lines (the stream sends them again as they change)."""
+    head = "no command ran yet" if found.command is None else f"$ {found.command}"
+    state = "" if found.command is None else (" (ended)" if found.ended else " (running)")
+    text = "\n".join(found.lines)
+    return (
+        f'<h2>Output</h2><div id="output-head" class="muted">{escape(head)}{state}</div>'
+        f'<pre id="output">{escape(text)}</pre>'
+    )
 
 
 def criteria(progress: Progress) -> str:

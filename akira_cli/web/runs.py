@@ -6,7 +6,8 @@ from html import escape
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from akira_cli.api.models import FleetRun, LoopSummary, Progress
+from akira_cli.api.models import LoopSummary, Progress
+from akira_cli.api.watch_models import FleetRun
 from akira_cli.api.watching import FleetLister
 from akira_cli.web.html import duration, frame, link, money, run_link, status
 

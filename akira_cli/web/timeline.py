@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from akira_cli.api.models import AttemptSpend
+    from akira_cli.api.watch_models import AttemptSpend
 
 
 @dataclass
