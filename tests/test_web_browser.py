@@ -12,7 +12,7 @@ import pytest
 
 from akira_cli import api
 from tests.support.git import commits, git, git_workspace
-from tests.support.web import artefacts, chromium, confirm, until, web_server
+from tests.support.web import artefacts, chromium, confirm, shoot, until, web_server
 from tests.support.workspace import Akira
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -28,7 +28,6 @@ GATED = """
   - Run: `echo c > c.txt`
   - Exists: `c.txt`
 """
-PHONE = (390, 844)
 
 
 def chips(driver: Any, step: str) -> list[str]:
@@ -40,19 +39,6 @@ def chips(driver: Any, step: str) -> list[str]:
 def status(driver: Any) -> str:
     """Read in one script: the facts around it are replaced as the run moves."""
     return str(driver.execute_script("return document.getElementById('status').textContent"))
-
-
-def shoot(driver: Any, folder: Path, name: str) -> None:
-    """A screenshot at desktop width, then at phone width (where nothing is wider than the
-    screen), then back."""
-    driver.set_window_size(1280, 900)
-    driver.save_screenshot(str(folder / f"{name}-desktop.png"))
-    driver.set_window_size(*PHONE)
-    until(driver, "the phone width", lambda d: d.execute_script("return window.innerWidth") <= PHONE[0])
-    wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
-    assert wide <= 1, f"{name} is {wide}px wider than a phone"
-    driver.save_screenshot(str(folder / f"{name}-phone.png"))
-    driver.set_window_size(1280, 900)
 
 
 def test_a_run_completes_while_its_page_is_open_and_the_timeline_gains_each_step_live(

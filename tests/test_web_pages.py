@@ -1,6 +1,7 @@
 """What `akira web`'s pages show of real runs (docs/web.md): a `[P]` wave's steps side by side,
-each attempt with its outcome and reflection, the budget's line on the chart, the criteria
-table, and an unknown run as the CLI's line. Real runs, the page fetched from a real server."""
+each attempt with its outcome and reflection, the budget's line on the chart (which an agent
+CLI's usage moves), the criteria table, the fleet's runs beside the workspace's, and an unknown
+run as the CLI's line. Real runs, the page fetched from a real server."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.support.git import first_commit
 from tests.support.parallel import start, tasks
 from tests.support.review_night import Night as ReviewNight
 from tests.support.servers.github_actions import Job
-from tests.support.web import request, web_server
+from tests.support.web import artefacts, chromium, request, shoot, until, web_server
 from tests.support.workspace import Akira
 
 
@@ -163,6 +164,10 @@ def test_the_fleets_runs_are_on_the_runs_page_with_the_workspaces_the_one_that_n
         assert akira.run("loop", "start", "--task", "Specs/broken/tasks.md", "--no-git").code == 4
         stuck_id = akira.task_id()
         status, body = page(served, "/")  # the same server: the fleet found once it has a database
+        with chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}?token={served.token}")
+            until(driver, "the fleet's runs", lambda d: d.find_elements("css selector", "tr.fleet-run"))
+            shoot(driver, artefacts(tmp_path), "runs-fleet")
     assert status == 200
     order = re.findall(r'<tr class="run[^"]*" data-(?:task|fleet)="([^"]+)"', body)
     assert order[0] == stuck_id and sorted(order[1:]) == sorted([done_id, queued_id]), order

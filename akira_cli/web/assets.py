@@ -46,6 +46,9 @@ button { font: inherit; padding: 0.25rem 0.7rem; }
                   background: #f6f8fa; }
 svg { width: 100%; max-width: 40rem; height: auto; }
 body, li, pre { overflow-wrap: anywhere; }
+#runs th, #runs td { overflow-wrap: normal; }
+#runs td .muted { overflow-wrap: anywhere; }
+#runs td[data-label="status"] { min-width: 10rem; }
 @media (max-width: 40rem) {
   #runs thead { display: none; }
   #runs tr { display: block; border-bottom: 1px solid var(--line); padding: 0.3rem 0; }

@@ -80,7 +80,7 @@ def row(loop: LoopSummary, progress: Progress | None) -> str:
         ("pull request", link(pr.url) + checks if pr else ""),
     ]
     shown = "".join(
-        f"<td{f' data-label={quoteattr(label)}' if label else ''}{WIDE.get(label, '')}>{text}</td>"
+        f"<td{f' data-label={quoteattr(label)}' if label and text else ''}{WIDE.get(label, '')}>{text}</td>"
         for label, text in cells
     )
     return f'<tr class="run" data-task="{escape(loop.task_id)}">{shown}</tr>'
