@@ -12,7 +12,7 @@ import pytest
 
 from akira_cli import api
 from tests.support.git import commits, git, git_workspace
-from tests.support.web import artefacts, chromium, confirm, shoot, until, web_server
+from tests.support.web import artefacts, chromium, confirm, fake_claude, shoot, until, web_server
 from tests.support.workspace import Akira
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -254,3 +254,31 @@ def test_the_running_commands_last_lines_show_live_masked_of_secrets(
             shoot(driver, artefacts(tmp_path), "output")
     finally:
         (tmp_path / "gate").touch()  # no run of this test waits on after it
+
+
+def test_the_chart_rises_live_as_each_step_of_an_agent_cli_ends(akira: Akira, tmp_path: Path) -> None:
+    """An agent CLI's usage is in no event: the chart moves with the run's totals after each step."""
+    akira.write_config(fake_claude(tmp_path / "claude.sh", gates=tmp_path) + "budget:\n  max_cost_usd: 2.0\n")
+    akira.write_task("spend", "- [ ] 1. One\n  - Exists: `done_1`\n- [ ] 2. Two\n  - Exists: `done_2`\n")
+    task_id = api.start(akira.root, "Specs/spend/tasks.md").task_id
+    label = lambda d: d.find_element("css selector", "#usage-chart .usage-label").text  # noqa: E731
+    cost = lambda d: d.find_element("css selector", "#usage-chart polyline.cost").get_attribute("points")  # noqa: E731
+    try:
+        with web_server(akira.root) as served, chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}run/{task_id}?token={served.token}")
+            until(driver, "step 1 running", lambda d: chips(d, "1") == ["running"])
+            driver.execute_script("window.sameDocument = 'yes'")
+            assert label(driver) == "$0.0000, 0 tokens"
+            flat = {point.split(",")[1] for point in cost(driver).split()}
+            (tmp_path / "gate_1").touch()
+            until(driver, "step 1's spending", lambda d: label(d) == "$0.2500, 1,500 tokens")
+            heights = [float(point.split(",")[1]) for point in cost(driver).split()]
+            assert len(flat) == 1 and heights[0] > heights[-1], heights  # it rose from flat
+            (tmp_path / "gate_2").touch()
+            until(driver, "both steps' spending", lambda d: label(d) == "$0.5000, 3,000 tokens")
+            until(driver, "the status completed", lambda d: status(d) == "completed")
+            assert driver.execute_script("return window.sameDocument") == "yes"  # never reloaded
+            assert [log for log in driver.get_log("browser") if log["source"] == "javascript"] == []
+    finally:
+        for step in ("1", "2"):
+            (tmp_path / f"gate_{step}").touch()  # no run of this test waits on after it

@@ -17,7 +17,7 @@ from tests.support.git import first_commit
 from tests.support.parallel import start, tasks
 from tests.support.review_night import Night as ReviewNight
 from tests.support.servers.github_actions import Job
-from tests.support.web import artefacts, chromium, request, shoot, until, web_server
+from tests.support.web import artefacts, chromium, fake_claude, request, shoot, until, web_server
 from tests.support.workspace import Akira
 
 
@@ -191,21 +191,10 @@ def test_a_fleet_whose_database_cannot_be_read_is_its_one_line_on_the_runs_page(
     assert "hunter2secret" not in body
 
 
-FAKE_CLAUDE = """cat > /dev/null
-touch "done_$AKIRA_STEP_ID"
-echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s1",'\\
-'"num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":1000,"output_tokens":500}}'
-"""
-
-
 def test_an_agent_clis_usage_moves_the_chart_at_each_attempts_end_under_the_budget_line(
     akira: Akira, tmp_path: Path
 ) -> None:
-    agent = tmp_path / "claude.sh"
-    agent.write_text(FAKE_CLAUDE)
-    akira.write_config(
-        f'agent:\n  kind: command\n  preset: claude\n  command: "sh {agent}"\nbudget:\n  max_cost_usd: 2.0\n'
-    )
+    akira.write_config(fake_claude(tmp_path / "claude.sh") + "budget:\n  max_cost_usd: 2.0\n")
     akira.write_task("feat", "- [ ] 1. One\n  - Exists: `done_1`\n- [ ] 2. Two\n  - Exists: `done_2`\n")
     done = akira.run("loop", "start", "--task", "Specs/feat/tasks.md")
     assert done.code == 0, done.err

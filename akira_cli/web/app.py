@@ -212,7 +212,7 @@ async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:
             if any(str(raw.get("type")) in REFRESH for raw in found.events):
                 with contextlib.suppress(AkiraError):
                     facts = await asyncio.to_thread(facts_now, root, task_id)
-                    chunks.append(f"event: facts\ndata: {json.dumps({'html': facts})}\n\n")
+                    chunks.append(f"event: facts\ndata: {json.dumps(facts)}\n\n")
         if chunks:
             quiet = 0.0
             yield "".join(chunks)

@@ -101,13 +101,16 @@ def lines(events: list[dict[str, Any]]) -> list[str]:
     return shown
 
 
-def facts_now(root: Path, task_id: str) -> str:
-    """Where the run stands now (the stream sends it again after a step's end or a stop)."""
+def facts_now(root: Path, task_id: str) -> dict[str, Any]:
+    """Where the run stands now (the stream sends it again after a step's end or a stop), and
+    its tokens and cost so far, the chart's newest point."""
     from akira_cli import api
+    from akira_cli.events import utcnow
 
     summary = api.status(root, task_id)
     assert isinstance(summary, LoopSummary)
-    return facts(summary, api.progress(root, summary.task_id))
+    usage = {"ts": utcnow(), "tokens": summary.tokens, "cost_usd": summary.cost_usd}
+    return {"html": facts(summary, api.progress(root, summary.task_id)), "usage": usage}
 
 
 def facts(summary: LoopSummary, progress: Progress) -> str:

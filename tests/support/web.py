@@ -154,3 +154,16 @@ def shoot(driver: Any, folder: Path, name: str) -> None:
         driver.set_window_size(width, min(TALLEST, max(height, tall + 120)))
         driver.save_screenshot(str(folder / f"{name}-{kind}.png"))
     driver.set_window_size(1280, 900)
+
+
+def fake_claude(path: Path, gates: Path | None = None) -> str:
+    """A stand-in for `claude -p --output-format json` at `path`, and the config that uses it:
+    it reads its prompt, waits for `gates`/gate_STEP when `gates` is given, writes done_STEP
+    and answers with its usage (1,500 tokens, $0.25), as the claude preset reads it."""
+    wait = f'while [ ! -e {gates}/gate_"$AKIRA_STEP_ID" ]; do sleep 0.05; done\n' if gates else ""
+    path.write_text(
+        f'cat > /dev/null\n{wait}touch "done_$AKIRA_STEP_ID"\n'
+        """echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s1",'"""
+        """'"num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":1000,"output_tokens":500}}'\n"""
+    )
+    return f'agent:\n  kind: command\n  preset: claude\n  command: "sh {path}"\n'
