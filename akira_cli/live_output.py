@@ -31,6 +31,8 @@ class LiveOutput:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = -1
+        self._heads: tuple[str, bytes] = ("", b"")
+        """The last command and its masked line: a step's checks run the same commands again."""
 
     def started(self, command: str) -> LiveWriter:
         """A new command: the file starts again with its command line."""
@@ -38,7 +40,9 @@ class LiveOutput:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
             self._fd = os.open(self.path, flags, 0o600)
-        head = redact_bytes(("$ " + " ".join(command.split())[:500] + "\n").encode())
+        if self._heads[0] != command:
+            self._heads = (command, redact_bytes(("$ " + " ".join(command.split())[:500] + "\n").encode()))
+        head = self._heads[1]
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, head, 0)
         return LiveWriter(self._fd, len(head), head)
@@ -70,7 +74,7 @@ class LiveWriter:
             self._append(redact_bytes(data[:cut]))
 
     def close(self, exit_code: int | None) -> None:
-        tail = redact_bytes(self.partial) + (b"\n" if self.partial else b"")
+        tail = redact_bytes(self.partial) + b"\n" if self.partial else b""
         said = f"exited {exit_code}" if exit_code is not None else "ended"
         took = time.monotonic() - self.started
         self._append(tail + f"{ENDED}{said} after {took:.1f}s\n".encode())
