@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from akira_cli.children.ledger import ChildLedger
+    from akira_cli.live_output import LiveOutput, LiveWriter
 
 OUTPUT_LIMIT = 64_000
 STARTS = 5
@@ -120,8 +121,11 @@ class CommandRunner:
         *,
         private_env: bool = False,
         wrapper: CommandWrapper | None = None,
+        live: LiveOutput | None = None,
     ) -> None:
         self.cwd = cwd
+        self.live = live
+        """Where each command's output goes as it comes, for `akira web` (`live_output.py`)."""
         self.private_env = private_env
         """Each command gets its variables passed to it, not put into akira's environment: a
         parallel step's runner, whose commands run beside other steps' (another AKIRA_STEP_ID)."""
@@ -192,11 +196,14 @@ class CommandRunner:
         finally:
             pipes.spawned()
         self.commands += 1
+        live = self.live.started(command) if self.live is not None else None
         try:
-            out, err, timed_out = self._watch(process, pipes, timeout)
+            out, err, timed_out = self._watch(process, pipes, timeout, live)
         finally:
             ran = pipes.ran()
             pipes.close()
+            if live is not None:
+                live.close(process.returncode)
         interrupted = self.killed and not timed_out and process.returncode != 0
         text, errors = (tail(data.decode("utf-8", "replace"), OUTPUT_LIMIT) for data in (out, err))
         return CommandResult(
@@ -224,7 +231,7 @@ class CommandRunner:
         return ["bash", "-c", command], self.bash, own_env
 
     def _watch(
-        self, process: subprocess.Popen[bytes], pipes: Pipes, timeout: float
+        self, process: subprocess.Popen[bytes], pipes: Pipes, timeout: float, live: LiveWriter | None
     ) -> tuple[bytes, bytes, bool]:
         """A started command until it ends: killable (`kill`, the ledger a later run reads), its
         output and its stderr read, and whether it timed out."""
@@ -237,7 +244,7 @@ class CommandRunner:
                 self.ledger.started(process.pid)
             if self.on_start is not None:
                 self.on_start()
-            return pipes.read(process, timeout)
+            return pipes.read(process, timeout, live)
         except BaseException:
             kill_group(process)  # nobody would wait for it any more
             raise

@@ -11,7 +11,12 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from akira_cli.live_output import communicate
+
+if TYPE_CHECKING:
+    from akira_cli.live_output import LiveWriter
 
 _OPENING = threading.Lock()
 _DEVNULL: list[int] = []
@@ -65,12 +70,14 @@ class Pipes:
         """The write ends closed: the child has its copies, and the reader sees the end with them."""
         self.out_w, self.status_w = _close(self.out_w), _close(self.status_w)
 
-    def read(self, process: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
+    def read(
+        self, process: subprocess.Popen[bytes], timeout: float, live: LiveWriter | None
+    ) -> tuple[bytes, bytes, bool]:
         """The output, the stderr (when `split` with input) and whether the command timed out."""
         if self.feed is None:
-            out, timed_out = _collect(process, self.out, timeout)
+            out, timed_out = _collect(process, self.out, timeout, live)
             return out, b"", timed_out
-        return _communicate(process, self.feed, timeout)
+        return communicate(process, self.feed, timeout, live, kill_group)  # agent prompts: not a hot path
 
     def ran(self) -> bool:
         """Whether the command ran: the confinement, if any, reported its exit."""
@@ -95,7 +102,9 @@ def _close(fd: int) -> int:
     return -1
 
 
-def _collect(process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> tuple[bytes, bool]:
+def _collect(
+    process: subprocess.Popen[bytes], out_fd: int, timeout: float, live: LiveWriter | None = None
+) -> tuple[bytes, bool]:
     """Reads output until the command exits or the deadline passes, in one poll loop.
 
     communicate(timeout=...) polls with sleeps and a timer thread costs a thread start; on a
@@ -125,22 +134,13 @@ def _collect(process: subprocess.Popen[bytes], out_fd: int, timeout: float) -> t
                 poller.unregister(pid_fd)
             elif data := os.read(out_fd, 65536):
                 chunks.append(data)
+                if live is not None:
+                    live.write(data)
             else:
                 reading = False
     os.close(pid_fd)
     process.wait()
     return b"".join(chunks), timed_out
-
-
-def _communicate(process: subprocess.Popen[bytes], data: bytes, timeout: float) -> tuple[bytes, bytes, bool]:
-    """With input to feed (agent prompts): the standard library's way, not a hot path."""
-    try:
-        out, err = process.communicate(data, timeout)
-        return out, err or b"", False
-    except subprocess.TimeoutExpired:
-        kill_group(process)
-        out, err = process.communicate()
-        return out, err or b"", True
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from akira_cli import api
 from tests.support.git import commits, git, git_workspace
-from tests.support.web import artefacts, chromium, confirm, until, web_server
+from tests.support.web import artefacts, chromium, confirm, fake_claude, shoot, until, web_server
 from tests.support.workspace import Akira
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -28,7 +28,6 @@ GATED = """
   - Run: `echo c > c.txt`
   - Exists: `c.txt`
 """
-PHONE = (390, 844)
 
 
 def chips(driver: Any, step: str) -> list[str]:
@@ -40,19 +39,6 @@ def chips(driver: Any, step: str) -> list[str]:
 def status(driver: Any) -> str:
     """Read in one script: the facts around it are replaced as the run moves."""
     return str(driver.execute_script("return document.getElementById('status').textContent"))
-
-
-def shoot(driver: Any, folder: Path, name: str) -> None:
-    """A screenshot at desktop width, then at phone width (where nothing is wider than the
-    screen), then back."""
-    driver.set_window_size(1280, 900)
-    driver.save_screenshot(str(folder / f"{name}-desktop.png"))
-    driver.set_window_size(*PHONE)
-    until(driver, "the phone width", lambda d: d.execute_script("return window.innerWidth") <= PHONE[0])
-    wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
-    assert wide <= 1, f"{name} is {wide}px wider than a phone"
-    driver.save_screenshot(str(folder / f"{name}-phone.png"))
-    driver.set_window_size(1280, 900)
 
 
 def test_a_run_completes_while_its_page_is_open_and_the_timeline_gains_each_step_live(
@@ -196,3 +182,103 @@ def test_a_wave_of_p_steps_is_drawn_side_by_side_as_it_starts(tmp_path: Path) ->
         (tmp_path / "gate").touch()
         until(driver, "the status completed", lambda d: status(d) == "completed")
         assert side_by_side(driver) and chips(driver, "3") == ["passed"]
+
+
+def test_a_resume_beyond_max_running_is_refused_on_the_page_with_the_clis_line(
+    akira: Akira, tmp_path: Path
+) -> None:
+    """The MCP server's bound (`mcp.max_running`) on the runs the page resumed."""
+    akira.write_config("mcp:\n  max_running: 1\n")
+    held = f"if [ -e {tmp_path}/hold ]; then while [ ! -e {tmp_path}/gate ]; do sleep 0.05; done; fi"
+    stuck = []
+    for name in ("one", "two"):
+        akira.write_task(name, f"- [ ] 1. Build\n  - Run: `{held}; test -f fixed.txt`\n")
+        assert akira.run("loop", "start", "--task", f"Specs/{name}/tasks.md").code == 4
+        stuck.append(akira.task_id())
+    (tmp_path / "hold").touch()
+    result = lambda d: d.find_element("id", "control-result").text  # noqa: E731
+    try:
+        with web_server(akira.root) as served, chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}run/{stuck[0]}?token={served.token}")
+            until(driver, "the run page", lambda d: status(d) == "needs_action")
+            driver.find_element("css selector", '[data-action="resume"]').click()
+            confirm(driver)
+            until(driver, "the resume's line", lambda d: result(d).startswith(("resumed", stuck[0])))
+            until(driver, "the run running", lambda d: akira.state(stuck[0]).status == "running")
+            driver.get(f"{served.url}run/{stuck[1]}")
+            until(driver, "the other run's page", lambda d: status(d) == "needs_action")
+            driver.find_element("css selector", '[data-action="resume"]').click()
+            confirm(driver)
+            until(driver, "the refusal", lambda d: result(d).startswith("akira: error:"))
+            assert result(driver) == (
+                f"akira: error: mcp.max_running is 1, and 1 runs this server started are running ({stuck[0]}); "
+                "wait for one to end, or stop one from its page"
+            )
+            assert akira.state(stuck[1]).status == "needs_action"  # never resumed
+    finally:
+        (tmp_path / "gate").touch()  # no run of this test waits on after it
+    akira.wait_for(lambda: akira.state(stuck[0]).status == "needs_action", 60, "the first run to stop again")
+
+
+def test_the_running_commands_last_lines_show_live_masked_of_secrets(
+    akira: Akira, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-live-0123456789abcdefXYZ"
+    monkeypatch.setenv("FAKE_API_KEY", secret)  # a secret by its name; steps get FAKE_* variables
+    agent = tmp_path / "agent.sh"
+    agent.write_text(
+        'cat > /dev/null; echo "warming up"; echo "calling with key $FAKE_API_KEY"\n'
+        f"while [ ! -e {tmp_path}/gate ]; do sleep 0.05; done\n"
+        'echo "all done"; touch done_1\n'
+    )
+    akira.write_config(f"agent:\n  kind: command\n  command: sh {agent}\n")
+    akira.write_task("live", "- [ ] 1. One\n  - Exists: `done_1`\n")
+    task_id = api.start(akira.root, "Specs/live/tasks.md").task_id
+    output = lambda d: d.execute_script("return document.getElementById('output').textContent")  # noqa: E731
+    head = lambda d: d.find_element("id", "output-head").text  # noqa: E731
+    try:
+        with web_server(akira.root) as served, chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}run/{task_id}?token={served.token}")
+            until(driver, "the agent's line", lambda d: "calling with key" in output(d))
+            driver.execute_script("window.sameDocument = 'yes'")
+            assert output(driver).splitlines() == ["warming up", "calling with key ***"]
+            assert head(driver) == f"$ sh {agent} (running)"
+            live = akira.root / ".state" / "logs" / f"{task_id}.live"
+            assert secret not in live.read_text() and "calling with key ***" in live.read_text()
+            (tmp_path / "gate").touch()
+            until(driver, "the status completed", lambda d: status(d) == "completed")
+            until(driver, "the agent's last lines", lambda d: "all done" in output(d))
+            assert driver.execute_script("return window.sameDocument") == "yes"  # never reloaded
+            assert secret not in driver.page_source
+            assert [log for log in driver.get_log("browser") if log["source"] == "javascript"] == []
+            shoot(driver, artefacts(tmp_path), "output")
+    finally:
+        (tmp_path / "gate").touch()  # no run of this test waits on after it
+
+
+def test_the_chart_rises_live_as_each_step_of_an_agent_cli_ends(akira: Akira, tmp_path: Path) -> None:
+    """An agent CLI's usage is in no event: the chart moves with the run's totals after each step."""
+    akira.write_config(fake_claude(tmp_path / "claude.sh", gates=tmp_path) + "budget:\n  max_cost_usd: 2.0\n")
+    akira.write_task("spend", "- [ ] 1. One\n  - Exists: `done_1`\n- [ ] 2. Two\n  - Exists: `done_2`\n")
+    task_id = api.start(akira.root, "Specs/spend/tasks.md").task_id
+    label = lambda d: d.find_element("css selector", "#usage-chart .usage-label").text  # noqa: E731
+    cost = lambda d: d.find_element("css selector", "#usage-chart polyline.cost").get_attribute("points")  # noqa: E731
+    try:
+        with web_server(akira.root) as served, chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}run/{task_id}?token={served.token}")
+            until(driver, "step 1 running", lambda d: chips(d, "1") == ["running"])
+            driver.execute_script("window.sameDocument = 'yes'")
+            assert label(driver) == "$0.0000, 0 tokens"
+            flat = {point.split(",")[1] for point in cost(driver).split()}
+            (tmp_path / "gate_1").touch()
+            until(driver, "step 1's spending", lambda d: label(d) == "$0.2500, 1,500 tokens")
+            heights = [float(point.split(",")[1]) for point in cost(driver).split()]
+            assert len(flat) == 1 and heights[0] > heights[-1], heights  # it rose from flat
+            (tmp_path / "gate_2").touch()
+            until(driver, "both steps' spending", lambda d: label(d) == "$0.5000, 3,000 tokens")
+            until(driver, "the status completed", lambda d: status(d) == "completed")
+            assert driver.execute_script("return window.sameDocument") == "yes"  # never reloaded
+            assert [log for log in driver.get_log("browser") if log["source"] == "javascript"] == []
+    finally:
+        for step in ("1", "2"):
+            (tmp_path / f"gate_{step}").touch()  # no run of this test waits on after it

@@ -177,3 +177,15 @@ def test_the_event_log_is_followed_from_an_offset_and_a_torn_line_waits(akira: A
     with log.open("a") as handle:
         handle.write('ing", "ts": "y"}\n')
     assert [event["ts"] for event in api.events(akira.root, task_id, later.offset).events] == ["y"]
+
+
+def test_the_running_commands_output_is_kept_bounded_and_read_from_its_end(akira: Akira) -> None:
+    akira.write_task("big", "- [ ] 1. Print a lot\n  - Run: `seq 1 300000; echo end`\n")
+    assert akira.run("loop", "start", "--task", "Specs/big/tasks.md").code == 0
+    task_id = akira.task_id()
+    kept = akira.root / ".state" / "logs" / f"{task_id}.live"
+    assert kept.stat().st_size <= 256 * 1024 and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    found = api.output(akira.root, task_id, 3)
+    assert found.command == "seq 1 300000; echo end" and found.ended and not found.live
+    assert found.lines[:2] == ["300000", "end"] and found.lines[2].startswith("[akira] exited 0 after ")
+    assert len(api.output(akira.root, task_id, 10_000).lines) == 200

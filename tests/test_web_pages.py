@@ -1,6 +1,7 @@
 """What `akira web`'s pages show of real runs (docs/web.md): a `[P]` wave's steps side by side,
-each attempt with its outcome and reflection, the budget's line on the chart, the criteria
-table, and an unknown run as the CLI's line. Real runs, the page fetched from a real server."""
+each attempt with its outcome and reflection, the budget's line on the chart (which an agent
+CLI's usage moves), the criteria table, the fleet's runs beside the workspace's, and an unknown
+run as the CLI's line. Real runs, the page fetched from a real server."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fleet import Fleet, commit_task, steps
 from tests.support.follow import Night, log
+from tests.support.git import first_commit
 from tests.support.parallel import start, tasks
 from tests.support.review_night import Night as ReviewNight
 from tests.support.servers.github_actions import Job
-from tests.support.web import request, web_server
+from tests.support.web import artefacts, chromium, fake_claude, request, shoot, until, web_server
 from tests.support.workspace import Akira
 
 
@@ -135,3 +138,78 @@ def test_each_attempt_shows_its_review_verdict_and_a_disputed_step_needs_a_perso
     assert "review: approve" in unescape(re.findall(r'data-d="([^"]*)"', two)[0])
     look = body.split('<ul id="look">', 1)[1].split("</ul>", 1)[0]
     assert "step 1: the reviewer disputed it" in look and "step 2" not in look
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_fleets_runs_are_on_the_runs_page_with_the_workspaces_the_one_that_needs_a_person_first(
+    akira: Akira, tmp_path: Path
+) -> None:
+    first_commit(akira.root)
+    with web_server(akira.root) as served:
+        status, body = page(served, "/")
+        assert status == 200 and "fleet-" not in body and 'class="fleet"' not in body  # no fleet here
+        assert not (akira.root / ".state" / "fleet.sqlite").exists()
+        fleet = Fleet(f"sqlite:///{akira.root / '.state' / 'fleet.sqlite'}", tmp_path)
+        try:
+            done_id = fleet.add(commit_task(akira.root, "feat", steps(tmp_path / "ledger", 2)))
+            worker = fleet.worker("w1")
+            fleet.wait(lambda rows: rows[0]["status"] == "completed", what="the fleet run to complete")
+            worker.terminate()
+            assert worker.wait(timeout=60) == 0
+            queued_id = fleet.add(commit_task(akira.root, "later", steps(tmp_path / "ledger", 1, prefix="l")))
+        finally:
+            fleet.stop()
+        akira.write_task("broken", "- [ ] 1. Build\n  - Run: `echo missing fixed.txt; exit 1`\n")
+        assert akira.run("loop", "start", "--task", "Specs/broken/tasks.md", "--no-git").code == 4
+        stuck_id = akira.task_id()
+        status, body = page(served, "/")  # the same server: the fleet found once it has a database
+        with chromium(tmp_path / "profile") as driver:
+            driver.get(f"{served.url}?token={served.token}")
+            until(driver, "the fleet's runs", lambda d: d.find_elements("css selector", "tr.fleet-run"))
+            shoot(driver, artefacts(tmp_path), "runs-fleet")
+    assert status == 200
+    order = re.findall(r'<tr class="run[^"]*" data-(?:task|fleet)="([^"]+)"', body)
+    assert order[0] == stuck_id and sorted(order[1:]) == sorted([done_id, queued_id]), order
+    done = body.split(f'data-fleet="{done_id}"', 1)[1].split("</tr>", 1)[0]
+    assert f'{done_id} <span class="fleet">fleet</span>' in done
+    assert ">completed</span>" in done and ">2/2</td>" in done and "branch akira/feat" in done
+    assert "Specs/feat/tasks.md" in done and "worker w1" in done
+    queued = body.split(f'data-fleet="{queued_id}"', 1)[1].split("</tr>", 1)[0]
+    assert ">queued</span>" in queued and ">0/1</td>" in queued
+
+
+def test_a_fleet_whose_database_cannot_be_read_is_its_one_line_on_the_runs_page(akira: Akira) -> None:
+    akira.write_task("feat", "- [ ] 1. Write a\n  - Run: `echo a > a.txt`\n")
+    assert akira.run("loop", "start", "--task", "Specs/feat/tasks.md").code == 0
+    akira.write_config("fleet:\n  database_url: mysql://akira:hunter2secret@db/queue\n")
+    with web_server(akira.root) as served:
+        status, body = page(served, "/")
+    assert status == 200 and akira.task_id() in body  # the workspace's runs are still shown
+    line = unescape(body.split('<p id="fleet-refusal" class="muted">', 1)[1].split("</p>", 1)[0])
+    assert line.startswith("the fleet: akira: error: mysql://akira:***@db/queue is not a database"), line
+    assert "hunter2secret" not in body
+
+
+def test_an_agent_clis_usage_moves_the_chart_at_each_attempts_end_under_the_budget_line(
+    akira: Akira, tmp_path: Path
+) -> None:
+    akira.write_config(fake_claude(tmp_path / "claude.sh") + "budget:\n  max_cost_usd: 2.0\n")
+    akira.write_task("feat", "- [ ] 1. One\n  - Exists: `done_1`\n- [ ] 2. Two\n  - Exists: `done_2`\n")
+    done = akira.run("loop", "start", "--task", "Specs/feat/tasks.md")
+    assert done.code == 0, done.err
+    task_id = akira.task_id()
+    with web_server(akira.root) as served:
+        status, body = page(served, f"/run/{task_id}")
+    assert status == 200
+    svg = body.split('<svg id="usage-chart"', 1)[1].split("</svg>", 1)[0]
+    assert "$0.5000, 3,000 tokens" in svg and "budget $2.0" in svg
+    cost = re.search(r'<polyline class="cost"[^>]* points="([^"]+)"', svg)
+    assert cost is not None
+    heights = [float(point.split(",")[1]) for point in cost.group(1).split()]
+    # from nothing, up at the end of each step's attempt, to now
+    assert len(heights) == 4 and heights[0] > heights[1] > heights[2] == heights[3], heights
+    budget = float(re.search(r'class="budget budget-cost"[^>]* y1="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    assert abs((heights[0] - heights[1]) * 8 - (heights[0] - budget)) < 1.0  # $0.25 of the budget's $2
+    one = body[body.index('data-step="1"') : body.index('data-step="2"')]
+    assert "cost $0.2500, 1,500 tokens" in unescape(re.findall(r'data-d="([^"]*)"', one)[0])

@@ -19,16 +19,20 @@ from akira_cli.api.loops import follow, resume, start
 from akira_cli.api.night import budget, events
 from akira_cli.api.tasks import tasks
 from akira_cli.api.views import logs, progress, report, status
+from akira_cli.api.watching import fleet_runs, output, spending
 
 __all__ = [
     "budget",
     "cancel",
     "events",
+    "fleet_runs",
     "follow",
     "logs",
+    "output",
     "progress",
     "report",
     "resume",
+    "spending",
     "start",
     "status",
     "stop",

@@ -15,11 +15,13 @@ from akira_cli.agents.base import REGISTRY, Agent, AgentContext
 from akira_cli.agents.choice import choose_kind
 from akira_cli.api.models import Finished
 from akira_cli.api.partners import RunReports
+from akira_cli.api.watching import live_path
 from akira_cli.children.ledger import ChildLedger
 from akira_cli.config import Config
 from akira_cli.errors import AkiraError, ForceStopped, LoopStop
 from akira_cli.events import EventBus, EventType, printable
 from akira_cli.exam.judge import ExamJudge
+from akira_cli.live_output import LiveOutput
 from akira_cli.loop.conditions import Guard, TaskLocator
 from akira_cli.loop.control import Control
 from akira_cli.loop.core import AutonomousLoop
@@ -200,6 +202,7 @@ def build_loop(
         ledger=ChildLedger(store.children_path(state.task_id)),
         on_start=store.sync_pending,
         wrapper=sandbox,
+        live=LiveOutput(live_path(workspace, state.task_id)),
     )
     commits = step_commits(workspace, config, state, workdir, bus, runner)
     client = llm_client(config, state, bus)

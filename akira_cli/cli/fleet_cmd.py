@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -170,3 +171,24 @@ def age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.0f}{unit}"
     return f"{seconds:.0f}s"
+
+
+def fleet_lister(root: Path, configured: str | None) -> Callable[[], list[dict[str, Any]] | None]:
+    """For `akira web`: a lister of the fleet's runs, which answers None while the workspace
+    has no fleet (no database named by AKIRA_FLEET_DATABASE_URL or `fleet.database_url`
+    (`configured`), and no `.state/fleet.sqlite` there). The fleet is imported only when there
+    is one, and a fleet that cannot be read (no `fleet` extra, an unreachable database) is its
+    one line (an `AkiraError`)."""
+
+    def listed() -> list[dict[str, Any]] | None:
+        from akira_cli.fleet.database import ENV_URL
+
+        if not (os.environ.get(ENV_URL) or configured or (root / ".state" / "fleet.sqlite").is_file()):
+            return None
+        from akira_cli.fleet.database import database_url, require_dbos
+        from akira_cli.fleet.runs import rows
+
+        require_dbos()
+        return rows(database_url(None, root, configured))
+
+    return listed

@@ -31,7 +31,12 @@ def web(
     ] = None,
 ) -> int:
     """Watch and steer the workspace's runs in a browser: runs, timelines, live events, controls."""
+    from akira_cli.cli.fleet_cmd import fleet_lister
+    from akira_cli.config import load_config
     from akira_cli.web.serve import serve
     from akira_cli.workspace import Workspace
 
-    return serve(Workspace.resolve(root), http, token_file)
+    workspace = Workspace.resolve(root)
+    config = load_config(workspace.root)
+    lister = fleet_lister(workspace.root, config.fleet.database_url)
+    return serve(workspace, http, token_file, config.mcp.max_running, lister)

@@ -9,7 +9,6 @@ Starts and resumes detach: a client polls `loop_status`.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -31,6 +30,7 @@ from akira_cli.api.models import (
     TaskList,
     Undone,
 )
+from akira_cli.api.running import Running
 from akira_cli.errors import AkiraError
 from akira_cli.mcp_server.calls import Call
 from akira_cli.mcp_server.server import AkiraServer
@@ -49,7 +49,6 @@ guidance) continues it, undo_step reverts a step's commit and every later one.""
 READS = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 DESTROYS = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
-LIVE = ("running", "following")
 
 
 class StatusAnswer(RootModel[LoopSummary | Dashboard]):
@@ -64,38 +63,6 @@ class ResumeAnswer(RootModel[Started | Resumed]):
     model_config = ConfigDict(json_schema_extra={"type": "object"})
 
 
-class Running:
-    """The runs this server started or resumed, at most `limit` of them running at once."""
-
-    def __init__(self, root: Path, limit: int) -> None:
-        self.root, self.limit = root, limit
-        self.mine: list[str] = []
-        self.lock = threading.Lock()
-
-    def live(self) -> list[str]:
-        found = []
-        for task_id in self.mine:
-            try:
-                summary = api.status(self.root, task_id)
-            except AkiraError:
-                continue
-            if isinstance(summary, LoopSummary) and summary.status in LIVE:
-                found.append(task_id)
-        return found
-
-    def refuse_more(self) -> None:
-        live = self.live()
-        if len(live) >= self.limit:
-            raise AkiraError(
-                f"mcp.max_running is {self.limit}, and {len(live)} runs this server started are "
-                f"running ({', '.join(live)}); wait for one to end, or stop_loop one"
-            )
-
-    def started(self, answer: Started | Resumed) -> None:
-        if answer.task_id and answer.task_id not in self.mine:
-            self.mine.append(answer.task_id)
-
-
 def server(workspace: Workspace) -> AkiraServer:
     from importlib.metadata import version
 
@@ -105,7 +72,7 @@ def server(workspace: Workspace) -> AkiraServer:
         name="akira", instructions=INSTRUCTIONS, version=version("akira-cli"), log_level="WARNING"
     )
     root = workspace.root
-    running = Running(root, load_config(root).mcp.max_running)
+    running = Running(root, load_config(root).mcp.max_running, "stop_loop one")
 
     def inside(call: Call, task: str) -> Path:
         path = (root / task).resolve()

@@ -20,9 +20,14 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from akira_cli.api.running import Running
+    from akira_cli.api.watching import FleetLister
+
 FOLLOW_EVERY = 0.25
 """How often the stream looks for new events when the last look found none (seconds)."""
 HEARTBEAT = 15.0
+OUTPUT_LINES = 20
+"""The running command's last lines the page shows."""
 MAX_BODY = 64 * 1024
 ACTIONS = ("stop", "resume", "cancel", "undo")
 REFRESH = frozenset(
@@ -46,7 +51,9 @@ def refusal_line(exc: AkiraError) -> str:
     return f"akira: error: {redact(str(exc))}"
 
 
-def build(root: Path, token: str) -> Starlette:
+def build(root: Path, token: str, running: Running, fleet: FleetLister | None = None) -> Starlette:
+    """The page's app on `root`; `running` bounds the runs it resumes, `fleet` lists the
+    fleet's runs (None: the workspace has no fleet)."""
     from starlette.applications import Starlette
     from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
@@ -70,7 +77,7 @@ def build(root: Path, token: str) -> Starlette:
 
     def runs(request: Request) -> Response:
         try:
-            return page(runs_page(root))
+            return page(runs_page(root, fleet))
         except AkiraError as exc:
             return refused(exc, 500)
 
@@ -120,7 +127,7 @@ def build(root: Path, token: str) -> Starlette:
         if not isinstance(said, dict):
             return JSONResponse({"line": "akira: error: the request is not a JSON object"}, 400)
         try:
-            answer = await asyncio.to_thread(act, root, task_id, action, said)
+            answer = await asyncio.to_thread(act, root, task_id, action, said, running)
         except AkiraError as exc:
             return JSONResponse({"ok": False, "line": refusal_line(exc)}, 409)
         return JSONResponse({"ok": True, "line": answer.line(), "status": answer.data().get("status")})
@@ -145,9 +152,11 @@ def named(request: Request) -> bool:
     return re.fullmatch(TASK_ID_PATTERN, str(request.path_params.get("task_id", ""))) is not None
 
 
-def act(root: Path, task_id: str, action: str, said: dict[str, Any]) -> Any:
-    """One control, as the API call the CLI makes for it."""
+def act(root: Path, task_id: str, action: str, said: dict[str, Any], running: Running) -> Any:
+    """One control, as the API call the CLI makes for it; a resume within the MCP server's
+    bound on the runs a server started (`mcp.max_running`)."""
     from akira_cli import api
+    from akira_cli.api.models import Resumed, Started
     from akira_cli.errors import UsageError
 
     if action == "stop":
@@ -162,26 +171,36 @@ def act(root: Path, task_id: str, action: str, said: dict[str, Any]) -> Any:
     guidance = said.get("guidance")
     if guidance is not None and not isinstance(guidance, str):
         raise UsageError("guidance is text")
-    return api.resume(root, task_id, guidance=guidance or None)
+    with running.lock:
+        running.refuse_more()
+        answer = api.resume(root, task_id, guidance=guidance or None)
+        if isinstance(answer, Started | Resumed):
+            running.started(answer)
+    return answer
 
 
 async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:
     """The log's events from `offset` on, as they are written: each a server-sent event whose
-    id is the offset after it, so a reconnecting page goes on where it was."""
+    id is the offset after it, so a reconnecting page goes on where it was; and the running
+    command's last output lines whenever they change."""
     from akira_cli import api
     from akira_cli.events import Event
     from akira_cli.web.run_page import facts_now
 
     quiet = 0.0
+    shown: dict[str, Any] | None = None
     yield ": akira follows the event log\n\n"
     while True:
         try:
             found = await asyncio.to_thread(api.events, root, task_id, offset)
+            now = (await asyncio.to_thread(api.output, root, task_id, OUTPUT_LINES)).data()
         except AkiraError:
             return  # the run went (archived or cancelled): the page stops listening
+        chunks = []
+        if now != shown:
+            shown = now
+            chunks.append(f"event: output\ndata: {json.dumps(now)}\n\n")
         if found.offset != offset:
-            quiet = 0.0
-            chunks = []
             for raw in found.events:
                 try:
                     text = Event.model_validate(raw).line()
@@ -192,11 +211,13 @@ async def follow(root: Path, task_id: str, offset: int) -> AsyncIterator[str]:
             offset = found.offset
             if any(str(raw.get("type")) in REFRESH for raw in found.events):
                 with contextlib.suppress(AkiraError):
-                    shown = await asyncio.to_thread(facts_now, root, task_id)
-                    chunks.append(f"event: facts\ndata: {json.dumps({'html': shown})}\n\n")
-            if chunks:
-                yield "".join(chunks)
-            continue
+                    facts = await asyncio.to_thread(facts_now, root, task_id)
+                    chunks.append(f"event: facts\ndata: {json.dumps(facts)}\n\n")
+        if chunks:
+            quiet = 0.0
+            yield "".join(chunks)
+            if found.events:
+                continue
         await asyncio.sleep(FOLLOW_EVERY)
         quiet += FOLLOW_EVERY
         if quiet >= HEARTBEAT:

@@ -18,6 +18,8 @@ th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid var(
 .status-running, .status-following { color: var(--run); }
 .status-completed { color: var(--ok); }
 .muted { color: var(--muted); }
+.fleet { font-size: 0.75rem; padding: 0 0.3rem; border: 1px solid var(--line); border-radius: 4px;
+         color: var(--muted); }
 .facts { display: flex; flex-wrap: wrap; gap: 0.3rem 1.2rem; margin: 0; padding: 0; list-style: none; }
 .wave { display: flex; flex-wrap: wrap; gap: 0.4rem; margin: 0.3rem 0; }
 .wave.parallel { border-left: 3px solid var(--line); padding-left: 0.4rem; }
@@ -32,6 +34,8 @@ th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid var(
 #detail:empty { display: none; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; padding: 0.5rem; border-radius: 6px;
       max-height: 24rem; overflow: auto; }
+#output:empty { display: none; }
+#output { font: 12px/1.35 ui-monospace, monospace; }
 #events { font: 12px/1.35 ui-monospace, monospace; max-height: 20rem; overflow: auto; white-space: pre-wrap;
           word-break: break-all; background: #f6f8fa; padding: 0.4rem; border-radius: 6px; }
 .controls { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: flex-start; }
@@ -42,6 +46,9 @@ button { font: inherit; padding: 0.25rem 0.7rem; }
                   background: #f6f8fa; }
 svg { width: 100%; max-width: 40rem; height: auto; }
 body, li, pre { overflow-wrap: anywhere; }
+#runs th, #runs td { overflow-wrap: normal; }
+#runs td .muted { overflow-wrap: anywhere; }
+#runs td[data-label="status"] { min-width: 10rem; }
 @media (max-width: 40rem) {
   #runs thead { display: none; }
   #runs tr { display: block; border-bottom: 1px solid var(--line); padding: 0.3rem 0; }
@@ -136,9 +143,51 @@ function apply(event) {
     if (chip && data.verdict === 'changes') chip.className = 'a failed';
   }
   if (event.type === 'step_completed' && id) stepBox(id).classList.add('done');
+  if (event.type === 'llm_call') {
+    const last = chartPoints().slice(-1)[0] || [0, 0, 0];
+    const spent = (data.prompt_tokens || 0) + (data.completion_tokens || 0);
+    usageAt(event.ts, last[1] + spent, last[2] + (data.cost_usd || 0), false);
+  }
   const ends = event.type === 'stop_condition' || event.type.startsWith('loop_');
   if (data.status && ends) setStatus(data.status);
   if (event.type === 'loop_completed') setStatus('completed');
+}
+
+// The chart again, as chart.py draws it: x over the run's time, each line against its own top.
+const chart = document.getElementById('usage-chart');
+const W = 600, H = 180, PAD = 30;
+
+function chartPoints() {
+  return chart ? JSON.parse(chart.dataset.points || '[]') : [];
+}
+
+function usageAt(ts, tokens, cost, totals) {
+  if (!chart) return;
+  const points = chartPoints();
+  const at = (Date.parse(ts) - Date.parse(chart.dataset.start)) / 1000;
+  if (isNaN(at)) return;
+  const now = points.pop();  // the page's "now" point moves on
+  const last = points.length ? points[points.length - 1] : [0, 0, 0];
+  if (!totals || tokens !== last[1] || cost !== last[2]) points.push([Math.max(at, last[0]), tokens, cost]);
+  const end = points[points.length - 1];
+  points.push([Math.max(at, end[0], now ? now[0] : 0), end[1], end[2]]);
+  chart.dataset.points = JSON.stringify(points);
+  const span = Math.max(points[points.length - 1][0], 1);
+  const lines = [['cost', 2, chart.dataset.maxCost], ['tokens', 1, chart.dataset.maxTokens]];
+  for (const [name, index, cap] of lines) {
+    const top = Math.max(...points.map((p) => p[index]), Number(cap || 0), 1e-9);
+    const line = chart.querySelector('polyline.' + name);
+    const y = (value) => (H - PAD - (H - 2 * PAD) * value / top).toFixed(1);
+    const x = (seconds) => (PAD + (W - PAD - 5) * seconds / span).toFixed(1);
+    line.setAttribute('points', points.map((p) => x(p[0]) + ',' + y(p[index])).join(' '));
+    const budget = chart.querySelector('.budget-' + name);
+    if (budget && cap) {
+      budget.setAttribute('y1', y(Number(cap)));
+      budget.setAttribute('y2', y(Number(cap)));
+    }
+  }
+  chart.querySelector('.usage-label').textContent =
+    '$' + end[2].toFixed(4) + ', ' + end[1].toLocaleString('en-US') + ' tokens';
 }
 
 function setStatus(status) {
@@ -164,9 +213,20 @@ if (page.stream) {
     while (events.childElementCount > 500) events.firstElementChild.remove();
     events.scrollTop = events.scrollHeight;
   });
+  source.addEventListener('output', (message) => {
+    const said = JSON.parse(message.data);
+    const head = document.getElementById('output-head');
+    const shown = document.getElementById('output');
+    if (!head || !shown) return;
+    head.textContent = said.command === null ? 'no command ran yet'
+      : '$ ' + said.command + (said.ended ? ' (ended)' : ' (running)');
+    shown.textContent = said.lines.join('\\n');
+  });
   source.addEventListener('facts', (message) => {
+    const said = JSON.parse(message.data);
     const shown = document.getElementById('facts');
-    if (shown) shown.outerHTML = JSON.parse(message.data).html;
+    if (shown) shown.outerHTML = said.html;
+    if (said.usage) usageAt(said.usage.ts, said.usage.tokens, said.usage.cost_usd, true);
   });
 }
 

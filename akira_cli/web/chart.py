@@ -1,7 +1,10 @@
-"""Tokens and cost over the night as an inline SVG, with the budget's line when it has one."""
+"""Tokens and cost over the night as an inline SVG, with the budget's line when it has one. The
+points go with it (`data-points`), so the page's script draws it again as the stream brings
+LLM calls and the run's totals after each step (`assets.py`, the same scales)."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 
 from akira_cli.web.timeline import Point, seconds_between
@@ -16,9 +19,14 @@ def chart(start: str, points: list[Point], now: Point, max_tokens: int | None, m
     start = series[0].ts
     xs = [max(0.0, seconds_between(start, point.ts) or 0.0) for point in series]
     span = max(xs[-1], 1.0)
+    shown = json.dumps(
+        [[round(xv, 3), p.tokens, round(p.cost_usd, 6)] for xv, p in zip(xs, series, strict=True)]
+    )
     parts = [
         f'<svg id="usage-chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-        f'aria-label="cost and tokens over time">',
+        f'aria-label="cost and tokens over time" data-start="{escape(start)}" data-points="{escape(shown)}" '
+        f'data-max-tokens="{max_tokens if max_tokens is not None else ""}" '
+        f'data-max-cost="{max_cost if max_cost is not None else ""}">',
         f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#fff" stroke="#d0d7de"/>',
     ]
     for name, values, cap, style in (
@@ -42,7 +50,7 @@ def chart(start: str, points: list[Point], now: Point, max_tokens: int | None, m
         )
         if text
     )
-    parts.append(f'<text x="{PAD}" y="16" font-size="12">{escape(label)}</text>')
+    parts.append(f'<text class="usage-label" x="{PAD}" y="16" font-size="12">{escape(label)}</text>')
     if caps:
         parts.append(f'<text x="{WIDTH - 5}" y="16" font-size="12" text-anchor="end">{escape(caps)}</text>')
     parts.append("</svg>")

@@ -10,11 +10,13 @@ from typing import Any
 from urllib.parse import quote
 
 from akira_cli.api.models import LoopSummary, Progress, Report
+from akira_cli.api.watch_models import LiveLines
 from akira_cli.web.chart import chart
 from akira_cli.web.html import duration, frame, link, money
-from akira_cli.web.timeline import Attempt, Point, Step, Timeline, timeline
+from akira_cli.web.timeline import Attempt, Point, Step, Timeline, spent, timeline
 
 SHOWN_EVENTS = 50
+OUTPUT_LINES = 20
 
 
 def run_page(root: Path, task_id: str, token: str) -> str:
@@ -26,6 +28,7 @@ def run_page(root: Path, task_id: str, token: str) -> str:
     progress = api.progress(root, summary.task_id)
     events, offset = all_events(root, summary.task_id)
     line = timeline(events)
+    spent(line, api.spending(root, summary.task_id).attempts)
     try:
         report: Report | None = api.report(root, summary.task_id)
     except AkiraError:
@@ -42,6 +45,7 @@ def run_page(root: Path, task_id: str, token: str) -> str:
             "<h2>Timeline</h2>",
             '<div id="timeline">' + timeline_html(line, progress) + "</div>",
             '<div id="detail"></div>',
+            output(api.output(root, summary.task_id, OUTPUT_LINES)),
             "<h2>Cost and tokens</h2>",
             chart(
                 str(events[0].get("ts") or now.ts) if events else now.ts,
@@ -97,13 +101,16 @@ def lines(events: list[dict[str, Any]]) -> list[str]:
     return shown
 
 
-def facts_now(root: Path, task_id: str) -> str:
-    """Where the run stands now (the stream sends it again after a step's end or a stop)."""
+def facts_now(root: Path, task_id: str) -> dict[str, Any]:
+    """Where the run stands now (the stream sends it again after a step's end or a stop), and
+    its tokens and cost so far, the chart's newest point."""
     from akira_cli import api
+    from akira_cli.events import utcnow
 
     summary = api.status(root, task_id)
     assert isinstance(summary, LoopSummary)
-    return facts(summary, api.progress(root, summary.task_id))
+    usage = {"ts": utcnow(), "tokens": summary.tokens, "cost_usd": summary.cost_usd}
+    return {"html": facts(summary, api.progress(root, summary.task_id)), "usage": usage}
 
 
 def facts(summary: LoopSummary, progress: Progress) -> str:
@@ -219,6 +226,17 @@ def chip(step_id: str, attempt: Attempt) -> str:
         said.append(f"review: {attempt.review}")
     text = escape("\n".join(said))
     return f'<button class="a {attempt.outcome}" data-d="{text}">{attempt.number}</button>'
+
+
+def output(found: LiveLines) -> str:
+    """The running command's last lines (the stream sends them again as they change)."""
+    head = "no command ran yet" if found.command is None else f"$ {found.command}"
+    state = "" if found.command is None else (" (ended)" if found.ended else " (running)")
+    text = "\n".join(found.lines)
+    return (
+        f'<h2>Output</h2><div id="output-head" class="muted">{escape(head)}{state}</div>'
+        f'<pre id="output">{escape(text)}</pre>'
+    )
 
 
 def criteria(progress: Progress) -> str:

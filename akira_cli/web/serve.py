@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from akira_cli.api.watching import FleetLister
 from akira_cli.door import bound_socket, kept_token, loopback, read_token_file
 from akira_cli.errors import AkiraError, UsageError
 from akira_cli.workspace import Workspace
@@ -19,7 +20,16 @@ DEFAULT_PORT = 8770
 KEPT = ".state/web_token"
 
 
-def serve(workspace: Workspace, http: str | None, token_file: Path | None) -> int:
+def serve(
+    workspace: Workspace,
+    http: str | None,
+    token_file: Path | None,
+    max_running: int,
+    fleet: FleetLister | None = None,
+) -> int:
+    """`max_running`: the runs the page resumed that may run at once (`mcp.max_running`, the
+    MCP server's bound); `fleet`: the fleet's runs, when the workspace has a fleet."""
+    from akira_cli.api.running import Running
     from akira_cli.web.app import build
     from akira_cli.web.door import WebDoor
 
@@ -34,7 +44,8 @@ def serve(workspace: Workspace, http: str | None, token_file: Path | None) -> in
             f"or listen on {LOCAL}"
         )
     listening = bound_socket(bind, port)
-    app = WebDoor(build(workspace.root, token), token)
+    running = Running(workspace.root, max_running, "stop one from its page")
+    app = WebDoor(build(workspace.root, token, running, fleet), token)
     asyncio.run(listen(app, listening, token if made else None))
     return 0
 

@@ -1,12 +1,17 @@
 """A run's timeline from its events: the steps in the order they started (the `[P]` waves
 together), each with its attempts, their outcome, duration, cost, reflection and review
-verdict; and the tokens and cost over time for the chart."""
+verdict; and the tokens and cost over time for the chart, from the LLM calls and from what
+each attempt spent as the run recorded it (an agent CLI's own usage is in no event)."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from akira_cli.api.watch_models import AttemptSpend
 
 
 @dataclass
@@ -45,6 +50,9 @@ class Point:
 class Timeline:
     steps: dict[str, Step] = field(default_factory=dict)
     points: list[Point] = field(default_factory=list)
+    """Tokens and cost so far at each LLM call (and, once `spent` added them, each attempt's end)."""
+    calls: list[Point] = field(default_factory=list)
+    """Each LLM call's own tokens and cost."""
     tokens: int = 0
     cost_usd: float = 0.0
     waves: int = 0
@@ -139,6 +147,7 @@ def _llm_call(line: Timeline, step_id: str | None, data: dict[str, Any], event: 
     line.tokens += tokens
     line.cost_usd += cost
     line.points.append(Point(str(event.get("ts") or ""), line.tokens, line.cost_usd))
+    line.calls.append(Point(str(event.get("ts") or ""), tokens, cost))
     attempt = line.last(step_id)
     if attempt is not None:
         attempt.tokens += tokens
@@ -163,3 +172,47 @@ def timeline(events: list[dict[str, Any]]) -> Timeline:
     for event in events:
         line.add(event)
     return line
+
+
+def epoch(ts: str) -> float | None:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def spent(line: Timeline, attempts: list[AttemptSpend]) -> None:
+    """Adds what each ended attempt spent: on its chip, and to the chart as a point at its end
+    with what it spent beyond the LLM calls made while it ran (those are points already):
+    an agent CLI's own tokens and cost."""
+    calls = sorted((at, call) for call in line.calls if (at := epoch(call.ts)) is not None)
+    times = [at for at, _ in calls]
+    tokens, costs = [0], [0.0]  # sums of the calls before each index
+    for _, call in calls:
+        tokens.append(tokens[-1] + call.tokens)
+        costs.append(costs[-1] + call.cost_usd)
+    by_key = {
+        (step.id, attempt.iteration, attempt.number): attempt
+        for step in line.steps.values()
+        for attempt in step.attempts
+    }
+    steps: list[tuple[float, Point]] = [(at, call) for at, call in calls]
+    for attempt in attempts:
+        chip = by_key.get((attempt.step_id, attempt.iteration, attempt.number))
+        if chip is not None:
+            chip.tokens, chip.cost_usd = attempt.tokens, attempt.cost_usd
+        end = epoch(attempt.finished_at)
+        if end is None:
+            continue
+        first = bisect.bisect_left(times, end - attempt.seconds)
+        last = bisect.bisect_right(times, end)
+        extra_tokens = attempt.tokens - (tokens[last] - tokens[first])
+        extra_cost = attempt.cost_usd - (costs[last] - costs[first])
+        if extra_tokens > 0 or extra_cost > 1e-9:
+            steps.append((end, Point(attempt.finished_at, max(0, extra_tokens), max(0.0, extra_cost))))
+    steps.sort(key=lambda item: item[0])
+    line.points, line.tokens, line.cost_usd = [], 0, 0.0
+    for _, step in steps:
+        line.tokens += step.tokens
+        line.cost_usd += step.cost_usd
+        line.points.append(Point(step.ts, line.tokens, line.cost_usd))

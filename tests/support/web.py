@@ -20,6 +20,9 @@ from tests.support.mcp import server_env
 
 WAIT = 60.0
 """Seconds a browser test waits for a condition (two cores shared with other work)."""
+PHONE = (390, 844)
+TALLEST = 4000
+"""A screenshot shows the page down to this height, so its charts and tables are in it."""
 
 
 @dataclass
@@ -134,3 +137,33 @@ def artefacts(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("AKIRA_TEST_ARTEFACTS") or tmp_path) / "web"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def shoot(driver: Any, folder: Path, name: str) -> None:
+    """A screenshot of the whole page (down to `TALLEST`) at desktop width, then at phone
+    width (where nothing is wider than the screen), then back."""
+    for width, height, kind in ((1280, 900, "desktop"), (*PHONE, "phone")):
+        driver.set_window_size(width, height)
+        until(
+            driver, f"the {kind} width", lambda d, w=width: d.execute_script("return window.innerWidth") <= w
+        )
+        if kind == "phone":
+            wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+            assert wide <= 1, f"{name} is {wide}px wider than a phone"
+        tall = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(width, min(TALLEST, max(height, tall + 120)))
+        driver.save_screenshot(str(folder / f"{name}-{kind}.png"))
+    driver.set_window_size(1280, 900)
+
+
+def fake_claude(path: Path, gates: Path | None = None) -> str:
+    """A stand-in for `claude -p --output-format json` at `path`, and the config that uses it:
+    it reads its prompt, waits for `gates`/gate_STEP when `gates` is given, writes done_STEP
+    and answers with its usage (1,500 tokens, $0.25), as the claude preset reads it."""
+    wait = f'while [ ! -e {gates}/gate_"$AKIRA_STEP_ID" ]; do sleep 0.05; done\n' if gates else ""
+    path.write_text(
+        f'cat > /dev/null\n{wait}touch "done_$AKIRA_STEP_ID"\n'
+        """echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s1",'"""
+        """'"num_turns":1,"total_cost_usd":0.25,"usage":{"input_tokens":1000,"output_tokens":500}}'\n"""
+    )
+    return f'agent:\n  kind: command\n  preset: claude\n  command: "sh {path}"\n'
