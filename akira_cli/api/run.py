@@ -47,8 +47,10 @@ if TYPE_CHECKING:
     from akira_cli.checks import Judge
     from akira_cli.follow.follower import Follower
     from akira_cli.follow.forge import Forge
+    from akira_cli.git.pinned import Git
     from akira_cli.git.run import GitRun
     from akira_cli.git.steps import StepCommits
+    from akira_cli.git.verify import CommitHooks
     from akira_cli.llm.client import LLMClient
     from akira_cli.loop.waves import Waves
     from akira_cli.sandbox.blame import Refusal
@@ -153,26 +155,30 @@ def step_commits(
     """A git-native run's commits (one per completed step), when it started as one; its HEAD must be on the
     task branch: a resume never switches branches under a person's feet. With `git.verify`, the
     repository's hooks run as the steps' commands do (in the sandbox)."""
-    run = git_run(workspace, config, state)
+    hooks = None
+    if config.git.verify:
+        from akira_cli.git.verify import CommitHooks
+
+        hooks = functools.partial(CommitHooks, runner=runner, timeout=config.agent.command_timeout_seconds)
+    run = git_run(workspace, config, state, hooks)
     if run is None:
         return None
     from akira_cli.git.steps import StepCommits
 
-    if config.git.verify:
-        from akira_cli.git.verify import CommitHooks
-
-        run.hooks = CommitHooks(run.git, runner, config.agent.command_timeout_seconds)
     return StepCommits(run, state, workdir, bus)
 
 
-def git_run(workspace: Workspace, config: Config, state: LoopState) -> GitRun | None:
+def git_run(
+    workspace: Workspace, config: Config, state: LoopState, hooks: Callable[[Git], CommitHooks] | None = None
+) -> GitRun | None:
     """The git side of a loop that started as a git-native run, with HEAD checked to be on its
-    task branch (refused otherwise); None for any other loop."""
+    task branch (refused otherwise); None for any other loop. `hooks`: the repository's commit
+    hooks, made for its git (`git.verify`)."""
     if state.git is None:
         return None
     from akira_cli.git.run import GitRun
 
-    run = GitRun.detect(workspace.root, Path(state.task_path), config.git, root=state.git.root)
+    run = GitRun.detect(workspace.root, Path(state.task_path), config.git, root=state.git.root, hooks=hooks)
     if run is not None:
         run.check_resume(state.git)
     return run

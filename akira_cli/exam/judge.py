@@ -197,10 +197,9 @@ class ExamJudge:
         workspace = Path(env.get("AKIRA_WORKSPACE", self.workspace.root))
         if workspace.is_relative_to(source):
             env["AKIRA_WORKSPACE"] = str(tree / workspace.relative_to(source))
-        runner = CommandRunner(tree, env=env, ledger=like.ledger, private_env=True)
-        if like.wrapper is not None:  # the copy is the tree the checks may write; the step's is read-only
-            runner.wrapper = like.wrapper.moved(tree)
-        return runner
+        # the copy is the tree the checks may write; the step's is read-only
+        wrapper = like.wrapper.moved(tree) if like.wrapper is not None else None
+        return CommandRunner(tree, env=env, ledger=like.ledger, private_env=True, wrapper=wrapper)
 
     def base(self, step: Step, record: StepRecord, where: Where) -> Base:
         git = self.git(where)

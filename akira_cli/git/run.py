@@ -18,7 +18,7 @@ import re
 import shlex
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from akira_cli.errors import AkiraError
@@ -58,19 +58,31 @@ three plumbing commands that spare it a refresh of every entry."""
 class GitRun:
     """One loop's git side: `root` is the repository, `workspace` the workspace folder in it."""
 
-    def __init__(self, repo: Repository, workspace: Path, settings: GitSettings) -> None:
+    def __init__(
+        self,
+        repo: Repository,
+        workspace: Path,
+        settings: GitSettings,
+        hooks: Callable[[Git], CommitHooks] | None = None,
+    ) -> None:
         self.git = Git(repo)
         self.root = repo.top
         self.workspace = workspace
         self.settings = settings
         self.plumb = Plumbing(self.git)
-        self.hooks: CommitHooks | None = None
-        """The repository's hooks, run in the step's sandbox (`git.verify`); set by the loop."""
+        self.hooks = hooks(self.git) if hooks is not None else None
+        """The repository's hooks, run in the step's sandbox (`git.verify`): made by `hooks`."""
         self._author: bool | None = None
 
     @classmethod
     def detect(
-        cls, workspace: Path, task: Path, settings: GitSettings, no_git: bool = False, root: str | None = None
+        cls,
+        workspace: Path,
+        task: Path,
+        settings: GitSettings,
+        no_git: bool = False,
+        root: str | None = None,
+        hooks: Callable[[Git], CommitHooks] | None = None,
     ) -> GitRun | None:
         """The run's git side when the task file lies in a git work tree and git is on; None
         otherwise. `git.enabled: true` outside a repository is an error. `root`: the repository
@@ -93,7 +105,7 @@ class GitRun:
             return None
         if not root:
             refuse_nested_start(repo, workspace.resolve(), task)
-        return cls(repo, workspace.resolve(), settings)
+        return cls(repo, workspace.resolve(), settings, hooks)
 
     # -- start and resume -----------------------------------------------------------------------
 

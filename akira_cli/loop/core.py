@@ -114,8 +114,7 @@ class AutonomousLoop:
 
     def boundary(self) -> Path:
         """The checks before each step starts; the task file's path."""
-        if self.engine.held is not None:
-            stop, self.engine.held = self.engine.held, None
+        if (stop := self.engine.take_held()) is not None:
             raise stop
         path = self.guard.check_location(self.state)
         self.guard.check_hook(self.state)

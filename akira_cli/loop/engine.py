@@ -250,6 +250,11 @@ class StepEngine:
             update={"cost_usd": price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)}
         )
 
+    def take_held(self) -> LoopStop | None:
+        """The stop an attempt left for the next step boundary (`held`), taken: once."""
+        stop, self.held = self.held, None
+        return stop
+
     @property
     def plane(self) -> ControlPlane:
         return ControlPlane(self.workspace.root, lambda: Path(self.state.task_path))

@@ -262,8 +262,8 @@ def slot_lane(
     env = {**(main.env or {}), "AKIRA_WORKTREE": str(path)}
     if workspace is not None:
         env["AKIRA_WORKSPACE"] = str(workspace)
-    runner = CommandRunner(workdir, env=env, ledger=main.ledger, private_env=True)
-    if main.wrapper is not None:  # the slot is the step's work tree; the main one is read-only there
-        runner.wrapper = main.wrapper.moved(path)
+    # the slot is the step's work tree; the main one is read-only there
+    wrapper = main.wrapper.moved(path) if main.wrapper is not None else None
+    runner = CommandRunner(workdir, env=env, ledger=main.ledger, private_env=True, wrapper=wrapper)
     witness = Witness(path, workdir, control, runner, view)
     return WaveLane(runner, witness, workdir, make_agents(runner), slot, path)

@@ -150,7 +150,5 @@ def baseline(config: Config, workspace: Path, workdir: Path, task: Path, kind: s
     from akira_cli.loop.evidence import red_baseline
     from akira_cli.runner import CommandRunner
 
-    runner = CommandRunner(workdir)
     with open_sandbox(config, workspace, workdir, lambda: task, lambda *_: None, kind=kind) as sandbox:
-        runner.wrapper = sandbox
-        return red_baseline(config, runner)
+        return red_baseline(config, CommandRunner(workdir, wrapper=sandbox))
