@@ -4,7 +4,8 @@ changed and no check passed, several times in a row, stops the loop."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from akira_cli.config import Config
@@ -62,6 +63,8 @@ class Outcomes:
     workspace: Workspace
     bus: EventBus
     reflection: Reflection
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Wave steps are reviewed on their own threads."""
 
     def note_replan(self, record: StepRecord, attempt: Attempt) -> None:
         """After a failure the next attempt is a re-plan; log how it differs from the last one."""
@@ -110,8 +113,13 @@ class Outcomes:
 
     def reviewed(self, attempt: Attempt) -> None:
         """The reviewer's verdict decides the attempt: `changes` fails it with the reasons (the
-        reflection and the next prompt see them); approved, disputed or none leave it a success."""
+        reflection and the next prompt see them); approved, disputed or none leave it a success.
+        Its usage is the run's, and the review's apart."""
         review = attempt.review
+        if review is not None:
+            with self._lock:  # the reviewer's usage counts toward the budgets, and apart
+                self.state.usage.add(review.usage)
+                self.state.review_usage.add(review.usage)
         if review is None or review.verdict != "changes":
             return
         reasons = review.reasons or "(the reviewer gave no reasons)"

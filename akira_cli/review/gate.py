@@ -10,7 +10,6 @@ does to the attempt (`loop.outcomes.Outcomes.reviewed`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from akira_cli.events import EventBus, EventType
@@ -57,7 +56,6 @@ class StepReview:
         self.requirement_texts = requirement_texts
         self.prices = prices or {}
         self.waits = waits
-        self._lock = threading.Lock()  # wave steps are reviewed on their own threads
 
     def wanted(self, step: Step, task: TaskFile) -> bool:
         when = self.settings.when
@@ -131,17 +129,13 @@ class StepReview:
         return self.waits.ask(self.agent, prompt, where.runner, step_id, number, main=where.path is None)
 
     def count(self, answers: list[Answer]) -> Usage:
-        """The reviewer's usage, toward the budgets (the state's usage) and apart (its own);
-        its calls are its runs (a CLI's own turns are not reviews)."""
+        """The reviewer's usage (the loop counts it toward the budgets, and apart); its calls
+        are its runs (a CLI's own turns are not reviews)."""
         reported = Usage()
         for answer in answers:
             reported.add(answer.usage)
         reported.calls = len(answers)
-        usage = self.priced(reported)
-        with self._lock:  # wave steps are reviewed on their own threads
-            self.state.usage.add(usage)
-            self.state.review_usage.add(usage)
-        return usage
+        return self.priced(reported)
 
     def priced(self, usage: Usage) -> Usage:
         price = self.prices.get(self.settings.model or "") or self.prices.get(self.agent.name)
