@@ -34,6 +34,11 @@ class LiveOutput:
         self._heads: tuple[str, bytes] = ("", b"")
         """The last command and its masked line: a step's checks run the same commands again."""
 
+    def slot(self, number: int) -> LiveOutput:
+        """The output of a `[P]` wave step's commands, in worktree slot `number`: a file of its
+        own beside this one (`<task_id>.slot<N>.live`), as the slot's commands run beside the others."""
+        return LiveOutput(self.path.with_name(f"{self.path.stem}.slot{number}{self.path.suffix}"))
+
     def started(self, command: str) -> LiveWriter:
         """A new command: the file starts again with its command line."""
         if self._fd < 0:

@@ -10,6 +10,8 @@ import stat
 from pathlib import Path
 
 from akira_cli import api
+from akira_cli.api.watch_models import LiveLines
+from tests.support.parallel import tasks
 from tests.support.web import request, web_server
 from tests.support.workspace import Akira
 
@@ -189,3 +191,32 @@ def test_the_running_commands_output_is_kept_bounded_and_read_from_its_end(akira
     assert found.command == "seq 1 300000; echo end" and found.ended and not found.live
     assert found.lines[:2] == ["300000", "end"] and found.lines[2].startswith("[akira] exited 0 after ")
     assert len(api.output(akira.root, task_id, 10_000).lines) == 200
+
+
+def test_a_wave_steps_running_command_is_the_output_shown_with_its_slot(repo: Akira, tmp_path: Path) -> None:
+    """Two `[P]` steps run at once, each slot's commands into a file of their own: the one
+    still running is what the page shows, with its slot; the other (ended at once) is not."""
+    gate = tmp_path / "gate"
+    waiting = f"echo one-running; while [ ! -e {gate} ]; do sleep 0.05; done; echo one > one.txt"
+    tasks(repo, f"- [ ] 1. [P] One\n  - Run: `{waiting}`\n- [ ] 2. [P] Two\n  - Run: `echo two > two.txt`\n")
+    process = repo.spawn("loop", "start", "--task", "Specs/feat/tasks.md", "--parallel", "2")
+    try:
+        seen: list[LiveLines] = []
+
+        def running_one() -> bool:
+            found = api.output(repo.root, repo.task_id(), 5)
+            seen.append(found)
+            return "one-running" in found.lines and not found.ended
+
+        repo.wait_for(running_one, 120, "step 1's command shown running")
+        assert seen[-1].slot is not None and seen[-1].command == waiting
+        assert f"(wave slot {seen[-1].slot})" in seen[-1].line()
+        gate.touch()
+        _, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err
+    finally:
+        gate.touch()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert sorted(p.name for p in (repo.root / ".state" / "logs").glob("*.slot*.live"))

@@ -82,8 +82,11 @@ class LiveLines(Answer):
     ended: bool
     live: bool
     """Whether a process runs the loop."""
+    slot: int | None = None
+    """The `[P]` wave's worktree slot the command runs in; None: the run's own work tree."""
 
     def line(self) -> str:
         if self.command is None:
             return f"{self.task_id}: no command ran yet"
-        return f"{self.task_id}: {'ran' if self.ended else 'running'} {self.command}"
+        where = f" (wave slot {self.slot})" if self.slot is not None else ""
+        return f"{self.task_id}: {'ran' if self.ended else 'running'}{where} {self.command}"

@@ -4,6 +4,7 @@ and the running command's last output lines."""
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,7 +83,8 @@ def live_path(workspace: Workspace, task_id: str) -> Path:
 def output(root: str | Path | None, task_id: str, lines: int = 20) -> LiveLines:
     """The last `lines` lines (at most 200) of the output of `task_id`'s running command (or
     of the last one, `ended`), masked of secrets; no command yet: none. Never takes a lock.
-    The commands of a `[P]` wave's steps are not in it (only those of the run's own work tree)."""
+    While a `[P]` wave runs, each slot's commands have their own file: the one shown is a
+    command still running, the one that wrote last (its `slot` said), else the last that ended."""
     from akira_cli.api.lookup import load_task
     from akira_cli.api.views import live
     from akira_cli.api.watch_models import LiveLines
@@ -92,15 +94,30 @@ def output(root: str | Path | None, task_id: str, lines: int = 20) -> LiveLines:
 
     workspace = Workspace.resolve(root)
     store, state = load_task(workspace, task_id)
-    found = tail_lines(live_path(workspace, state.task_id), max(1, min(lines, MAX_LINES)))
+    main = live_path(workspace, state.task_id)
+    count = max(1, min(lines, MAX_LINES))
+    read = []
+    for path in [main, *main.parent.glob(f"{glob.escape(main.stem)}.slot*{main.suffix}")]:
+        number = path.stem.removeprefix(f"{main.stem}.slot")
+        if (found := tail_lines(path, count)) is not None and (path == main or number.isdigit()):
+            read.append((not found[2], written_at(path), None if path == main else int(number), found))
     running = live(store, state.task_id)
-    if found is None:
+    if not read:
         return LiveLines(task_id=state.task_id, command=None, lines=[], ended=True, live=running)
-    command, shown, ended = found
+    *_, slot, (command, shown, ended) = max(read, key=lambda seen: seen[:2])
     return LiveLines(
         task_id=state.task_id,
         command=redact(command),
         lines=[redact(line) for line in shown],
         ended=ended or not running,
         live=running,
+        slot=slot,
     )
+
+
+def written_at(path: Path) -> int:
+    """When the file's command last wrote output (the file's change time)."""
+    try:
+        return path.stat().st_ctime_ns
+    except OSError:
+        return 0

@@ -264,6 +264,7 @@ def slot_lane(
         env["AKIRA_WORKSPACE"] = str(workspace)
     # the slot is the step's work tree; the main one is read-only there
     wrapper = main.wrapper.moved(path) if main.wrapper is not None else None
-    runner = CommandRunner(workdir, env=env, ledger=main.ledger, private_env=True, wrapper=wrapper)
+    live = main.live.slot(slot) if main.live is not None else None
+    runner = CommandRunner(workdir, env=env, ledger=main.ledger, private_env=True, wrapper=wrapper, live=live)
     witness = Witness(path, workdir, control, runner, view)
     return WaveLane(runner, witness, workdir, make_agents(runner), slot, path)

@@ -219,7 +219,8 @@ if (page.stream) {
     const shown = document.getElementById('output');
     if (!head || !shown) return;
     head.textContent = said.command === null ? 'no command ran yet'
-      : '$ ' + said.command + (said.ended ? ' (ended)' : ' (running)');
+      : '$ ' + said.command + (said.ended ? ' (ended)' : ' (running)')
+        + (said.slot === null || said.slot === undefined ? '' : ' in wave slot ' + said.slot);
     shown.textContent = said.lines.join('\\n');
   });
   source.addEventListener('facts', (message) => {

@@ -232,6 +232,8 @@ def output(found: LiveLines) -> str:
     """The running command's last lines (the stream sends them again as they change)."""
     head = "no command ran yet" if found.command is None else f"$ {found.command}"
     state = "" if found.command is None else (" (ended)" if found.ended else " (running)")
+    if found.slot is not None:
+        state += f" in wave slot {found.slot}"
     text = "\n".join(found.lines)
     return (
         f'<h2>Output</h2><div id="output-head" class="muted">{escape(head)}{state}</div>'
