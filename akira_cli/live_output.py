@@ -40,16 +40,20 @@ class LiveOutput:
         return LiveOutput(self.path.with_name(f"{self.path.stem}.slot{number}{self.path.suffix}"))
 
     def started(self, command: str) -> LiveWriter:
-        """A new command: the file starts again with its command line."""
-        if self._fd < 0:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-            self._fd = os.open(self.path, flags, 0o600)
+        """A new command: the file starts again with its command line. A view, never the run's
+        failure: a full disk or a folder it cannot write leaves it out (the writer writes nothing)."""
         if self._heads[0] != command:
             self._heads = (command, redact_bytes(("$ " + " ".join(command.split())[:500] + "\n").encode()))
         head = self._heads[1]
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, head, 0)
+        try:
+            if self._fd < 0:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+                self._fd = os.open(self.path, flags, 0o600)
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, head, 0)
+        except OSError:
+            return LiveWriter(-1, len(head), head)
         return LiveWriter(self._fd, len(head), head)
 
     def close(self) -> None:
@@ -85,6 +89,8 @@ class LiveWriter:
         self._append(tail + f"{ENDED}{said} after {took:.1f}s\n".encode())
 
     def _append(self, data: bytes) -> None:
+        if self.fd < 0:
+            return
         try:
             if self.size + len(data) > LIMIT:
                 kept = os.pread(self.fd, KEEP, max(len(self.head), self.size - KEEP))
