@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 ITERATION_PART = {"iteration", "current_step", "current_steps", "completed_steps"}
-MUTATORS = {"append", "extend", "remove", "pop", "clear", "insert", "update", "setdefault"}
+MUTATORS = {"add", "append", "extend", "remove", "pop", "clear", "insert", "update", "setdefault"}
 WIRED = ("loop", "api", "follow", "review")
 ADAPTERS = ("git", "follow", "review", "reflection", "exam", "agents")
 
