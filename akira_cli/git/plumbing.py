@@ -151,7 +151,7 @@ class Plumbing:
         real = self.index_path()
         try:
             before = os.stat(real)
-            shutil.copyfile(real, temp)
+            shutil.copy2(real, temp)  # with its time: git re-reads a file changed in that second
         except OSError:
             self.git.run("read-tree", "HEAD", env={"GIT_INDEX_FILE": str(temp)})
             return None
@@ -199,7 +199,7 @@ class Plumbing:
         lock = real.with_name(real.name + ".lock")
         mine = real.with_name(f"{real.name}.{AKIRA_SUFFIX}{os.getpid()}")
         try:
-            shutil.copyfile(temp, mine)
+            shutil.copy2(temp, mine)  # with its time, as git wrote it (racy entries stay racy)
             os.link(mine, lock)  # fails while git holds the lock: then the paths are set instead
         except OSError:
             mine.unlink(missing_ok=True)
