@@ -15,6 +15,7 @@ state file is masked at every save; a substring test costs far less than a regex
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import AnyStr
@@ -26,7 +27,17 @@ class Shape:
     """One kind of secret: its pattern (group `keep` stays, group `secret` is masked) as text
     and as bytes, and the literal needles without which it is not looked for."""
 
-    __slots__ = ("after_name", "anywhere", "bneedles", "data", "kind", "needles", "scanned", "text")
+    __slots__ = (
+        "_data",
+        "_text",
+        "after_name",
+        "anywhere",
+        "bneedles",
+        "kind",
+        "needles",
+        "scanned",
+        "source",
+    )
 
     def __init__(
         self,
@@ -47,10 +58,25 @@ class Shape:
         self.scanned = scanned
         """Looked for in a step's commit too (`shapes_in`); a shape that also hits ordinary code is
         masked in what akira writes but never refuses a commit."""
-        self.text = re.compile(source)
-        self.data = re.compile(source.encode())
+        self.source = source
+        self._text: re.Pattern[str] | None = None
+        self._data: re.Pattern[bytes] | None = None
         self.needles = needles
         self.bneedles = tuple(needle.encode() for needle in needles)
+
+    @property
+    def text(self) -> re.Pattern[str]:
+        """The pattern, compiled at its first use: most runs' text holds no needle of most
+        shapes, and `akira loop status` masks nothing, so none is compiled at start."""
+        if self._text is None:
+            self._text = re.compile(self.source)
+        return self._text
+
+    @property
+    def data(self) -> re.Pattern[bytes]:
+        if self._data is None:
+            self._data = re.compile(self.source.encode())
+        return self._data
 
     def free(self, text: str | bytes, at: int) -> bool:
         return self.anywhere or starts_free(text, at, self.after_name)
@@ -128,14 +154,21 @@ def starts_free(text: str | bytes, at: int, after_name: bool) -> bool:
     return at >= 2 and text[at - 2 : at - 1] in ("\\", b"\\") and before in ("n", "r", "t", b"n", b"r", b"t")
 
 
-ANY_NEEDLE = re.compile("|".join(re.escape(needle) for shape in SHAPES for needle in shape.needles))
-ANY_BNEEDLE = re.compile(b"|".join(re.escape(needle) for shape in SHAPES for needle in shape.bneedles))
-"""Every shape's needles in one search: the text akira writes most often (a state save, an
-event) holds none, and is then passed over in one scan instead of one per needle."""
+@functools.cache
+def any_needle() -> re.Pattern[str]:
+    """Every shape's needles in one search: the text akira writes most often (a state save, an
+    event) holds none, and is then passed over in one scan instead of one per needle. Compiled
+    at the first mask, not at start."""
+    return re.compile("|".join(re.escape(needle) for shape in SHAPES for needle in shape.needles))
+
+
+@functools.cache
+def any_bneedle() -> re.Pattern[bytes]:
+    return re.compile(b"|".join(re.escape(needle) for shape in SHAPES for needle in shape.bneedles))
 
 
 def mask_text(text: str) -> str:
-    if ANY_NEEDLE.search(text) is None:
+    if any_needle().search(text) is None:
         return text
     for shape in SHAPES:
         if any(needle in text for needle in shape.needles):
@@ -144,7 +177,7 @@ def mask_text(text: str) -> str:
 
 
 def mask_data(data: bytes) -> bytes:
-    if ANY_BNEEDLE.search(data) is None:
+    if any_bneedle().search(data) is None:
         return data
     for shape in SHAPES:
         if any(needle in data for needle in shape.bneedles):

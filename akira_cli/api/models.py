@@ -13,7 +13,7 @@ from akira_cli.words import counted
 
 
 class Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first use: `status` uses few
 
     def data(self) -> dict[str, Any]:
         """The JSON object (fields a view left out stay out: `exclude_unset`)."""
