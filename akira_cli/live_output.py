@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import selectors
+import stat
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from akira_cli.nofollow import FILE_FLAGS
 from akira_cli.redaction import redact_bytes
 
 LIMIT = 256 * 1024
@@ -112,7 +114,14 @@ def tail_lines(path: Path, count: int) -> tuple[str, list[str], bool] | None:
     """The file's command line, its last `count` output lines and whether the command ended;
     None when there is none (no command ran yet). Reads at most `KEEP` bytes and its head."""
     try:
-        with path.open("rb") as handle:
+        fd = os.open(path, FILE_FLAGS)  # a link or a FIFO planted in its place is never read
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        with os.fdopen(fd, "rb") as handle:
             head = handle.readline(1024)
             size = handle.seek(0, 2)
             start = max(len(head), size - KEEP)

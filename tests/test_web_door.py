@@ -220,3 +220,17 @@ def test_a_wave_steps_running_command_is_the_output_shown_with_its_slot(repo: Ak
             process.kill()
             process.wait(timeout=30)
     assert sorted(p.name for p in (repo.root / ".state" / "logs").glob("*.slot*.live"))
+
+
+def test_a_link_planted_as_a_slots_output_file_is_never_read(akira: Akira, tmp_path: Path) -> None:
+    """A step without the sandbox can write `.state/`: a link named like a wave slot's output
+    file, to a file of the person's, never puts that file on the page."""
+    akira.write_task("one", "- [ ] 1. Say hi\n  - Run: `echo hi`\n")
+    assert akira.run("loop", "start", "--task", "Specs/one/tasks.md").code == 0
+    task_id = akira.task_id()
+    private = tmp_path / "private.txt"
+    private.write_text("$ cat\nthe person's private line\n")
+    (akira.root / ".state" / "logs" / f"{task_id}.slot9.live").symlink_to(private)
+    found = api.output(akira.root, task_id, 20)
+    assert found.slot is None and found.command == "echo hi"
+    assert "the person's private line" not in found.lines
